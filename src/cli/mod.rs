@@ -1,0 +1,55 @@
+//! The command line. Each command lives in its own module; this one parses arguments, maps
+//! errors to exit status 2 and prints them the way a user can act on.
+//!
+//! Exit status (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid, 2 usage or
+//! configuration error. clap's own usage errors exit 2 as well.
+
+mod check;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status for a usage or configuration error.
+pub const EXIT_CONFIG: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "reasonix",
+    version,
+    about = "A policy-as-code permission and sandbox gateway for LLM agent tool calls",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Dry-run proposed tool calls through the gate and print each verdict.
+    Check(check::CheckArgs),
+}
+
+/// Runs the command line.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let mut stderr = anstream::stderr();
+            let style = anstyle::Style::new()
+                .bold()
+                .fg_color(Some(anstyle::AnsiColor::Red.into()));
+            let _ = std::io::Write::write_fmt(
+                &mut stderr,
+                format_args!("{style}error{style:#}: {e:#}\n"),
+            );
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Reasonix decides whether a tool call proposed by a language model may acquire an effect, runs
+//! it confined when it may, and says honestly what happened.
+//!
+//! One call, traced to its verdict:
+//!
+//! ```
+//! use reasonix::{Gate, Posture, PolicySet, Registry, Verdict};
+//!
+//! let workspace = tempfile::tempdir().unwrap();
+//! let gate = Gate::new(
+//!     Registry::with_builtins(),
+//!     &PolicySet::embedded_default(),
+//!     workspace.path(),
+//!     Posture::Interactive,
+//! )
+//! .unwrap();
+//!
+//! // Reads inside the workspace fall back to `defaults.read_only: allow`.
+//! let read = gate.admit_text(r#"{"name":"read_file","arguments":{"path":"notes.md"}}"#);
+//! assert_eq!(read.admission().verdict, Verdict::Allow);
+//!
+//! // Secrets are denied by the default policy's `no-secrets` rule, whatever the tool.
+//! let env = gate.admit_text(r#"{"name":"read_file","arguments":{"path":"app/.env"}}"#);
+//! assert_eq!(env.admission().verdict, Verdict::Deny);
+//!
+//! // A path that leaves the workspace is refused by the sandbox stage.
+//! let out = gate.admit_text(r#"{"name":"write_file","arguments":{"path":"../x","content":""}}"#);
+//! assert_eq!(out.admission().verdict, Verdict::Deny);
+//!
+//! // A call that does not match its tool's schema is invalid: nothing is resolved or run.
+//! let bad = gate.admit_text(r#"{"name":"write_file","arguments":{"path":"a"}}"#);
+//! assert_eq!(bad.admission().verdict, Verdict::Invalid);
+//! ```
+//!
+//! # What the gate guarantees
+//!
+//! - **No effect without an admission.** A tool runs only through [`gate::Admitted::execute`],
+//!   and an [`gate::Admitted`] value can be made only by the [`Gate`].
+//! - **Validation before everything.** A call that does not parse, names an unknown tool or breaks
+//!   its tool's JSON Schema is `invalid`; it is never resolved, asked about or run.
+//! - **Fail closed.** What the gate cannot resolve or does not understand is never allowed.
+//! - **File tools stay inside their roots**, checked on the resolved path at admission and again
+//!   by the kernel (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`) at execution, so a
+//!   symlink swapped in between cannot redirect the effect.
+//!
+//! What it does not do: it does not trust the model's own account of a call, and it does not yet
+//! analyse shell commands — every `bash` call is an unanalysed writer that no allow rule covers.
+//!
+//! # The path every call takes
+//!
+//! ```text
+//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► approve ─► execute
+//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (posture)  (beneath
+//!                               paths)      `..`, `~`)        ask >                          the root)
+//!                                                             allow >
+//!                                                             fallback)
+//! ```
+//!
+//! The modules follow that path: [`call`], [`tool`], [`sandbox`], [`policy`], [`gate`].
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod gate;
+pub mod policy;
+pub mod sandbox;
+pub mod tool;
+
+pub use call::Call;
+pub use gate::{Admission, Gate, Judgement, Stage, Verdict};
+pub use policy::{PolicySet, Posture};
+pub use tool::{Effect, Registry, Tool};

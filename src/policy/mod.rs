@@ -1,0 +1,726 @@
+//! Policies: loading YAML rules, compiling them for one workspace, and judging a classified call
+//! — the `policy` stage of the admission path.
+//!
+//! # Precedence
+//!
+//! 1. Any matching `deny` rule denies.
+//! 2. Otherwise any matching `ask` rule asks.
+//! 3. Otherwise an `allow` rule that covers the *whole* call allows.
+//! 4. Otherwise the fallback: `defaults.read_only` for a read-only call, `defaults.writer` for
+//!    any other.
+//!
+//! deny and ask match generously, allow strictly:
+//!
+//! | condition | deny / ask match when…                       | allow covers when…                          |
+//! |-----------|----------------------------------------------|---------------------------------------------|
+//! | `tools`   | a glob matches the tool name                 | the same                                    |
+//! | `paths`   | any form of any touched path matches          | every form of every touched path matches    |
+//! | `effects` | the call has any of the listed effects        | the call has only listed effects            |
+//!
+//! A path's forms are the resolved path, the path as written (made absolute, `..` folded) and
+//! every symlink passed through, so a secret cannot be reached under another name, and an allow
+//! cannot be borrowed through a link. An allow rule never covers a call the tool could not
+//! analyse (a `bash` command before analysis exists), nor one with a path that did not resolve.
+//!
+//! Several files merge: their rules all vote, and for each `defaults` key the strictest value any
+//! file sets wins (deny > ask > allow), else the built-in one (`read_only: allow`,
+//! `writer: ask`, `unattended: deny`). Postures are applied later, by the gate's approve stage.
+
+mod pattern;
+mod yaml;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sandbox::{Roots, TouchedPath};
+use crate::tool::Effect;
+use pattern::OwnedSet;
+pub use yaml::Unattended;
+
+/// The embedded default policy (`policies/default.yaml`), used when no `--policy` is given.
+pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
+/// The name the embedded default is reported under.
+pub const DEFAULT_POLICY_NAME: &str = "embedded:policies/default.yaml";
+
+/// What a rule or fallback decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Ask a person (or apply the unattended posture).
+    Ask,
+    /// Do not run it.
+    Deny,
+}
+
+impl Decision {
+    /// The name used in policies and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who is there to answer an `ask`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Posture {
+    /// A person answers at the terminal.
+    #[default]
+    Interactive,
+    /// Nobody answers: `ask` becomes `defaults.unattended`.
+    Unattended,
+    /// Only a call an allow rule explicitly covers runs; every other call is denied.
+    Strict,
+}
+
+impl Posture {
+    /// The name used on the command line and in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::Interactive => "interactive",
+            Posture::Unattended => "unattended",
+            Posture::Strict => "strict",
+        }
+    }
+}
+
+impl FromStr for Posture {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Posture, String> {
+        match s {
+            "interactive" => Ok(Posture::Interactive),
+            "unattended" => Ok(Posture::Unattended),
+            "strict" => Ok(Posture::Strict),
+            _ => Err(format!(
+                "unknown posture {s:?}; use interactive, unattended or strict"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Posture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The merged `defaults`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Defaults {
+    /// Fallback for a read-only call no rule decided.
+    pub read_only: Decision,
+    /// Fallback for any other call no rule decided.
+    pub writer: Decision,
+    /// What `ask` becomes under the unattended posture.
+    pub unattended: Unattended,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            read_only: Decision::Allow,
+            writer: Decision::Ask,
+            unattended: Unattended::Deny,
+        }
+    }
+}
+
+/// One policy file, parsed.
+#[derive(Clone, Debug)]
+struct Source {
+    name: String,
+    file: yaml::PolicyFile,
+}
+
+/// Loaded policy files, not yet tied to a workspace. Immutable: a reload builds a new set.
+#[derive(Clone, Debug)]
+pub struct PolicySet {
+    sources: Vec<Source>,
+}
+
+/// One problem in a policy, with its place.
+#[derive(Debug)]
+pub struct PolicyProblem {
+    /// The file, as named on the command line (or the embedded name).
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong and, where possible, what to write instead.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Every problem found while loading or compiling policies; any one fails the load.
+#[derive(Debug)]
+pub struct PolicyError(pub Vec<PolicyProblem>);
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl PolicySet {
+    /// The embedded default policy.
+    pub fn embedded_default() -> PolicySet {
+        match PolicySet::from_yaml(DEFAULT_POLICY_NAME, DEFAULT_POLICY) {
+            Ok(set) => set,
+            // The embedded text is a constant checked by `the_embedded_default_loads`.
+            Err(e) => unreachable!("the embedded default policy does not load: {e}"),
+        }
+    }
+
+    /// Parses one YAML policy from text; `name` is how it is reported.
+    pub fn from_yaml(name: &str, text: &str) -> Result<PolicySet, PolicyError> {
+        let mut problems = Vec::new();
+        let mut sources = Vec::new();
+        parse_into(name, text, &mut sources, &mut problems);
+        if problems.is_empty() {
+            Ok(PolicySet { sources })
+        } else {
+            Err(PolicyError(problems))
+        }
+    }
+
+    /// Loads policy files and folders. A folder contributes every `*.yaml`/`*.yml` below it, in
+    /// sorted order, except test case files (`*.cases.yaml`). Every problem in every file is
+    /// reported together.
+    pub fn load(paths: &[PathBuf]) -> Result<PolicySet, PolicyError> {
+        let mut problems = Vec::new();
+        let mut sources = Vec::new();
+        for path in paths {
+            let files = match policy_files(path) {
+                Ok(files) => files,
+                Err(message) => {
+                    problems.push(PolicyProblem {
+                        file: path.display().to_string(),
+                        line: None,
+                        column: None,
+                        message,
+                    });
+                    continue;
+                }
+            };
+            for file in files {
+                let name = file.display().to_string();
+                match std::fs::read_to_string(&file) {
+                    Ok(text) => parse_into(&name, &text, &mut sources, &mut problems),
+                    Err(e) => problems.push(PolicyProblem {
+                        file: name,
+                        line: None,
+                        column: None,
+                        message: format!("cannot read: {e}"),
+                    }),
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(PolicySet { sources })
+        } else {
+            Err(PolicyError(problems))
+        }
+    }
+
+    /// The names of the loaded files, in order.
+    pub fn source_names(&self) -> impl Iterator<Item = &str> {
+        self.sources.iter().map(|s| s.name.as_str())
+    }
+
+    /// The merged defaults.
+    pub fn defaults(&self) -> Defaults {
+        let builtin = Defaults::default();
+        let strictest = |get: &dyn Fn(&yaml::DefaultsSpec) -> Option<Decision>, fallback| {
+            self.sources
+                .iter()
+                .filter_map(|s| get(&s.file.defaults))
+                .max()
+                .unwrap_or(fallback)
+        };
+        let unattended = if self
+            .sources
+            .iter()
+            .any(|s| s.file.defaults.unattended == Some(Unattended::Deny))
+        {
+            Unattended::Deny
+        } else if self
+            .sources
+            .iter()
+            .any(|s| s.file.defaults.unattended == Some(Unattended::Allow))
+        {
+            Unattended::Allow
+        } else {
+            builtin.unattended
+        };
+        Defaults {
+            read_only: strictest(&|d| d.read_only, builtin.read_only),
+            writer: strictest(&|d| d.writer, builtin.writer),
+            unattended,
+        }
+    }
+
+    /// Compiles the rules for one workspace: relative path globs are anchored at its root and
+    /// `~` at the home folder, and every glob goes into one set.
+    pub fn compile(&self, roots: &Roots) -> Result<CompiledPolicy, PolicyError> {
+        let mut rules = Vec::new();
+        let mut tool_globs = Vec::new();
+        let mut path_globs = Vec::new();
+        let mut problems = Vec::new();
+        for source in &self.sources {
+            for (index, spec) in source.file.rules.iter().enumerate() {
+                let rule = rules.len();
+                let id = spec
+                    .id
+                    .as_ref()
+                    .map(|id| id.0.clone())
+                    .unwrap_or_else(|| format!("rules[{index}]"));
+                for glob in spec.tools.iter().flatten() {
+                    match globset::Glob::new(&glob.0) {
+                        Ok(g) => tool_globs.push((rule, g)),
+                        Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                    }
+                }
+                for glob in spec.paths.iter().flatten() {
+                    let anchored = match pattern::anchor(&glob.0, roots.workspace(), roots.home()) {
+                        Ok(a) => a,
+                        Err(e) => {
+                            problems.push(problem(
+                                &source.name,
+                                &id,
+                                format!("path glob {:?}: {e}", glob.0),
+                            ));
+                            continue;
+                        }
+                    };
+                    for pattern in anchored {
+                        match pattern::path_glob(&pattern) {
+                            Ok(g) => path_globs.push((rule, g)),
+                            Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                        }
+                    }
+                }
+                rules.push(Rule {
+                    id,
+                    source: source.name.clone(),
+                    decision: spec.decision,
+                    reason: spec.reason.clone(),
+                    has_tools: spec.tools.is_some(),
+                    has_paths: spec.paths.is_some(),
+                    effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
+                });
+            }
+        }
+        let tools = OwnedSet::build(tool_globs);
+        let paths = OwnedSet::build(path_globs);
+        match (tools, paths) {
+            (Ok(tools), Ok(paths)) if problems.is_empty() => Ok(CompiledPolicy {
+                rules,
+                tools,
+                paths,
+                defaults: self.defaults(),
+            }),
+            (tools, paths) => {
+                for e in [tools.err(), paths.err()].into_iter().flatten() {
+                    problems.push(PolicyProblem {
+                        file: "(policy set)".into(),
+                        line: None,
+                        column: None,
+                        message: e.to_string(),
+                    });
+                }
+                Err(PolicyError(problems))
+            }
+        }
+    }
+}
+
+fn problem(file: &str, rule: &str, message: String) -> PolicyProblem {
+    PolicyProblem {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        message: format!("rule {rule}: {message}"),
+    }
+}
+
+/// Parses one file's text into `sources`, or its problems into `problems`.
+fn parse_into(
+    name: &str,
+    text: &str,
+    sources: &mut Vec<Source>,
+    problems: &mut Vec<PolicyProblem>,
+) {
+    match yaml::parse(text) {
+        Ok(file) => {
+            let mut seen = BTreeSet::new();
+            for (i, rule) in file.rules.iter().enumerate() {
+                if let Some(id) = &rule.id {
+                    if !seen.insert(id.0.clone()) {
+                        problems.push(PolicyProblem {
+                            file: name.to_owned(),
+                            line: None,
+                            column: None,
+                            message: format!(
+                                "rules[{i}] reuses the id {:?}; rule ids must be unique within a file",
+                                id.0
+                            ),
+                        });
+                    }
+                }
+            }
+            sources.push(Source {
+                name: name.to_owned(),
+                file,
+            });
+        }
+        Err(e) => problems.push(PolicyProblem {
+            file: name.to_owned(),
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        }),
+    }
+}
+
+/// The policy files a `--policy` argument names.
+fn policy_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.is_file() {
+        return if has_ext(path, &["yaml", "yml"]) {
+            Ok(vec![path.to_path_buf()])
+        } else {
+            Err("not a policy file; expected a .yaml or .yml file, or a folder of them".into())
+        };
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+            let p = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            if kind.is_dir() {
+                stack.push(p);
+            } else if is_policy_file(&p) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err("the folder holds no policy files (*.yaml, *.yml)".into());
+    }
+    Ok(files)
+}
+
+fn has_ext(path: &Path, exts: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| exts.contains(&e))
+}
+
+fn is_case_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".cases.yaml") || n.ends_with(".cases.yml"))
+}
+
+fn is_policy_file(path: &Path) -> bool {
+    has_ext(path, &["yaml", "yml"]) && !is_case_file(path)
+}
+
+/// One rule, compiled.
+#[derive(Clone, Debug)]
+struct Rule {
+    id: String,
+    source: String,
+    decision: Decision,
+    reason: Option<String>,
+    has_tools: bool,
+    has_paths: bool,
+    effects: Option<BTreeSet<Effect>>,
+}
+
+/// Rules compiled for one workspace. Immutable.
+#[derive(Clone, Debug)]
+pub struct CompiledPolicy {
+    rules: Vec<Rule>,
+    tools: OwnedSet,
+    paths: OwnedSet,
+    defaults: Defaults,
+}
+
+/// What policy sees of a classified, resolved call.
+#[derive(Clone, Copy, Debug)]
+pub struct Facts<'a> {
+    /// The tool name.
+    pub tool: &'a str,
+    /// Its effects.
+    pub effects: &'a BTreeSet<Effect>,
+    /// The paths it touches.
+    pub paths: &'a [TouchedPath],
+    /// Whether it changes nothing.
+    pub read_only: bool,
+    /// Whether the tool saw everything the call does.
+    pub analysed: bool,
+}
+
+/// A rule that matched a call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RuleHit {
+    /// The rule id, or `rules[N]` when it has none.
+    pub id: String,
+    /// The file it came from.
+    pub source: String,
+    /// What it decides.
+    pub decision: Decision,
+    /// True when this rule decided the outcome; false when a stronger decision overrode it.
+    pub decisive: bool,
+}
+
+/// Which fallback decided a call no rule decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// `defaults.read_only`.
+    ReadOnly,
+    /// `defaults.writer`.
+    Writer,
+}
+
+/// The policy stage's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judged {
+    /// The decision.
+    pub decision: Decision,
+    /// Set when no rule decided and a fallback did.
+    pub fallback: Option<Fallback>,
+    /// Every rule that matched, decisive ones first.
+    pub hits: Vec<RuleHit>,
+    /// Why, in words.
+    pub reasons: Vec<String>,
+}
+
+impl CompiledPolicy {
+    /// The merged defaults.
+    pub fn defaults(&self) -> Defaults {
+        self.defaults
+    }
+
+    /// Judges one call under the precedence in the module doc.
+    pub fn judge(&self, facts: &Facts<'_>) -> Judged {
+        let n = self.rules.len();
+        let mut scratch = Vec::new();
+
+        let mut tool_ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
+        self.tools
+            .for_each_match(Path::new(facts.tool), &mut scratch, |r| tool_ok[r] = true);
+
+        // Per rule: forms matched by any of its globs (counted once per form).
+        let mut any_form = vec![false; n];
+        let mut forms_matched = vec![0usize; n];
+        let mut last_form = vec![usize::MAX; n];
+        let mut total_forms = 0usize;
+        let mut every_path_resolved = true;
+        for path in facts.paths {
+            let forms = path.forms();
+            if forms.is_empty() {
+                every_path_resolved = false;
+            }
+            for form in forms {
+                let form_no = total_forms;
+                total_forms += 1;
+                self.paths.for_each_match(form, &mut scratch, |r| {
+                    any_form[r] = true;
+                    if last_form[r] != form_no {
+                        last_form[r] = form_no;
+                        forms_matched[r] += 1;
+                    }
+                });
+            }
+        }
+
+        let mut hits: Vec<(usize, Decision)> = Vec::new();
+        let mut notes = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !tool_ok[i] {
+                continue;
+            }
+            let matched = match rule.decision {
+                Decision::Deny | Decision::Ask => {
+                    (!rule.has_paths || any_form[i])
+                        && rule
+                            .effects
+                            .as_ref()
+                            .is_none_or(|e| !e.is_disjoint(facts.effects))
+                }
+                Decision::Allow => {
+                    let paths_ok = !rule.has_paths
+                        || (total_forms > 0
+                            && every_path_resolved
+                            && forms_matched[i] == total_forms);
+                    let effects_ok = rule
+                        .effects
+                        .as_ref()
+                        .is_none_or(|e| !facts.effects.is_empty() && facts.effects.is_subset(e));
+                    if paths_ok && effects_ok && !facts.analysed {
+                        notes.push(format!(
+                            "allow rule {} ({}) cannot cover this call: the tool could not analyse it",
+                            rule.id, rule.source
+                        ));
+                    }
+                    paths_ok && effects_ok && facts.analysed
+                }
+            };
+            if matched {
+                hits.push((i, rule.decision));
+            }
+        }
+
+        let winner = hits.iter().map(|&(_, d)| d).max();
+        let mut reasons = Vec::new();
+        let mut rule_hits: Vec<RuleHit> = Vec::new();
+        for decisive in [true, false] {
+            for &(i, d) in &hits {
+                if (Some(d) == winner) != decisive {
+                    continue;
+                }
+                let rule = &self.rules[i];
+                if decisive {
+                    reasons.push(match &rule.reason {
+                        Some(reason) => format!("{}: {reason}", rule.id),
+                        None => format!("rule {} ({}) says {d}", rule.id, rule.source),
+                    });
+                }
+                rule_hits.push(RuleHit {
+                    id: rule.id.clone(),
+                    source: rule.source.clone(),
+                    decision: d,
+                    decisive,
+                });
+            }
+        }
+        reasons.extend(notes);
+
+        match winner {
+            Some(decision) => Judged {
+                decision,
+                fallback: None,
+                hits: rule_hits,
+                reasons,
+            },
+            None => {
+                let (fallback, decision, what) = if facts.read_only {
+                    (Fallback::ReadOnly, self.defaults.read_only, "read_only")
+                } else {
+                    (Fallback::Writer, self.defaults.writer, "writer")
+                };
+                let kind = if facts.read_only {
+                    "read-only call"
+                } else {
+                    "call that may change things"
+                };
+                reasons.insert(
+                    0,
+                    format!("no rule decided this {kind}; defaults.{what} is {decision}"),
+                );
+                Judged {
+                    decision,
+                    fallback: Some(fallback),
+                    hits: rule_hits,
+                    reasons,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_loads() {
+        let set = PolicySet::from_yaml(DEFAULT_POLICY_NAME, DEFAULT_POLICY).unwrap();
+        let defaults = set.defaults();
+        assert_eq!(defaults.read_only, Decision::Allow);
+        assert_eq!(defaults.writer, Decision::Ask);
+        assert_eq!(defaults.unattended, Unattended::Deny);
+    }
+
+    #[test]
+    fn the_strictest_default_wins_across_files() {
+        let mut a = PolicySet::from_yaml(
+            "a",
+            "version: 1\ndefaults:\n  writer: allow\n  unattended: allow\n",
+        )
+        .unwrap();
+        let b = PolicySet::from_yaml("b", "version: 1\ndefaults:\n  writer: deny\n").unwrap();
+        a.sources.extend(b.sources);
+        let d = a.defaults();
+        assert_eq!(d.writer, Decision::Deny);
+        assert_eq!(d.read_only, Decision::Allow);
+        assert_eq!(d.unattended, Unattended::Allow);
+    }
+
+    #[test]
+    fn duplicate_ids_in_one_file_are_refused() {
+        let e = PolicySet::from_yaml(
+            "p.yaml",
+            "version: 1\nrules:\n  - id: a\n    decision: deny\n  - id: a\n    decision: allow\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("reuses the id \"a\""), "{e}");
+    }
+
+    #[test]
+    fn posture_names_parse_and_unknown_ones_are_refused() {
+        assert_eq!("strict".parse::<Posture>().unwrap(), Posture::Strict);
+        assert!(
+            "lenient"
+                .parse::<Posture>()
+                .unwrap_err()
+                .contains("unknown posture")
+        );
+    }
+}

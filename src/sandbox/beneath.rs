@@ -1,0 +1,280 @@
+//! File operations that the kernel keeps beneath a root.
+//!
+//! Admission resolves a path once; by execution the disk may have changed (a folder swapped for a
+//! symlink to `/etc`). So no operation here follows a path by name from `/`. Each opens its root
+//! with `O_NOFOLLOW`, then walks the admitted, symlink-free relative path with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: a component that is
+//! now a symlink, or a `..` that would climb out, fails with `ELOOP`/`EXDEV` instead of being
+//! followed. Names in the final folder are then handled with `*at` calls that never follow a
+//! symlink in the last component (`O_CREAT | O_EXCL`, `renameat2`, `unlinkat`).
+//!
+//! Writes are atomic: a temporary file in the same folder, written, `fsync`ed, renamed over the
+//! target, and the folder `fsync`ed, so a crash leaves the old file or the new one, never half.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, RenameFlags, ResolveFlag};
+use nix::sys::stat::{FileStat, Mode, SFlag};
+
+/// A path admitted inside a root, held as the root and a relative path without symlinks or `..`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfinedPath {
+    root: PathBuf,
+    rel: PathBuf,
+    in_workspace: bool,
+}
+
+/// Counter for temporary-file names within this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn errno(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+fn how(flags: OFlag, mode: Mode) -> OpenHow {
+    // openat2 refuses O_NOCTTY beside O_PATH (it checks flags strictly).
+    let extra = if flags.contains(OFlag::O_PATH) {
+        OFlag::O_CLOEXEC
+    } else {
+        OFlag::O_CLOEXEC | OFlag::O_NOCTTY
+    };
+    OpenHow::new().flags(flags | extra).mode(mode).resolve(
+        ResolveFlag::RESOLVE_BENEATH
+            | ResolveFlag::RESOLVE_NO_SYMLINKS
+            | ResolveFlag::RESOLVE_NO_MAGICLINKS,
+    )
+}
+
+impl ConfinedPath {
+    pub(crate) fn new(root: PathBuf, rel: PathBuf, in_workspace: bool) -> ConfinedPath {
+        ConfinedPath {
+            root,
+            rel,
+            in_workspace,
+        }
+    }
+
+    /// A path below this one; `rel` must hold only plain names (no `..`, `.` or `/`).
+    pub fn child(&self, rel: &Path) -> Option<ConfinedPath> {
+        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return None;
+        }
+        Some(ConfinedPath {
+            root: self.root.clone(),
+            rel: self.rel.join(rel),
+            in_workspace: self.in_workspace,
+        })
+    }
+
+    /// How the path is shown to the model: relative to the workspace when it lies in it
+    /// (`.` for the workspace itself), absolute otherwise.
+    pub fn shown(&self) -> String {
+        if !self.in_workspace {
+            self.absolute().display().to_string()
+        } else if self.rel.as_os_str().is_empty() {
+            ".".into()
+        } else {
+            self.rel.display().to_string()
+        }
+    }
+
+    /// True when the path exists and is reachable beneath its root without any symlink.
+    pub fn exists_beneath(&self) -> bool {
+        self.open_root()
+            .and_then(|root| {
+                nix::fcntl::openat2(&root, self.rel_or_dot(), how(OFlag::O_PATH, Mode::empty()))
+                    .map_err(errno)
+            })
+            .is_ok()
+    }
+
+    /// The root folder holding this path.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path relative to its root (empty for the root itself).
+    pub fn relative(&self) -> &Path {
+        &self.rel
+    }
+
+    /// The absolute path, for messages.
+    pub fn absolute(&self) -> PathBuf {
+        if self.rel.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(&self.rel)
+        }
+    }
+
+    fn open_root(&self) -> io::Result<OwnedFd> {
+        nix::fcntl::open(
+            &self.root,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)
+    }
+
+    /// The relative path for `openat2`; `.` for the root itself.
+    fn rel_or_dot(&self) -> &Path {
+        if self.rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &self.rel
+        }
+    }
+
+    /// Opens the file for reading.
+    pub fn open_read(&self) -> io::Result<File> {
+        let root = self.open_root()?;
+        let fd = nix::fcntl::openat2(
+            &root,
+            self.rel_or_dot(),
+            how(OFlag::O_RDONLY, Mode::empty()),
+        )
+        .map_err(errno)?;
+        Ok(File::from(fd))
+    }
+
+    /// Opens the folder for listing.
+    pub fn open_dir(&self) -> io::Result<OwnedFd> {
+        let root = self.open_root()?;
+        nix::fcntl::openat2(
+            &root,
+            self.rel_or_dot(),
+            how(OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty()),
+        )
+        .map_err(errno)
+    }
+
+    /// Status of the path itself (a symlink is not followed).
+    pub fn stat(&self) -> io::Result<FileStat> {
+        let (dir, name) = self.parent(false)?;
+        nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).map_err(errno)
+    }
+
+    /// Opens the parent folder beneath the root, creating missing folders when asked, and
+    /// returns it with the final name.
+    fn parent(&self, create: bool) -> io::Result<(OwnedFd, &OsStr)> {
+        let name = self
+            .rel
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        let parent = self.rel.parent().unwrap_or(Path::new(""));
+        let mut dir = self.open_root()?;
+        for component in parent.components() {
+            let Component::Normal(part) = component else {
+                // Admission produced this path from a resolved one: only plain names.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "unexpected component in a confined path",
+                ));
+            };
+            let open = |dir: &OwnedFd| {
+                nix::fcntl::openat2(
+                    dir,
+                    part,
+                    how(OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty()),
+                )
+            };
+            dir = match open(&dir) {
+                Ok(fd) => fd,
+                Err(Errno::ENOENT) if create => {
+                    match nix::sys::stat::mkdirat(&dir, part, Mode::from_bits_truncate(0o777)) {
+                        Ok(()) | Err(Errno::EEXIST) => {}
+                        Err(e) => return Err(errno(e)),
+                    }
+                    open(&dir).map_err(errno)?
+                }
+                Err(e) => return Err(errno(e)),
+            };
+        }
+        Ok((dir, name))
+    }
+
+    /// Replaces the file's content atomically, creating it (and its folders) when missing.
+    /// An existing file keeps its permission bits.
+    pub fn write_atomic(&self, bytes: &[u8]) -> io::Result<()> {
+        let (dir, name) = self.parent(true)?;
+        let keep_mode =
+            match nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(st) => match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+                    SFlag::S_IFREG => Some(Mode::from_bits_truncate(st.st_mode & 0o7777)),
+                    SFlag::S_IFLNK => return Err(errno(Errno::ELOOP)),
+                    SFlag::S_IFDIR => return Err(errno(Errno::EISDIR)),
+                    _ => return Err(io::Error::other("not a regular file")),
+                },
+                Err(Errno::ENOENT) => None,
+                Err(e) => return Err(errno(e)),
+            };
+        let temp = temp_name(name);
+        let fd = nix::fcntl::openat(
+            &dir,
+            temp.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+            Mode::from_bits_truncate(0o666),
+        )
+        .map_err(errno)?;
+        let mut file = File::from(fd);
+        let written = (|| {
+            file.write_all(bytes)?;
+            if let Some(mode) = keep_mode {
+                nix::sys::stat::fchmod(&file, mode).map_err(errno)?;
+            }
+            file.sync_all()?;
+            nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name).map_err(errno)
+        })();
+        if let Err(e) = written {
+            let _ = nix::unistd::unlinkat(
+                &dir,
+                temp.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+            return Err(e);
+        }
+        File::from(dir).sync_all()
+    }
+
+    /// Removes the file (never a folder).
+    pub fn remove_file(&self) -> io::Result<()> {
+        let (dir, name) = self.parent(false)?;
+        nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+            .map_err(errno)?;
+        File::from(dir).sync_all()
+    }
+
+    /// Renames this path to `to`, creating `to`'s folders; refuses to replace an existing `to`.
+    pub fn rename_to(&self, to: &ConfinedPath) -> io::Result<()> {
+        let (from_dir, from_name) = self.parent(false)?;
+        let (to_dir, to_name) = to.parent(true)?;
+        nix::fcntl::renameat2(
+            &from_dir,
+            from_name,
+            &to_dir,
+            to_name,
+            RenameFlags::RENAME_NOREPLACE,
+        )
+        .map_err(errno)?;
+        File::from(to_dir).sync_all()?;
+        File::from(from_dir).sync_all()
+    }
+}
+
+/// `.<name>.<pid>-<n>.reasonix-tmp`, hidden and unique within the folder.
+fn temp_name(name: &OsStr) -> PathBuf {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut temp = Vec::with_capacity(name.len() + 32);
+    temp.push(b'.');
+    // Keep the name short enough for NAME_MAX (255) whatever the target's length.
+    temp.extend_from_slice(&name.as_bytes()[..name.len().min(200)]);
+    temp.extend_from_slice(format!(".{}-{n}.reasonix-tmp", std::process::id()).as_bytes());
+    PathBuf::from(OsStr::from_bytes(&temp))
+}

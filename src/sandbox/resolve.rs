@@ -1,0 +1,312 @@
+//! Path resolution: from a path as the model wrote it to where its effect would really land.
+//!
+//! The steps, in order:
+//!
+//! 1. A path holding a NUL byte is refused (no OS call could take it).
+//! 2. `~` and `~/…` expand to the home folder, `~user/…` to that user's home.
+//! 3. A relative path is taken from the workspace.
+//! 4. The *lexical* form folds `.` and `..` without looking at the disk: what the path says.
+//! 5. The *resolved* form walks the components the way the kernel does: each symlink is read and
+//!    followed (relative to its folder, or from `/` when absolute), `..` climbs from where the
+//!    walk really is, at most 40 links are followed (`ELOOP`). Past the first component that does
+//!    not exist, the walk stays lexical — until a `..` climbs back into folders that exist, where
+//!    links are followed again, as they would be once the missing folders were created.
+//!
+//! Procfs "magic" links such as `/proc/self/root` are followed by what `readlink` says, which for
+//! the ones that matter is a real path (`/`); anything under `/proc` is outside every root anyway.
+//! The result is only a judgement aid: execution re-opens the resolved path beneath its root with
+//! `openat2`, so a link swapped in after this walk cannot redirect the effect (see `beneath`).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// At most this many symlinks are followed while resolving one path (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// A path resolved both lexically and physically.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// Absolute, `.` and `..` folded as text; symlinks not followed.
+    pub lexical: PathBuf,
+    /// Absolute, every symlink followed: where the effect lands.
+    pub resolved: PathBuf,
+    /// Whether the resolved path exists now.
+    pub exists: bool,
+    /// The symlinks followed on the way, in order (absolute paths of the links themselves).
+    pub symlinks: Vec<PathBuf>,
+}
+
+/// Why a path could not be resolved. Every one of these fails closed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// The path holds a NUL byte.
+    #[error("the path contains a NUL byte")]
+    Nul,
+    /// `~user` names no user on this machine, or no home folder is known.
+    #[error("cannot expand {0:?}: no such user or home folder")]
+    UnknownHome(String),
+    /// More than [`MAX_LINKS`] symlinks.
+    #[error("too many levels of symbolic links (a loop?) at {0}")]
+    Loop(PathBuf),
+    /// The walk could not look at a component (permission denied, I/O error).
+    #[error("cannot inspect {path}: {source}")]
+    Io {
+        /// The component that could not be inspected.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+}
+
+/// Expands a leading `~` or `~user`. Paths without one are returned unchanged.
+pub fn expand_tilde(written: &str, home: Option<&Path>) -> Result<PathBuf, ResolveError> {
+    let Some(rest) = written.strip_prefix('~') else {
+        return Ok(PathBuf::from(written));
+    };
+    let (user, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i + 1..].trim_start_matches('/')),
+        None => (rest, ""),
+    };
+    let base = if user.is_empty() {
+        home.map(Path::to_path_buf)
+            .ok_or_else(|| ResolveError::UnknownHome("~".into()))?
+    } else {
+        match nix::unistd::User::from_name(user) {
+            Ok(Some(u)) => u.dir,
+            _ => return Err(ResolveError::UnknownHome(format!("~{user}"))),
+        }
+    };
+    Ok(if tail.is_empty() {
+        base
+    } else {
+        base.join(tail)
+    })
+}
+
+/// Folds `.` and `..` in an absolute path as text. `..` at `/` stays at `/`, as in the kernel.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+/// Resolves `written` against `base` (the workspace) and `home`. See the module doc.
+pub fn resolve(
+    written: &str,
+    base: &Path,
+    home: Option<&Path>,
+) -> Result<Resolution, ResolveError> {
+    if written.contains('\0') {
+        return Err(ResolveError::Nul);
+    }
+    let expanded = expand_tilde(written, home)?;
+    let absolute = if expanded.is_absolute() {
+        expanded
+    } else {
+        base.join(expanded)
+    };
+    let lexical_form = lexical(&absolute);
+
+    let mut queue: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut queue, &absolute, false);
+    let mut out = PathBuf::from("/");
+    let mut depth = 0usize;
+    // Depth at which the first missing component was pushed; `None` while everything exists.
+    let mut missing_at: Option<usize> = None;
+    let mut links = 0usize;
+    let mut symlinks = Vec::new();
+
+    while let Some(name) = queue.pop_front() {
+        if name == "." {
+            continue;
+        }
+        if name == ".." {
+            if out.pop() {
+                depth -= 1;
+            }
+            if missing_at.is_some_and(|at| depth < at) {
+                missing_at = None;
+            }
+            continue;
+        }
+        out.push(&name);
+        depth += 1;
+        if missing_at.is_some() {
+            continue;
+        }
+        match std::fs::symlink_metadata(&out) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(ResolveError::Loop(out));
+                }
+                let target = std::fs::read_link(&out).map_err(|source| ResolveError::Io {
+                    path: out.clone(),
+                    source,
+                })?;
+                symlinks.push(out.clone());
+                out.pop();
+                depth -= 1;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                    depth = 0;
+                }
+                push_components(&mut queue, &target, true);
+            }
+            Ok(meta) => {
+                // A file in the middle of a path: the kernel says ENOTDIR; nothing below exists.
+                if !meta.is_dir() && queue.iter().any(|c| c != ".") {
+                    missing_at = Some(depth);
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                missing_at = Some(depth);
+            }
+            Err(source) => return Err(ResolveError::Io { path: out, source }),
+        }
+    }
+    Ok(Resolution {
+        lexical: lexical_form,
+        exists: missing_at.is_none(),
+        resolved: out,
+        symlinks,
+    })
+}
+
+/// Queues a path's components; `front` puts them before what is already queued (a link's
+/// target is walked before the rest of the path).
+fn push_components(queue: &mut VecDeque<OsString>, path: &Path, front: bool) {
+    let names: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            Component::CurDir => Some(".".into()),
+            Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    if front {
+        for name in names.into_iter().rev() {
+            queue.push_front(name);
+        }
+    } else {
+        queue.extend(names);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn ws() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn lexical_folds_dots_and_stops_at_root() {
+        assert_eq!(lexical(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(lexical(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn tilde_expands_to_home_and_users() {
+        let home = Path::new("/home/me");
+        assert_eq!(expand_tilde("~", Some(home)).unwrap(), home);
+        assert_eq!(
+            expand_tilde("~/.ssh/id", Some(home)).unwrap(),
+            home.join(".ssh/id")
+        );
+        assert_eq!(
+            expand_tilde("a/~", Some(home)).unwrap(),
+            PathBuf::from("a/~")
+        );
+        assert_eq!(
+            expand_tilde("~root/x", None).unwrap(),
+            PathBuf::from("/root/x")
+        );
+        assert!(expand_tilde("~no-such-user-xyz/x", None).is_err());
+        assert!(expand_tilde("~/x", None).is_err());
+    }
+
+    #[test]
+    fn relative_paths_resolve_inside_the_base() {
+        let (_d, root) = ws();
+        let r = resolve("a/b.txt", &root, None).unwrap();
+        assert_eq!(r.resolved, root.join("a/b.txt"));
+        assert!(!r.exists);
+    }
+
+    #[test]
+    fn symlinked_folder_is_followed() {
+        let (_d, root) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        let out = outside.path().canonicalize().unwrap();
+        symlink(&out, root.join("link")).unwrap();
+        let r = resolve("link/secret", &root, None).unwrap();
+        assert_eq!(r.resolved, out.join("secret"));
+        assert_eq!(r.lexical, root.join("link/secret"));
+        assert_eq!(r.symlinks, vec![root.join("link")]);
+    }
+
+    #[test]
+    fn dotdot_after_a_link_climbs_from_the_target() {
+        let (_d, root) = ws();
+        std::fs::create_dir_all(root.join("deep/er")).unwrap();
+        symlink("deep/er", root.join("l")).unwrap();
+        let r = resolve("l/../x", &root, None).unwrap();
+        assert_eq!(r.resolved, root.join("deep/x"));
+        assert_eq!(r.lexical, root.join("x"));
+    }
+
+    #[test]
+    fn links_past_a_missing_folder_are_followed_after_climbing_back() {
+        let (_d, root) = ws();
+        symlink("/etc", root.join("l")).unwrap();
+        let r = resolve("missing/../l/passwd", &root, None).unwrap();
+        assert_eq!(r.resolved, PathBuf::from("/etc/passwd"));
+    }
+
+    #[test]
+    fn loops_are_errors() {
+        let (_d, root) = ws();
+        symlink("b", root.join("a")).unwrap();
+        symlink("a", root.join("b")).unwrap();
+        assert!(matches!(
+            resolve("a", &root, None),
+            Err(ResolveError::Loop(_))
+        ));
+    }
+
+    #[test]
+    fn nul_bytes_are_refused() {
+        assert!(matches!(
+            resolve("a\0b", Path::new("/"), None),
+            Err(ResolveError::Nul)
+        ));
+    }
+
+    #[test]
+    fn proc_self_root_resolves_to_the_real_root() {
+        let r = resolve("/proc/self/root/etc/hostname", Path::new("/"), None).unwrap();
+        assert_eq!(r.resolved, PathBuf::from("/etc/hostname"));
+    }
+}

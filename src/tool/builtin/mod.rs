@@ -1,0 +1,78 @@
+//! The builtin tools, exactly as DESIGN.md names them. Read-only: `read_file`, `list_dir`,
+//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`.
+//!
+//! Every file tool reaches the disk only through the [`ConfinedPath`]s its admission carries,
+//! so the kernel keeps each effect beneath the root the gate placed it in.
+//!
+//! [`ConfinedPath`]: crate::sandbox::ConfinedPath
+
+mod bash;
+mod delete_file;
+mod edit_file;
+mod glob;
+mod grep;
+mod list_dir;
+mod move_file;
+mod read_file;
+mod walk;
+mod write_file;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::Tool;
+
+/// One instance of every builtin tool.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read_file::ReadFile),
+        Arc::new(write_file::WriteFile),
+        Arc::new(edit_file::EditFile),
+        Arc::new(move_file::MoveFile),
+        Arc::new(delete_file::DeleteFile),
+        Arc::new(list_dir::ListDir),
+        Arc::new(glob::GlobTool),
+        Arc::new(grep::Grep),
+        Arc::new(bash::Bash),
+    ]
+}
+
+/// The schema of a path argument: a non-empty string without NUL bytes.
+fn path_property(description: &str) -> Value {
+    json!({
+        "type": "string",
+        "minLength": 1,
+        "pattern": "^[^\\u0000]*$",
+        "description": description,
+    })
+}
+
+/// An object schema with these properties and required names.
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), properties);
+    schema.insert("required".into(), json!(required));
+    schema.insert("additionalProperties".into(), json!(false));
+    Value::Object(schema)
+}
+
+/// Cuts text to `max` bytes on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// How a confined path is shown to the model (see [`ConfinedPath::shown`]).
+///
+/// [`ConfinedPath::shown`]: crate::sandbox::ConfinedPath::shown
+fn shown(path: &crate::sandbox::ConfinedPath) -> String {
+    path.shown()
+}

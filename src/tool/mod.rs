@@ -1,0 +1,275 @@
+//! The tool contract: what a tool declares (name, schema, read-only flag), how it classifies a
+//! concrete call (effects and the paths it touches), and how it executes once admitted.
+//!
+//! Classification is the `classify` stage of the admission path. It only reads the validated
+//! arguments: it never touches the filesystem. Path resolution (symlinks, `..`, `~`) is the
+//! sandbox's job, so every tool's paths are resolved by the same code.
+//!
+//! Execution takes an [`Admitted`] value, which only the gate can construct: a tool cannot be
+//! run by any path that skips validation, policy or approval.
+
+pub mod builtin;
+mod registry;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use crate::gate::Admitted;
+pub use registry::{Registered, Registry, RegistryError, ToolSchema};
+
+/// What a call can do to the world. Policy rules match on these (`effects:`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// Reads files or folders.
+    Read,
+    /// Creates or changes files.
+    Write,
+    /// Removes files (a move removes its source).
+    Delete,
+    /// Runs a program.
+    Exec,
+    /// Talks to the network.
+    Network,
+}
+
+impl Effect {
+    /// The name used in policies and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Read => "read",
+            Effect::Write => "write",
+            Effect::Delete => "delete",
+            Effect::Exec => "exec",
+            Effect::Network => "network",
+        }
+    }
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The part a path plays in a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PathRole {
+    /// The file or folder the call acts on.
+    Target,
+    /// Where a move takes from.
+    Source,
+    /// Where a move puts to.
+    Destination,
+    /// A shell redirection target.
+    Redirect,
+}
+
+/// Whether a path is only looked at, or changed. Decides which roots may hold it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Read or listed.
+    Read,
+    /// Created, changed, renamed or removed.
+    Write,
+}
+
+/// A path a call touches, as the model wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRequest {
+    /// The path exactly as written in the arguments.
+    pub written: String,
+    /// Its role in the call.
+    pub role: PathRole,
+    /// Whether the call reads or changes it.
+    pub access: Access,
+}
+
+impl PathRequest {
+    /// A path the call reads.
+    pub fn read(written: impl Into<String>, role: PathRole) -> PathRequest {
+        PathRequest {
+            written: written.into(),
+            role,
+            access: Access::Read,
+        }
+    }
+
+    /// A path the call changes.
+    pub fn write(written: impl Into<String>, role: PathRole) -> PathRequest {
+        PathRequest {
+            written: written.into(),
+            role,
+            access: Access::Write,
+        }
+    }
+}
+
+/// What a concrete, validated call would do: the tool's answer to `classify`.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Classification {
+    /// Every effect the call may have.
+    pub effects: BTreeSet<Effect>,
+    /// Every path it touches, with its role.
+    pub paths: Vec<PathRequest>,
+    /// True when the call changes nothing; selects the `read_only` fallback.
+    pub read_only: bool,
+    /// False when the tool could not see everything the call does (an unanalysed shell
+    /// command). No allow rule covers an unanalysed call: the gate fails closed.
+    pub analysed: bool,
+    /// Facts about a bash call, shown in verdicts (`null` for other tools).
+    pub bash: Option<Value>,
+}
+
+impl Classification {
+    /// A call that only reads the given paths.
+    pub fn reads(paths: Vec<PathRequest>) -> Classification {
+        Classification {
+            effects: BTreeSet::from([Effect::Read]),
+            paths,
+            read_only: true,
+            analysed: true,
+            bash: None,
+        }
+    }
+
+    /// A call with the given effects on the given paths; not read-only.
+    pub fn changes(effects: &[Effect], paths: Vec<PathRequest>) -> Classification {
+        Classification {
+            effects: effects.iter().copied().collect(),
+            paths,
+            read_only: false,
+            analysed: true,
+            bash: None,
+        }
+    }
+
+    /// A call whose effects the tool cannot see (an opaque command).
+    pub fn opaque(effects: &[Effect], bash: Option<Value>) -> Classification {
+        Classification {
+            effects: effects.iter().copied().collect(),
+            paths: Vec::new(),
+            read_only: false,
+            analysed: false,
+            bash,
+        }
+    }
+}
+
+/// A call whose arguments match the schema but make no sense (an edit that changes nothing, a
+/// glob that climbs out with `..` after a wildcard). The gate reports it as `invalid`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClassifyError(pub String);
+
+/// Validated arguments: an object that matched the tool's schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arguments(Map<String, Value>);
+
+impl Arguments {
+    pub(crate) fn new(map: Map<String, Value>) -> Arguments {
+        Arguments(map)
+    }
+
+    /// The arguments as a JSON object.
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    /// A string argument; `None` when absent or not a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// A string argument the schema requires. Validation ran first, so absence means the tool's
+    /// schema and its code disagree: reported as an error, never a panic.
+    pub fn required_str(&self, key: &str) -> Result<&str, ClassifyError> {
+        self.str(key)
+            .ok_or_else(|| ClassifyError(format!("argument {key:?} is required")))
+    }
+
+    /// A non-negative integer argument.
+    pub fn u64(&self, key: &str) -> Option<u64> {
+        self.0.get(key).and_then(Value::as_u64)
+    }
+
+    /// A boolean argument.
+    pub fn bool(&self, key: &str) -> Option<bool> {
+        self.0.get(key).and_then(Value::as_bool)
+    }
+}
+
+/// What a tool returns to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// The text the model sees.
+    pub text: String,
+}
+
+impl Output {
+    /// Plain text output.
+    pub fn text(text: impl Into<String>) -> Output {
+        Output { text: text.into() }
+    }
+}
+
+/// A tool ran and reported an error (outcome `failed`, not `blocked`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// A filesystem operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// The operation, in words ("open", "rename").
+        op: &'static str,
+        /// The path, as resolved.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The call cannot be carried out as asked (an edit whose old text is not there).
+    #[error("{0}")]
+    Refused(String),
+    /// This tool cannot run here yet; nothing was executed.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ToolError {
+    /// An I/O error with the operation and path that failed.
+    pub fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> ToolError {
+        ToolError::Io {
+            op,
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// A tool the model can call.
+///
+/// `classify` must report every path the call touches and every effect it may have; the gate
+/// judges nothing else. `execute` receives the admitted call and performs its effects through
+/// the confined paths the gate resolved ([`Admitted::path`]), never through the raw arguments.
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls it by: `^[a-zA-Z0-9_-]{1,64}$`.
+    fn name(&self) -> &str;
+    /// One paragraph for the model.
+    fn description(&self) -> &str;
+    /// The JSON Schema (draft 2020-12) of the arguments object.
+    fn schema(&self) -> Value;
+    /// True when no call of this tool changes anything.
+    fn read_only(&self) -> bool;
+    /// What a concrete, validated call does.
+    fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError>;
+    /// Performs an admitted call.
+    fn execute(&self, call: &Admitted) -> Result<Output, ToolError>;
+}

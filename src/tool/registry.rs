@@ -1,0 +1,325 @@
+//! The tool registry: the set of tools a session offers, each with its schema canonicalized and
+//! compiled once.
+//!
+//! Canonical means: an object schema (`"type": "object"`), keys in sorted order, `required`
+//! sorted and de-duplicated, and `additionalProperties: false` unless the tool says otherwise —
+//! an argument the tool does not know is a mistake the model should hear about, not something
+//! to ignore. The schema must be valid draft 2020-12; it is compiled with `jsonschema` when the
+//! tool is added, never per call.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::Tool;
+
+/// A tool with its canonical schema and compiled validator.
+pub struct Registered {
+    tool: Arc<dyn Tool>,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl Registered {
+    /// The tool.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+
+    /// Its canonical schema.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// Checks arguments against the schema; on failure, every violation as
+    /// `"<where>: <what>"`, in the validator's order.
+    pub fn validate(&self, args: &Map<String, Value>) -> Result<(), Vec<String>> {
+        // The validator takes a `Value`; the clone is small next to the rest of a call.
+        let instance = Value::Object(args.clone());
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let at = e.instance_path().as_str();
+                let at = if at.is_empty() { "(arguments)" } else { at };
+                format!("{at}: {e}")
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+/// What a provider is sent for one tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolSchema {
+    /// The tool name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its canonical JSON Schema.
+    pub parameters: Value,
+}
+
+/// Why a tool could not be added.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two tools with one name.
+    #[error("a tool named {0:?} is already registered")]
+    Duplicate(String),
+    /// A name a provider would reject.
+    #[error("tool name {0:?} is not allowed; use 1 to 64 of a-z A-Z 0-9 _ -")]
+    BadName(String),
+    /// The schema is not an object schema, or not valid draft 2020-12.
+    #[error("tool {name:?} has an unusable schema: {problem}")]
+    BadSchema {
+        /// The tool.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// The tools of a session, by name.
+#[derive(Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Registered>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// A registry holding every builtin tool.
+    pub fn with_builtins() -> Registry {
+        let mut registry = Registry::new();
+        for tool in super::builtin::all() {
+            // The builtin schemas and names are constants covered by
+            // `builtin_tools_register_cleanly`; a failure here is a bug in this crate.
+            if let Err(e) = registry.add(tool) {
+                unreachable!("builtin tool failed to register: {e}");
+            }
+        }
+        registry
+    }
+
+    /// Adds a tool; refuses a duplicate name, a bad name or a schema that does not compile.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let name = tool.name().to_owned();
+        if !valid_name(&name) {
+            return Err(RegistryError::BadName(name));
+        }
+        if self.tools.contains_key(&name) {
+            return Err(RegistryError::Duplicate(name));
+        }
+        let schema = canonicalize(tool.schema()).map_err(|problem| RegistryError::BadSchema {
+            name: name.clone(),
+            problem,
+        })?;
+        let validator =
+            jsonschema::draft202012::new(&schema).map_err(|e| RegistryError::BadSchema {
+                name: name.clone(),
+                problem: e.to_string(),
+            })?;
+        self.tools.insert(
+            name,
+            Registered {
+                tool,
+                schema,
+                validator,
+            },
+        );
+        Ok(())
+    }
+
+    /// The tool of that name.
+    pub fn get(&self, name: &str) -> Option<&Registered> {
+        self.tools.get(name)
+    }
+
+    /// Every tool name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// The schemas a provider is sent, sorted by name.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools
+            .values()
+            .map(|r| ToolSchema {
+                name: r.tool.name().to_owned(),
+                description: r.tool.description().to_owned(),
+                parameters: r.schema.clone(),
+            })
+            .collect()
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Canonicalizes a tool schema (see the module doc).
+fn canonicalize(schema: Value) -> Result<Value, String> {
+    let Value::Object(mut map) = schema else {
+        return Err("the schema must be a JSON object".into());
+    };
+    match map.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        _ => return Err("the schema must describe an object (\"type\": \"object\")".into()),
+    }
+    map.entry("additionalProperties")
+        .or_insert(Value::Bool(false));
+    if let Some(required) = map.get_mut("required") {
+        let Value::Array(items) = required else {
+            return Err("\"required\" must be an array of property names".into());
+        };
+        let mut names = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            match item {
+                Value::String(s) => names.push(s.clone()),
+                _ => return Err("\"required\" must be an array of property names".into()),
+            }
+        }
+        names.sort();
+        names.dedup();
+        *items = names.into_iter().map(Value::String).collect();
+    }
+    // serde_json's map is a BTreeMap here (no `preserve_order`), so keys come out sorted.
+    Ok(Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::{Admitted, Arguments, Classification, ClassifyError, Output, ToolError};
+    use serde_json::json;
+
+    struct Fake {
+        name: &'static str,
+        schema: Value,
+    }
+
+    impl Tool for Fake {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            "fake"
+        }
+        fn schema(&self) -> Value {
+            self.schema.clone()
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
+            Ok(Classification::reads(vec![]))
+        }
+        fn execute(&self, _: &Admitted) -> Result<Output, ToolError> {
+            Ok(Output::text(""))
+        }
+    }
+
+    fn fake(name: &'static str, schema: Value) -> Arc<dyn Tool> {
+        Arc::new(Fake { name, schema })
+    }
+
+    #[test]
+    fn builtin_tools_register_cleanly() {
+        let registry = Registry::with_builtins();
+        let names: Vec<_> = registry.names().collect();
+        assert_eq!(
+            names,
+            [
+                "bash",
+                "delete_file",
+                "edit_file",
+                "glob",
+                "grep",
+                "list_dir",
+                "move_file",
+                "read_file",
+                "write_file"
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_names_are_refused() {
+        let mut registry = Registry::new();
+        registry.add(fake("t", json!({"type":"object"}))).unwrap();
+        let err = registry
+            .add(fake("t", json!({"type":"object"})))
+            .unwrap_err();
+        assert!(matches!(err, RegistryError::Duplicate(_)));
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        let mut registry = Registry::new();
+        for name in ["", "has space", "dots.in.name", "ünï"] {
+            let err = registry
+                .add(fake(name, json!({"type":"object"})))
+                .unwrap_err();
+            assert!(matches!(err, RegistryError::BadName(_)), "{name}");
+        }
+    }
+
+    #[test]
+    fn non_object_and_broken_schemas_are_refused() {
+        let mut registry = Registry::new();
+        for schema in [
+            json!([]),
+            json!({"type": "string"}),
+            json!({"properties": {}}),
+            json!({"type": "object", "required": "path"}),
+            json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}}),
+        ] {
+            let err = registry.add(fake("t", schema.clone())).unwrap_err();
+            assert!(matches!(err, RegistryError::BadSchema { .. }), "{schema}");
+        }
+    }
+
+    #[test]
+    fn schemas_are_canonical_and_sorted_by_name() {
+        let mut registry = Registry::new();
+        registry
+            .add(fake(
+                "zeta",
+                json!({"type":"object","required":["b","a","b"],"properties":{"a":{},"b":{}}}),
+            ))
+            .unwrap();
+        registry
+            .add(fake("alpha", json!({"type":"object"})))
+            .unwrap();
+        let schemas = registry.schemas();
+        assert_eq!(schemas[0].name, "alpha");
+        assert_eq!(schemas[1].name, "zeta");
+        assert_eq!(schemas[1].parameters["required"], json!(["a", "b"]));
+        assert_eq!(schemas[1].parameters["additionalProperties"], json!(false));
+    }
+
+    #[test]
+    fn validation_reports_every_violation_with_its_place() {
+        let registry = Registry::with_builtins();
+        let write = registry.get("write_file").unwrap();
+        let args = json!({"path": 5, "extra": true});
+        let errors = write.validate(args.as_object().unwrap()).unwrap_err();
+        let all = errors.join("\n");
+        assert!(all.contains("/path"), "{all}");
+        assert!(all.contains("content"), "{all}");
+        assert!(all.contains("extra"), "{all}");
+    }
+}
