@@ -8,6 +8,8 @@
 //! 3. Otherwise an `allow` rule that covers the *whole* call allows.
 //! 4. Otherwise the fallback: `defaults.read_only` for a read-only call, `defaults.writer` for
 //!    any other.
+//! 5. Finally, a call the tool could not analyse is never allowed: an allow from step 3 or 4
+//!    becomes ask. The gate fails closed on what it does not understand.
 //!
 //! deny and ask match generously, allow strictly:
 //!
@@ -642,7 +644,7 @@ impl CompiledPolicy {
         }
         reasons.extend(notes);
 
-        match winner {
+        let mut judged = match winner {
             Some(decision) => Judged {
                 decision,
                 fallback: None,
@@ -671,7 +673,17 @@ impl CompiledPolicy {
                     reasons,
                 }
             }
+        };
+        // Fail closed: what the tool could not analyse is never allowed, not even by a fallback.
+        if !facts.analysed && judged.decision == Decision::Allow {
+            judged.decision = Decision::Ask;
+            judged.reasons.insert(
+                0,
+                "the call could not be analysed, so it cannot be allowed without a person: ask"
+                    .into(),
+            );
         }
+        judged
     }
 }
 

@@ -269,7 +269,10 @@ rules:
                 "unknown field `writers`",
             ),
             ("   \n", "the file is empty"),
-            ("version: 1\nrules: [\n  - decision: deny\n", "did not find expected"),
+            (
+                "version: 1\nrules: [\n  - decision: deny\n",
+                "did not find expected",
+            ),
             (
                 "version: 1\nrules:\n  - decision: deny\n    reason: [a]\n",
                 "expected a string",

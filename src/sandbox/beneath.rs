@@ -85,11 +85,13 @@ impl ConfinedPath {
         }
     }
 
-    /// True when the path exists and is reachable beneath its root without any symlink.
+    /// True when the path exists and is reachable beneath its root without following any
+    /// symlink. A final component that is itself a symlink counts (the link is not followed).
     pub fn exists_beneath(&self) -> bool {
         self.open_root()
             .and_then(|root| {
-                nix::fcntl::openat2(&root, self.rel_or_dot(), how(OFlag::O_PATH, Mode::empty()))
+                let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW;
+                nix::fcntl::openat2(&root, self.rel_or_dot(), how(flags, Mode::empty()))
                     .map_err(errno)
             })
             .is_ok()

@@ -1,0 +1,392 @@
+//! `reasonix check` as users and scripts run it: malformed calls, JSONL, exit codes, postures,
+//! policy errors, text output.
+
+mod common;
+
+use common::{World, reasons};
+use serde_json::json;
+
+/// Every kind of malformed call, with a word its message must contain.
+const MALFORMED: &[(&str, &str)] = &[
+    ("this is not json", "not valid JSON"),
+    ("[\"read_file\"]", "must be a JSON object"),
+    (r#"{"arguments":{"path":"a"}}"#, "name is missing"),
+    (r#"{"name":42,"arguments":{}}"#, "name must be a string"),
+    (
+        r#"{"name":"read_file","arguments":{"path":"a"},"sudo":true}"#,
+        "unknown field \"sudo\"",
+    ),
+    (
+        r#"{"name":"rm_rf","arguments":{}}"#,
+        "unknown tool \"rm_rf\"; the tools are: bash, delete_file",
+    ),
+    (r#"{"name":"read_file"}"#, "no arguments"),
+    (
+        r#"{"name":"read_file","arguments":"{\"path\": "}"#,
+        "does not hold a JSON object",
+    ),
+    (
+        r#"{"name":"read_file","arguments":"[\"a\"]"}"#,
+        "got an array",
+    ),
+    (r#"{"name":"read_file","arguments":17}"#, "got a number"),
+    (
+        r#"{"name":"read_file","arguments":{}}"#,
+        "\"path\" is a required property",
+    ),
+    (
+        r#"{"name":"read_file","arguments":{"path":7}}"#,
+        "/path: 7 is not of type \"string\"",
+    ),
+    (
+        r#"{"name":"read_file","arguments":{"path":"a","offset":0}}"#,
+        "/offset: 0 is less than the minimum of 1",
+    ),
+    (
+        r#"{"name":"read_file","arguments":{"path":"a","mode":"w"}}"#,
+        "Additional properties are not allowed ('mode' was unexpected)",
+    ),
+    (
+        r#"{"name":"write_file","arguments":{"path":"a","content":null}}"#,
+        "/content: null is not of type \"string\"",
+    ),
+    (
+        r#"{"name":"edit_file","arguments":{"path":"a","old_string":"","new_string":"x"}}"#,
+        "/old_string",
+    ),
+    (
+        r#"{"name":"move_file","arguments":{"source_path":"a"}}"#,
+        "\"destination_path\" is a required property",
+    ),
+    (
+        r#"{"name":"bash","arguments":{"command":"ls","timeout_ms":-5}}"#,
+        "/timeout_ms",
+    ),
+    (r#"{"name":"bash","arguments":{"command":""}}"#, "/command"),
+    (
+        r#"{"name":"grep","arguments":{"pattern":"[z-a]"}}"#,
+        "bad regular expression",
+    ),
+    (
+        r#"{"name":"glob","arguments":{"pattern":"src/"}}"#,
+        "must end in a name or a wildcard",
+    ),
+    (
+        r#"{"type":"function","function":{"name":"read_file","arguments":"{}"}}"#,
+        "\"path\" is a required property",
+    ),
+];
+
+#[test]
+fn every_malformed_call_is_invalid_with_a_useful_message() {
+    let w = World::new();
+    let stdin: String = MALFORMED.iter().map(|(c, _)| format!("{c}\n")).collect();
+    let (code, verdicts) = w.check_lines(&stdin, &[]);
+    assert_eq!(code, 30);
+    assert_eq!(verdicts.len(), MALFORMED.len());
+    for ((call, needle), v) in MALFORMED.iter().zip(&verdicts) {
+        assert_eq!(v["verdict"], "invalid", "{call}");
+        assert_eq!(v["stage"], "validate", "{call}");
+        let why = reasons(v);
+        assert!(
+            why.contains(needle),
+            "{call}\n  want {needle:?} in\n  {why}"
+        );
+        assert!(
+            why.len() <= 2100,
+            "the message is bounded: {} bytes",
+            why.len()
+        );
+        assert_eq!(
+            v["paths"],
+            json!([]),
+            "an invalid call is never resolved: {call}"
+        );
+    }
+}
+
+#[test]
+fn schema_violations_show_the_schema() {
+    let w = World::new();
+    let (_, v) = w.check(&json!({"name":"write_file","arguments":{"path":"a"}}), &[]);
+    assert!(
+        reasons(&v).contains(r#""required":["content","path"]"#),
+        "{}",
+        reasons(&v)
+    );
+}
+
+#[test]
+fn checking_runs_nothing() {
+    let w = World::new();
+    let calls = [
+        json!({"name":"write_file","arguments":{"path":"made.txt","content":"x"}}),
+        json!({"name":"bash","arguments":{"command":"touch made_by_bash"}}),
+        json!({"name":"delete_file","arguments":{"path":"keep.txt"}}),
+    ];
+    w.file("keep.txt", "k");
+    for call in &calls {
+        w.check(call, &[]);
+    }
+    assert!(!w.ws.join("made.txt").exists());
+    assert!(!w.ws.join("made_by_bash").exists());
+    assert!(w.ws.join("keep.txt").exists());
+}
+
+#[test]
+fn jsonl_gives_one_verdict_per_line_in_order_and_skips_blank_lines() {
+    let w = World::new();
+    let stdin = concat!(
+        r#"{"id":"1","name":"read_file","arguments":{"path":"a"}}"#,
+        "\n",
+        "\n",
+        "garbage\n",
+        "   \n",
+        r#"{"id":"3","name":"read_file","arguments":{"path":".env"}}"#,
+        "\n",
+        r#"{"id":"4","name":"write_file","arguments":{"path":"b","content":""}}"#,
+    );
+    let (code, v) = w.check_lines(stdin, &[]);
+    assert_eq!(v.len(), 4);
+    assert_eq!(
+        (v[0]["id"].as_str(), v[0]["verdict"].as_str()),
+        (Some("1"), Some("allow"))
+    );
+    assert_eq!(v[1]["verdict"], "invalid");
+    assert_eq!(
+        (v[2]["id"].as_str(), v[2]["verdict"].as_str()),
+        (Some("3"), Some("deny"))
+    );
+    assert_eq!(
+        (v[3]["id"].as_str(), v[3]["verdict"].as_str()),
+        (Some("4"), Some("ask"))
+    );
+    assert_eq!(code, 30, "invalid outranks deny and ask");
+}
+
+#[test]
+fn exit_status_is_the_worst_verdict() {
+    let w = World::new();
+    let read = r#"{"name":"read_file","arguments":{"path":"a"}}"#;
+    let write = r#"{"name":"write_file","arguments":{"path":"a","content":""}}"#;
+    let secret = r#"{"name":"read_file","arguments":{"path":".env"}}"#;
+    let cases = [
+        (vec![read], 0),
+        (vec![read, write], 10),
+        (vec![read, write, secret], 20),
+        (vec![secret, read], 20),
+        (vec![read, "{", secret], 30),
+        (vec![], 0),
+    ];
+    for (lines, want) in cases {
+        let stdin = lines.join("\n");
+        let (code, _) = w.check_lines(&stdin, &[]);
+        assert_eq!(code, want, "{lines:?}");
+    }
+}
+
+#[test]
+fn postures_change_what_ask_and_fallback_become() {
+    let w = World::new();
+    let write = json!({"name":"write_file","arguments":{"path":"a","content":""}});
+    let read = json!({"name":"read_file","arguments":{"path":"a"}});
+
+    let (code, v) = w.check(&write, &["--posture", "interactive"]);
+    assert_eq!((code, v["verdict"].as_str()), (10, Some("ask")));
+
+    let (code, v) = w.check(&write, &["--posture", "unattended"]);
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["stage"].as_str()),
+        (20, Some("deny"), Some("approve"))
+    );
+    assert!(
+        reasons(&v).contains("defaults.unattended"),
+        "{}",
+        reasons(&v)
+    );
+
+    let (code, v) = w.check(&read, &["--posture", "unattended"]);
+    assert_eq!(
+        (code, v["verdict"].as_str()),
+        (0, Some("allow")),
+        "reads still run unattended"
+    );
+
+    let (code, v) = w.check(&read, &["--posture", "strict"]);
+    assert_eq!(
+        (code, v["verdict"].as_str()),
+        (20, Some("deny")),
+        "strict: a fallback allow is not enough"
+    );
+    assert!(reasons(&v).contains("strict posture"), "{}", reasons(&v));
+
+    let allow_reads = w.policy(
+        "reads.yaml",
+        "version: 1\nrules:\n  - id: reads\n    decision: allow\n    effects: [read]\n",
+    );
+    let (code, v) = w.check(&read, &["--posture", "strict", "--policy", &allow_reads]);
+    assert_eq!(
+        (code, v["verdict"].as_str()),
+        (0, Some("allow")),
+        "strict: an explicit allow runs"
+    );
+}
+
+#[test]
+fn unattended_allow_is_honoured_when_the_policy_says_so() {
+    let w = World::new();
+    let p = w.policy("ci.yaml", "version: 1\ndefaults:\n  unattended: allow\n");
+    let write = json!({"name":"write_file","arguments":{"path":"a","content":""}});
+    let (code, v) = w.check(&write, &["--posture", "unattended", "--policy", &p]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")));
+}
+
+#[test]
+fn a_bad_policy_is_a_configuration_error_naming_file_and_line() {
+    let w = World::new();
+    let p = w.policy(
+        "bad.yaml",
+        "version: 1\nrules:\n  - id: oops\n    decision: deny\n    path: [\"**/.env\"]\n",
+    );
+    let (code, stdout, stderr) = w.run(
+        &[
+            "check",
+            "--policy",
+            &p,
+            r#"{"name":"read_file","arguments":{"path":".env"}}"#,
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty(), "no verdict on a broken policy: {stdout}");
+    assert!(stderr.contains(&format!("{p}:5:")), "{stderr}");
+    assert!(stderr.contains("unknown field `path`"), "{stderr}");
+}
+
+#[test]
+fn every_problem_in_every_policy_file_is_reported() {
+    let w = World::new();
+    let dir = w.root.join("policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.yaml"), "version: 2\n").unwrap();
+    std::fs::write(
+        dir.join("b.yml"),
+        "version: 1\nrules:\n  - decision: perhaps\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("ok.cases.yaml"), "not a policy at all: [").unwrap();
+    let (code, _, stderr) = w.run(&["check", "--policy", dir.to_str().unwrap(), "{}"], "");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("a.yaml:1:") && stderr.contains("unsupported policy version 2"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("b.yml:3:") && stderr.contains("unknown variant `perhaps`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("cases"),
+        "case files are not policies: {stderr}"
+    );
+}
+
+#[test]
+fn missing_policy_workspace_and_bad_flags_exit_2() {
+    let w = World::new();
+    let call = r#"{"name":"read_file","arguments":{"path":"a"}}"#;
+    let (code, _, stderr) = w.run(&["check", "--policy", "/no/such/policy.yaml", call], "");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/no/such/policy.yaml"), "{stderr}");
+    let (code, _, stderr) = w.run(&["check", "--workspace", "/no/such/ws", call], "");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/no/such/ws"), "{stderr}");
+    let (code, _, stderr) = w.run(&["check", "--posture", "lenient", call], "");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown posture"), "{stderr}");
+    let (code, _, _) = w.run(&["check", "--format", "xml", call], "");
+    assert_eq!(code, 2);
+    let (code, _, stderr) = w.run(
+        &["check", "--policy", w.outside.to_str().unwrap(), call],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("holds no policy files"), "{stderr}");
+}
+
+#[test]
+fn several_policies_merge_and_deny_wins() {
+    let w = World::new();
+    let allow = w.policy(
+        "allow.yaml",
+        "version: 1\nrules:\n  - id: writes-ok\n    decision: allow\n    tools: [write_file]\n",
+    );
+    let deny = w.policy(
+        "deny.yaml",
+        "version: 1\nrules:\n  - id: no-lock\n    decision: deny\n    paths: [\"*.lock\"]\n",
+    );
+    let (code, v) = w.check(
+        &json!({"name":"write_file","arguments":{"path":"Cargo.lock","content":""}}),
+        &["--policy", &allow, "--policy", &deny],
+    );
+    assert_eq!(code, 20);
+    assert_eq!(v["rules"][0]["id"], "no-lock");
+    assert_eq!(v["rules"][0]["source"], deny.as_str());
+    assert_eq!(v["rules"][0]["decisive"], true);
+    assert_eq!(v["rules"][1]["id"], "writes-ok");
+    assert_eq!(v["rules"][1]["decisive"], false);
+    let (code, _) = w.check(
+        &json!({"name":"write_file","arguments":{"path":"src/a.rs","content":""}}),
+        &["--policy", &allow, "--policy", &deny],
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn text_output_gives_verdict_reason_rule_and_paths() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let call = r#"{"id":"c7","name":"read_file","arguments":{"path":"app/.env"}}"#;
+    let (code, stdout, _) = w.run(&["check", "--workspace", ws, call], "");
+    assert_eq!(code, 20);
+    let first = stdout.lines().next().unwrap();
+    assert!(first.starts_with("DENY"), "{stdout}");
+    assert!(
+        first.contains("read_file") && first.contains("[c7]") && first.contains("stage policy"),
+        "{stdout}"
+    );
+    assert!(first.contains("secrets"), "{stdout}");
+    assert!(
+        stdout.contains("rule    deny no-secrets embedded:policies/default.yaml"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("path    target read {ws}/app/.env")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\u{1b}'),
+        "no colour under NO_COLOR or on a pipe"
+    );
+}
+
+#[test]
+fn the_workspace_defaults_to_the_current_folder() {
+    let w = World::new();
+    // `run` starts the binary in the `outside` folder: that is the workspace now.
+    std::fs::write(w.outside.join("here.txt"), "").unwrap();
+    let (code, stdout, _) = w.run(
+        &[
+            "check",
+            "--format",
+            "json",
+            r#"{"name":"read_file","arguments":{"path":"here.txt"}}"#,
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains(&w.outside.join("here.txt").display().to_string()),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,127 @@
+//! Helpers shared by the integration tests: a temporary workspace beside an "outside" folder
+//! and a home folder, and a runner for the built `reasonix` binary.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// A temporary world: `<tmp>/ws` (the workspace), `<tmp>/outside`, `<tmp>/home`.
+pub struct World {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub ws: PathBuf,
+    pub outside: PathBuf,
+    pub home: PathBuf,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        let outside = root.join("outside");
+        let home = root.join("home");
+        for d in [&ws, &outside, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        World {
+            _dir: dir,
+            root,
+            ws,
+            outside,
+            home,
+        }
+    }
+
+    /// Writes a file below the workspace, creating folders.
+    pub fn file(&self, rel: &str, content: &str) -> PathBuf {
+        let p = self.ws.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    /// Makes a symlink at `rel` (below the workspace) pointing to `target` (taken literally).
+    pub fn link(&self, rel: &str, target: impl AsRef<Path>) {
+        std::os::unix::fs::symlink(target, self.ws.join(rel)).unwrap();
+    }
+
+    /// Runs `reasonix` with the given arguments and stdin, in the `outside` folder, with HOME
+    /// pointing at this world's home. Returns the exit code, stdout and stderr.
+    pub fn run(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+            .args(args)
+            .current_dir(&self.outside)
+            .env("HOME", &self.home)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    }
+
+    /// `reasonix check --format json --workspace <ws> [extra...] CALL`: exit code and verdict.
+    pub fn check(&self, call: &Value, extra: &[&str]) -> (i32, Value) {
+        let ws = self.ws.to_str().unwrap().to_owned();
+        let call = call.to_string();
+        let mut args = vec!["check", "--format", "json", "--workspace", ws.as_str()];
+        args.extend_from_slice(extra);
+        args.push(call.as_str());
+        let (code, stdout, stderr) = self.run(&args, "");
+        let verdict: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("not one JSON verdict ({e}): {stdout}\nstderr: {stderr}"));
+        (code, verdict)
+    }
+
+    /// `reasonix check --format json` over JSONL on stdin: exit code and one verdict per line.
+    pub fn check_lines(&self, stdin: &str, extra: &[&str]) -> (i32, Vec<Value>) {
+        let ws = self.ws.to_str().unwrap().to_owned();
+        let mut args = vec!["check", "--format", "json", "--workspace", ws.as_str()];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = self.run(&args, stdin);
+        let verdicts = stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\nstderr: {stderr}"))
+            })
+            .collect();
+        (code, verdicts)
+    }
+
+    /// Writes a policy file in the world's root (outside the workspace) and returns its path.
+    pub fn policy(&self, name: &str, yaml: &str) -> String {
+        let p = self.root.join(name);
+        std::fs::write(&p, yaml).unwrap();
+        p.to_str().unwrap().to_owned()
+    }
+}
+
+/// The reasons of a verdict, joined.
+pub fn reasons(v: &Value) -> String {
+    v["reasons"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,162 @@
+//! A symlink swapped in between admission and execution must not redirect the effect.
+//!
+//! Each test admits a call while the path is an ordinary folder or file, then swaps a component
+//! for a symlink to a folder outside the workspace, proves that a plain by-name operation would
+//! now land outside, and executes the admitted call: it must fail and leave the outside untouched.
+
+mod common;
+
+use std::path::Path;
+
+use common::World;
+use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
+
+const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
+
+fn gate(w: &World) -> Gate {
+    let policy = PolicySet::from_yaml("allow-all.yaml", ALLOW_ALL).unwrap();
+    Gate::new(
+        Registry::with_builtins(),
+        &policy,
+        &w.ws,
+        Posture::Interactive,
+    )
+    .unwrap()
+}
+
+fn admitted(gate: &Gate, call: serde_json::Value) -> reasonix::gate::Admitted {
+    match gate.admit_text(&call.to_string()) {
+        Judgement::Allowed(a) => a,
+        other => panic!("expected allow, got {:?}", other.admission()),
+    }
+}
+
+/// Replaces folder `ws/rel` by a symlink to `target`, keeping the real folder as `rel.real`.
+fn swap_for_link(w: &World, rel: &str, target: &Path) {
+    let p = w.ws.join(rel);
+    std::fs::rename(&p, w.ws.join(format!("{rel}.real"))).unwrap();
+    std::os::unix::fs::symlink(target, &p).unwrap();
+}
+
+#[test]
+fn write_through_a_folder_swapped_for_a_symlink_is_refused() {
+    let w = World::new();
+    w.file("dir/notes.txt", "mine\n");
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"write_file","arguments":{"path":"dir/notes.txt","content":"pwned"}}),
+    );
+
+    swap_for_link(&w, "dir", &w.outside);
+    // The race is real: a by-name write would now land outside.
+    assert!(
+        std::fs::canonicalize(w.ws.join("dir"))
+            .unwrap()
+            .starts_with(&w.outside)
+    );
+
+    let err = call.execute().expect_err("the write must fail");
+    assert!(err.to_string().contains("symbolic links"), "{err}");
+    assert!(
+        !w.outside.join("notes.txt").exists(),
+        "nothing may appear outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("dir.real/notes.txt")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn read_through_a_folder_swapped_for_a_symlink_is_refused() {
+    let w = World::new();
+    w.file("dir/notes.txt", "mine\n");
+    std::fs::write(w.outside.join("notes.txt"), "SECRET\n").unwrap();
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"read_file","arguments":{"path":"dir/notes.txt"}}),
+    );
+
+    swap_for_link(&w, "dir", &w.outside);
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("dir/notes.txt")).unwrap(),
+        "SECRET\n"
+    );
+
+    let err = call.execute().expect_err("the read must fail");
+    assert!(!err.to_string().contains("SECRET"));
+}
+
+#[test]
+fn a_file_swapped_for_a_symlink_is_not_written_through() {
+    let w = World::new();
+    w.file("target.txt", "mine\n");
+    std::fs::write(w.outside.join("victim"), "untouched\n").unwrap();
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"write_file","arguments":{"path":"target.txt","content":"pwned"}}),
+    );
+
+    std::fs::remove_file(w.ws.join("target.txt")).unwrap();
+    std::os::unix::fs::symlink(w.outside.join("victim"), w.ws.join("target.txt")).unwrap();
+
+    assert!(call.execute().is_err());
+    assert_eq!(
+        std::fs::read_to_string(w.outside.join("victim")).unwrap(),
+        "untouched\n"
+    );
+}
+
+#[test]
+fn delete_through_a_folder_swapped_for_a_symlink_is_refused() {
+    let w = World::new();
+    w.file("dir/old.txt", "old\n");
+    std::fs::write(w.outside.join("old.txt"), "keep me\n").unwrap();
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"delete_file","arguments":{"path":"dir/old.txt"}}),
+    );
+
+    swap_for_link(&w, "dir", &w.outside);
+
+    assert!(call.execute().is_err());
+    assert!(w.outside.join("old.txt").exists());
+}
+
+#[test]
+fn move_into_a_folder_swapped_for_a_symlink_is_refused() {
+    let w = World::new();
+    w.file("a.txt", "a\n");
+    w.file("dest/keep", "");
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"move_file","arguments":{"source_path":"a.txt","destination_path":"dest/a.txt"}}),
+    );
+
+    swap_for_link(&w, "dest", &w.outside);
+
+    assert!(call.execute().is_err());
+    assert!(!w.outside.join("a.txt").exists());
+    assert!(w.ws.join("a.txt").exists(), "the source stays where it was");
+}
+
+#[test]
+fn without_a_swap_the_same_calls_succeed() {
+    let w = World::new();
+    w.file("dir/notes.txt", "mine\n");
+    let gate = gate(&w);
+    let call = admitted(
+        &gate,
+        serde_json::json!({"name":"write_file","arguments":{"path":"dir/notes.txt","content":"new"}}),
+    );
+    call.execute().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("dir/notes.txt")).unwrap(),
+        "new"
+    );
+}

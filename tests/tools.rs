@@ -1,0 +1,305 @@
+//! The builtin tools executed through the gate, under a policy that allows everything, so only
+//! the tools' own behaviour is under test.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use common::World;
+use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
+use serde_json::{Value, json};
+
+const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
+
+fn gate(w: &World) -> Gate {
+    let policy = PolicySet::from_yaml("allow-all.yaml", ALLOW_ALL).unwrap();
+    Gate::new(
+        Registry::with_builtins(),
+        &policy,
+        &w.ws,
+        Posture::Interactive,
+    )
+    .unwrap()
+}
+
+/// Runs a call that must be admitted; returns the tool's text or its error message.
+fn run(gate: &Gate, name: &str, args: Value) -> Result<String, String> {
+    let call = json!({"name": name, "arguments": args}).to_string();
+    match gate.admit_text(&call) {
+        Judgement::Allowed(a) => a.execute().map(|o| o.text).map_err(|e| e.to_string()),
+        other => panic!("{call} was not admitted: {:?}", other.admission()),
+    }
+}
+
+fn leftovers(w: &World, dir: &str) -> Vec<String> {
+    std::fs::read_dir(w.ws.join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("reasonix-tmp"))
+        .collect()
+}
+
+#[test]
+fn write_file_creates_folders_and_leaves_no_temporary_file() {
+    let w = World::new();
+    let g = gate(&w);
+    let out = run(
+        &g,
+        "write_file",
+        json!({"path":"a/b/c.txt","content":"hello"}),
+    )
+    .unwrap();
+    assert_eq!(out, "wrote 5 bytes to a/b/c.txt");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("a/b/c.txt")).unwrap(),
+        "hello"
+    );
+    assert!(leftovers(&w, "a/b").is_empty());
+}
+
+#[test]
+fn write_file_replaces_by_rename_and_keeps_the_mode() {
+    let w = World::new();
+    let p = w.file("run.sh", "old");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let inode_before = std::fs::metadata(&p).unwrap().ino();
+    let g = gate(&w);
+    run(&g, "write_file", json!({"path":"run.sh","content":"new"})).unwrap();
+    let meta = std::fs::metadata(&p).unwrap();
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o750);
+    assert_ne!(
+        meta.ino(),
+        inode_before,
+        "a new file was renamed into place, not truncated in place"
+    );
+    assert!(leftovers(&w, ".").is_empty());
+}
+
+#[test]
+fn write_file_onto_a_folder_fails_and_changes_nothing() {
+    let w = World::new();
+    w.file("d/x", "x");
+    let g = gate(&w);
+    let err = run(&g, "write_file", json!({"path":"d","content":"new"})).unwrap_err();
+    assert!(err.contains("directory"), "{err}");
+    assert!(w.ws.join("d/x").exists());
+}
+
+#[test]
+fn edit_file_needs_a_unique_match_unless_replace_all() {
+    let w = World::new();
+    w.file("f.txt", "one two two\n");
+    let g = gate(&w);
+    let err = run(
+        &g,
+        "edit_file",
+        json!({"path":"f.txt","old_string":"two","new_string":"2"}),
+    )
+    .unwrap_err();
+    assert!(err.contains("occurs 2 times"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("f.txt")).unwrap(),
+        "one two two\n"
+    );
+
+    let err = run(
+        &g,
+        "edit_file",
+        json!({"path":"f.txt","old_string":"three","new_string":"3"}),
+    )
+    .unwrap_err();
+    assert!(err.contains("not found"), "{err}");
+
+    run(
+        &g,
+        "edit_file",
+        json!({"path":"f.txt","old_string":"one","new_string":"1"}),
+    )
+    .unwrap();
+    let out = run(
+        &g,
+        "edit_file",
+        json!({"path":"f.txt","old_string":"two","new_string":"2","replace_all":true}),
+    )
+    .unwrap();
+    assert!(out.contains("replaced 2 occurrences"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("f.txt")).unwrap(),
+        "1 2 2\n"
+    );
+}
+
+#[test]
+fn edit_file_keeps_crlf_line_endings_and_mode() {
+    let w = World::new();
+    let p = w.file("win.txt", "a\r\nb\r\nc\r\n");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let g = gate(&w);
+    run(
+        &g,
+        "edit_file",
+        json!({"path":"win.txt","old_string":"a\nb","new_string":"x\ny\nz"}),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "x\r\ny\r\nz\r\nc\r\n");
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
+}
+
+#[test]
+fn edit_file_that_changes_nothing_is_invalid() {
+    let w = World::new();
+    w.file("f.txt", "x");
+    let g = gate(&w);
+    let call =
+        json!({"name":"edit_file","arguments":{"path":"f.txt","old_string":"x","new_string":"x"}});
+    let j = g.admit_text(&call.to_string());
+    assert_eq!(j.admission().verdict, reasonix::Verdict::Invalid);
+    assert!(j.admission().reasons[0].contains("would change nothing"));
+}
+
+#[test]
+fn move_file_moves_and_never_replaces() {
+    let w = World::new();
+    w.file("a.txt", "a");
+    w.file("b.txt", "b");
+    let g = gate(&w);
+    let err = run(
+        &g,
+        "move_file",
+        json!({"source_path":"a.txt","destination_path":"b.txt"}),
+    )
+    .unwrap_err();
+    assert!(err.contains("exists"), "{err}");
+    assert_eq!(std::fs::read_to_string(w.ws.join("b.txt")).unwrap(), "b");
+    run(
+        &g,
+        "move_file",
+        json!({"source_path":"a.txt","destination_path":"sub/a.txt"}),
+    )
+    .unwrap();
+    assert!(!w.ws.join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("sub/a.txt")).unwrap(),
+        "a"
+    );
+}
+
+#[test]
+fn delete_file_removes_files_but_not_folders() {
+    let w = World::new();
+    w.file("d/x", "x");
+    let g = gate(&w);
+    assert!(run(&g, "delete_file", json!({"path":"d"})).is_err());
+    assert!(w.ws.join("d/x").exists());
+    run(&g, "delete_file", json!({"path":"d/x"})).unwrap();
+    assert!(!w.ws.join("d/x").exists());
+}
+
+#[test]
+fn read_file_returns_a_window_of_lines() {
+    let w = World::new();
+    let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    w.file("ten.txt", &text);
+    let g = gate(&w);
+    assert_eq!(
+        run(&g, "read_file", json!({"path":"ten.txt"})).unwrap(),
+        text
+    );
+    let window = run(
+        &g,
+        "read_file",
+        json!({"path":"ten.txt","offset":3,"limit":2}),
+    )
+    .unwrap();
+    assert!(window.starts_with("line 3\nline 4\n"), "{window}");
+    assert!(window.contains("showing lines 3-4 of 10"), "{window}");
+}
+
+#[test]
+fn read_file_does_not_dump_binary_files() {
+    let w = World::new();
+    std::fs::write(w.ws.join("b.bin"), [0u8, 1, 2, 3]).unwrap();
+    let g = gate(&w);
+    let out = run(&g, "read_file", json!({"path":"b.bin"})).unwrap();
+    assert!(out.contains("binary file (4 bytes)"), "{out}");
+}
+
+#[test]
+fn list_dir_marks_folders_and_symlinks() {
+    let w = World::new();
+    w.file("z.txt", "");
+    w.file("d/x", "");
+    w.link("l", "z.txt");
+    let g = gate(&w);
+    assert_eq!(
+        run(&g, "list_dir", json!({"path":"."})).unwrap(),
+        "d/\nl -> z.txt\nz.txt\n"
+    );
+}
+
+#[test]
+fn glob_matches_below_the_folder_and_star_stays_in_one_folder() {
+    let w = World::new();
+    w.file("src/main.rs", "");
+    w.file("src/a/lib.rs", "");
+    w.file("README.md", "");
+    w.file(".git/config", "");
+    let g = gate(&w);
+    assert_eq!(
+        run(&g, "glob", json!({"pattern":"src/*.rs"})).unwrap(),
+        "src/main.rs"
+    );
+    assert_eq!(
+        run(&g, "glob", json!({"pattern":"**/*.rs"})).unwrap(),
+        "src/a/lib.rs\nsrc/main.rs"
+    );
+    let none = run(&g, "glob", json!({"pattern":"**/config"})).unwrap();
+    assert!(
+        none.starts_with("no paths match"),
+        ".git is skipped: {none}"
+    );
+}
+
+#[test]
+fn grep_finds_lines_and_never_follows_links_out() {
+    let w = World::new();
+    w.file("a.rs", "fn main() {}\nlet TOKEN = 1;\n");
+    w.file("b.md", "TOKEN in docs\n");
+    std::fs::write(w.outside.join("secret.txt"), "TOKEN=outside\n").unwrap();
+    w.link("link_dir", &w.outside);
+    w.link("link_file", w.outside.join("secret.txt"));
+    let g = gate(&w);
+    let out = run(&g, "grep", json!({"pattern":"TOKEN"})).unwrap();
+    assert_eq!(out, "a.rs:2:let TOKEN = 1;\nb.md:1:TOKEN in docs");
+    let only_rs = run(&g, "grep", json!({"pattern":"TOKEN","glob":"*.rs"})).unwrap();
+    assert_eq!(only_rs, "a.rs:2:let TOKEN = 1;");
+    let one_file = run(&g, "grep", json!({"pattern":"main","path":"a.rs"})).unwrap();
+    assert_eq!(one_file, "a.rs:1:fn main() {}");
+}
+
+#[test]
+fn a_bad_regular_expression_is_invalid() {
+    let w = World::new();
+    let g = gate(&w);
+    let j = g.admit_text(r#"{"name":"grep","arguments":{"pattern":"(unclosed"}}"#);
+    assert_eq!(j.admission().verdict, reasonix::Verdict::Invalid);
+    assert!(j.admission().reasons[0].contains("bad regular expression"));
+}
+
+#[test]
+fn bash_does_not_run_without_the_jail() {
+    let w = World::new();
+    let g = gate(&w);
+    // The allow-all fallback never covers an unanalysed bash call: it asks.
+    let j = g.admit_text(r#"{"name":"bash","arguments":{"command":"touch pwned"}}"#);
+    let Judgement::Ask(pending) = j else {
+        panic!("bash must ask")
+    };
+    let err = pending.approve().execute().unwrap_err();
+    assert!(err.to_string().contains("nothing was executed"));
+    assert!(!w.ws.join("pwned").exists());
+}
