@@ -26,7 +26,8 @@ use serde_json::Value;
 
 use crate::call::Call;
 use crate::policy::{
-    CompiledPolicy, Decision, Facts, Fallback, PolicyError, PolicySet, Posture, RuleHit, Unattended,
+    CompiledPolicy, Decision, Facts, Fallback, PathFilter, PolicyError, PolicySet, Posture,
+    RuleHit, Unattended,
 };
 use crate::sandbox::{ConfinedPath, PathView, Roots, RootsError, TouchedPath};
 use crate::tool::{Arguments, Effect, Output, Registry, Tool, ToolError};
@@ -181,6 +182,7 @@ pub struct Admitted {
     tool: Arc<dyn Tool>,
     arguments: Arguments,
     paths: Vec<ConfinedPath>,
+    withheld: PathFilter,
 }
 
 impl Admitted {
@@ -204,6 +206,12 @@ impl Admitted {
                 self.paths.len()
             ))
         })
+    }
+
+    /// What a tool that reads many files must skip: paths that a deny or ask rule protects
+    /// from this call.
+    pub fn withheld(&self) -> &PathFilter {
+        &self.withheld
     }
 
     /// Runs the call. Consumes the admission: one admission, one execution.
@@ -243,7 +251,7 @@ pub enum GateError {
 /// The admission gate for one workspace, registry, policy and posture. Immutable once built.
 pub struct Gate {
     registry: Arc<Registry>,
-    policy: CompiledPolicy,
+    policy: Arc<CompiledPolicy>,
     roots: Roots,
     posture: Posture,
 }
@@ -257,7 +265,7 @@ impl Gate {
         posture: Posture,
     ) -> Result<Gate, GateError> {
         let roots = Roots::new(workspace)?;
-        let policy = policy.compile(&roots)?;
+        let policy = Arc::new(policy.compile(&roots)?);
         Ok(Gate {
             registry: Arc::new(registry),
             policy,
@@ -399,6 +407,7 @@ impl Gate {
             _ => {}
         }
 
+        let withheld = self.policy.withholding(&call.name, &class.effects);
         let effects: BTreeSet<Effect> = class.effects;
         let admission = Admission {
             id: call.id.clone(),
@@ -430,6 +439,7 @@ impl Gate {
             tool,
             arguments,
             paths,
+            withheld,
         };
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

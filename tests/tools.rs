@@ -303,3 +303,29 @@ fn bash_does_not_run_without_the_jail() {
     assert!(err.to_string().contains("nothing was executed"));
     assert!(!w.ws.join("pwned").exists());
 }
+
+#[test]
+fn grep_does_not_read_files_a_deny_rule_protects() {
+    let w = World::new();
+    w.file("src/app.rs", "let key = env(\"TOKEN\");\n");
+    w.file(".env", "TOKEN=hunter2\n");
+    w.file("config/prod.env/.env", "TOKEN=prod\n");
+    w.file("certs/server.pem", "TOKEN in a pem\n");
+    let g = Gate::new(
+        Registry::with_builtins(),
+        &PolicySet::embedded_default(),
+        &w.ws,
+        Posture::Interactive,
+    )
+    .unwrap();
+    let out = run(&g, "grep", json!({"pattern":"TOKEN"})).unwrap();
+    assert!(
+        !out.contains("hunter2") && !out.contains("prod") && !out.contains("pem"),
+        "{out}"
+    );
+    assert!(out.starts_with("src/app.rs:1:"), "{out}");
+    assert!(out.contains("withheld by policy: no-secrets"), "{out}");
+    // Without a protecting rule the same files are searched.
+    let open = run(&gate(&w), "grep", json!({"pattern":"hunter2"})).unwrap();
+    assert_eq!(open, ".env:1:TOKEN=hunter2");
+}

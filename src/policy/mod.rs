@@ -35,6 +35,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -492,6 +493,31 @@ pub struct CompiledPolicy {
     defaults: Defaults,
 }
 
+/// Paths that deny or ask rules protect from one call (see [`CompiledPolicy::withholding`]).
+#[derive(Clone, Debug)]
+pub struct PathFilter {
+    policy: Arc<CompiledPolicy>,
+    active: Vec<bool>,
+    any: bool,
+}
+
+impl PathFilter {
+    /// The id of a rule that protects `path`, if any.
+    pub fn withholds(&self, path: &Path) -> Option<&str> {
+        if !self.any {
+            return None;
+        }
+        let mut scratch = Vec::new();
+        let mut hit = None;
+        self.policy.paths.for_each_match(path, &mut scratch, |r| {
+            if hit.is_none() && self.active[r] {
+                hit = Some(r);
+            }
+        });
+        hit.map(|r| self.policy.rules[r].id.as_str())
+    }
+}
+
 /// What policy sees of a classified, resolved call.
 #[derive(Clone, Copy, Debug)]
 pub struct Facts<'a> {
@@ -547,6 +573,32 @@ impl CompiledPolicy {
     /// The merged defaults.
     pub fn defaults(&self) -> Defaults {
         self.defaults
+    }
+
+    /// The deny and ask rules with `paths` that apply to `tool` with these effects: what a tool
+    /// that reads many files (grep) must skip as it goes, because policy would have refused or
+    /// asked about each of those files had it been named.
+    pub fn withholding(self: &Arc<Self>, tool: &str, effects: &BTreeSet<Effect>) -> PathFilter {
+        let mut scratch = Vec::new();
+        let mut tool_ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
+        self.tools
+            .for_each_match(Path::new(tool), &mut scratch, |r| tool_ok[r] = true);
+        let active = self
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                tool_ok[i]
+                    && r.has_paths
+                    && matches!(r.decision, Decision::Deny | Decision::Ask)
+                    && r.effects.as_ref().is_none_or(|e| !e.is_disjoint(effects))
+            })
+            .collect::<Vec<bool>>();
+        PathFilter {
+            any: active.iter().any(|&a| a),
+            policy: Arc::clone(self),
+            active,
+        }
     }
 
     /// Judges one call under the precedence in the module doc.

@@ -106,7 +106,7 @@ impl Tool for GlobTool {
             .compile_matcher();
         let mut found = Vec::new();
         let mut total = 0usize;
-        let unreadable = walk(folder, None, |entry| {
+        let skipped = walk(folder, None, call.withheld(), |entry| {
             if matcher.is_match(&entry.rel) {
                 total += 1;
                 if found.len() < MAX_RESULTS {
@@ -125,9 +125,7 @@ impl Tool for GlobTool {
         } else if total > found.len() {
             out.push_str(&format!("\n[{} of {total} matches shown]", found.len()));
         }
-        if unreadable > 0 {
-            out.push_str(&format!("\n[{unreadable} entries could not be read]"));
-        }
+        out.push_str(&skipped.notes());
         Ok(Output::text(out))
     }
 }

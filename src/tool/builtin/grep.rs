@@ -75,7 +75,7 @@ impl Tool for Grep {
                     == nix::sys::stat::SFlag::S_IFREG.bits()
             })
             .unwrap_or(false);
-        let mut unreadable = 0;
+        let mut skipped = super::walk::Skipped::default();
         if is_file {
             if search(&matcher, base, &mut hits).is_err() {
                 return Err(ToolError::io(
@@ -99,14 +99,14 @@ impl Tool for Grep {
                 }
                 None => None,
             };
-            unreadable = walk(base, overrides, |entry| {
+            skipped = walk(base, overrides, call.withheld(), |entry| {
                 if entry.is_file && search(&matcher, &entry.path, &mut hits).is_err() {
                     hits.unreadable += 1;
                 }
                 hits.lines.len() < MAX_MATCHES
             });
         }
-        unreadable += hits.unreadable;
+        skipped.unreadable += hits.unreadable;
         let mut out = hits.lines.join("\n");
         if hits.lines.is_empty() {
             out = format!("no lines match {pattern:?} in {}", base.shown());
@@ -115,11 +115,7 @@ impl Tool for Grep {
                 "\n[stopped after {MAX_MATCHES} matching lines; narrow the search]"
             ));
         }
-        if unreadable > 0 {
-            out.push_str(&format!(
-                "\n[{unreadable} files or folders could not be read]"
-            ));
-        }
+        out.push_str(&skipped.notes());
         Ok(Output::text(out))
     }
 }
