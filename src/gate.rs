@@ -30,7 +30,7 @@ use crate::policy::{
     RuleHit, Unattended,
 };
 use crate::sandbox::{ConfinedPath, PathView, Roots, RootsError, TouchedPath};
-use crate::tool::{Arguments, Effect, Output, Registry, Tool, ToolError};
+use crate::tool::{Arguments, Effect, Output, PathRole, Registry, Tool, ToolError};
 
 /// Longest message an `invalid` verdict carries, so a model is never flooded.
 const MAX_INVALID_MESSAGE: usize = 2000;
@@ -342,7 +342,7 @@ impl Gate {
         };
 
         // Resolve.
-        let touched: Vec<TouchedPath> = class.paths.iter().map(|p| self.roots.touch(p)).collect();
+        let touched: Vec<TouchedPath> = self.roots.touch_all(&class.paths);
 
         // Policy.
         let judged = self.policy.judge(&Facts {
@@ -351,6 +351,7 @@ impl Gate {
             paths: &touched,
             read_only: class.read_only,
             analysed: class.analysed,
+            bash: class.bash.as_ref(),
         });
         let mut verdict = Verdict::from(judged.decision);
         let mut stage = Stage::Policy;
@@ -358,8 +359,11 @@ impl Gate {
 
         // Sandbox.
         if verdict != Verdict::Deny {
+            // A shell word that may name a file is judged by rules, not confined: the jail
+            // confines what the command really opens.
             let escapes: Vec<String> = touched
                 .iter()
+                .filter(|t| t.role != PathRole::Argument)
                 .filter_map(|t| {
                     t.placement
                         .as_ref()
@@ -420,14 +424,17 @@ impl Gate {
             effects: effects.into_iter().collect(),
             paths: touched.iter().map(TouchedPath::view).collect(),
             read_only: Some(class.read_only),
-            bash: class.bash,
+            bash: class
+                .bash
+                .as_ref()
+                .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);
         }
         let mut paths = Vec::with_capacity(touched.len());
-        for t in touched {
+        for t in touched.into_iter().filter(|t| t.role != PathRole::Argument) {
             match t.placement {
                 Ok(p) => paths.push(p),
                 // The sandbox stage above refused every call with an unplaced path.

@@ -65,6 +65,7 @@ pub mod call;
 pub mod gate;
 pub mod policy;
 pub mod sandbox;
+pub mod shell;
 pub mod tool;
 
 pub use call::Call;

@@ -239,34 +239,24 @@ fn tool_globs_select_tools() {
 }
 
 #[test]
-fn no_allow_covers_an_unanalysed_bash_call() {
+fn no_allow_covers_a_bash_call_that_is_not_understood() {
     let w = World::new();
-    let yaml = "version: 1\ndefaults:\n  writer: allow\nrules:\n  - id: bash-ok\n    decision: allow\n    tools: [bash]\n";
-    let a = judge(
-        &w,
-        yaml,
-        json!({"name":"bash","arguments":{"command":"ls"}}),
-    );
-    assert_eq!(a.verdict.as_str(), "ask");
-    assert!(
-        a.reasons
-            .iter()
-            .any(|r| r.contains("could not be analysed")),
-        "{:?}",
-        a.reasons
-    );
-    assert!(
-        a.reasons.iter().any(|r| r.contains("bash-ok")),
-        "{:?}",
-        a.reasons
-    );
+    let yaml = "version: 1\ndefaults:\n  writer: allow\n  read_only: allow\nrules:\n  - id: all\n    decision: allow\n    tools: [bash]\n    commands: [\"*\"]\n";
+    for script in ["$CMD x", "{rm,-rf,/}", "ls 'unterminated", "eval ls"] {
+        let a = judge(
+            &w,
+            yaml,
+            json!({"name":"bash","arguments":{"command": script}}),
+        );
+        assert_eq!(a.verdict.as_str(), "ask", "{script}: {:?}", a.reasons);
+    }
     // A deny still applies to it.
     let deny = "version: 1\nrules:\n  - id: no-bash\n    decision: deny\n    tools: [bash]\n";
     assert_eq!(
         judge(
             &w,
             deny,
-            json!({"name":"bash","arguments":{"command":"ls"}})
+            json!({"name":"bash","arguments":{"command":"$CMD x"}})
         )
         .verdict
         .as_str(),

@@ -294,12 +294,12 @@ fn a_bad_regular_expression_is_invalid() {
 fn bash_does_not_run_without_the_jail() {
     let w = World::new();
     let g = gate(&w);
-    // The allow-all fallback never covers an unanalysed bash call: it asks.
+    // The allow-all fallback admits an analysed writer; it still must not run unjailed.
     let j = g.admit_text(r#"{"name":"bash","arguments":{"command":"touch pwned"}}"#);
-    let Judgement::Ask(pending) = j else {
-        panic!("bash must ask")
+    let Judgement::Allowed(admitted) = j else {
+        panic!("an analysed writer under writer: allow is allowed")
     };
-    let err = pending.approve().execute().unwrap_err();
+    let err = admitted.execute().unwrap_err();
     assert!(err.to_string().contains("nothing was executed"));
     assert!(!w.ws.join("pwned").exists());
 }

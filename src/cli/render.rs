@@ -48,6 +48,11 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         )?;
     }
     for p in &a.paths {
+        // A shell word that may name a file is shown only when a file by that name exists;
+        // the JSON output lists every one.
+        if matches!(p.role, reasonix::tool::PathRole::Argument) && !p.exists {
+            continue;
+        }
         let resolved = p.path.as_deref().unwrap_or("(unresolved)");
         let mut notes = Vec::new();
         if p.written != resolved {
@@ -79,12 +84,56 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         writeln!(out, "  {label}effects{label:#} {}", effects.join(", "))?;
     }
     if let Some(bash) = &a.bash {
-        if bash.get("analysed").and_then(|v| v.as_bool()) == Some(false) {
-            writeln!(
-                out,
-                "  {label}bash{label:#}    not analysed: no allow rule can cover it"
-            )?;
-        }
+        bash_lines(out, bash)?;
+    }
+    Ok(())
+}
+
+/// The bash analysis, in a few lines: the commands, the features, hazards and problems.
+fn bash_lines(out: &mut dyn Write, bash: &serde_json::Value) -> io::Result<()> {
+    let label = Style::new().bold();
+    let warn = Style::new().fg_color(Some(AnsiColor::Yellow.into()));
+    let list = |key: &str| -> Vec<serde_json::Value> {
+        bash.get(key)
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let commands: Vec<String> = list("commands")
+        .iter()
+        .map(|c| {
+            let argv: Vec<&str> = c["argv"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|w| w.as_str()).collect())
+                .unwrap_or_default();
+            let text = argv.join(" ");
+            if c.get("wrapper").and_then(|w| w.as_bool()) == Some(true) {
+                format!("({text})")
+            } else {
+                text
+            }
+        })
+        .collect();
+    if !commands.is_empty() {
+        writeln!(out, "  {label}commands{label:#} {}", commands.join(" · "))?;
+    }
+    let features: Vec<String> = list("features")
+        .iter()
+        .filter_map(|f| f.as_str().map(str::to_owned))
+        .collect();
+    if !features.is_empty() {
+        writeln!(out, "  {label}features{label:#} {}", features.join(", "))?;
+    }
+    for h in list("hazards") {
+        writeln!(
+            out,
+            "  {warn}hazard{warn:#}  {} — {}",
+            h["id"].as_str().unwrap_or(""),
+            h["detail"].as_str().unwrap_or("")
+        )?;
+    }
+    for p in list("problems") {
+        writeln!(out, "  {warn}problem{warn:#} {}", p.as_str().unwrap_or(""))?;
     }
     Ok(())
 }

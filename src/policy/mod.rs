@@ -28,6 +28,8 @@
 //! file sets wins (deny > ask > allow), else the built-in one (`read_only: allow`,
 //! `writer: ask`, `unattended: deny`). Postures are applied later, by the gate's approve stage.
 
+mod commands;
+mod judge;
 mod pattern;
 mod yaml;
 
@@ -35,12 +37,12 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::{Roots, TouchedPath};
-use crate::tool::Effect;
+use crate::sandbox::Roots;
+use judge::Rule;
+pub use judge::{CompiledPolicy, Facts, Fallback, Judged, PathFilter, RuleHit};
 use pattern::OwnedSet;
 pub use yaml::Unattended;
 
@@ -338,6 +340,17 @@ impl PolicySet {
                         }
                     }
                 }
+                let mut patterns = Vec::new();
+                for spec in spec.commands.iter().flatten() {
+                    match commands::Pattern::compile(spec) {
+                        Some(p) => patterns.push(p),
+                        None => problems.push(problem(
+                            &source.name,
+                            &id,
+                            format!("bad command pattern {:?}", spec.0),
+                        )),
+                    }
+                }
                 rules.push(Rule {
                     id,
                     source: source.name.clone(),
@@ -346,6 +359,8 @@ impl PolicySet {
                     has_tools: spec.tools.is_some(),
                     has_paths: spec.paths.is_some(),
                     effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
+                    commands: patterns,
+                    exact: spec.exact.clone().unwrap_or_default(),
                 });
             }
         }
@@ -470,273 +485,6 @@ fn is_case_file(path: &Path) -> bool {
 
 fn is_policy_file(path: &Path) -> bool {
     has_ext(path, &["yaml", "yml"]) && !is_case_file(path)
-}
-
-/// One rule, compiled.
-#[derive(Clone, Debug)]
-struct Rule {
-    id: String,
-    source: String,
-    decision: Decision,
-    reason: Option<String>,
-    has_tools: bool,
-    has_paths: bool,
-    effects: Option<BTreeSet<Effect>>,
-}
-
-/// Rules compiled for one workspace. Immutable.
-#[derive(Clone, Debug)]
-pub struct CompiledPolicy {
-    rules: Vec<Rule>,
-    tools: OwnedSet,
-    paths: OwnedSet,
-    defaults: Defaults,
-}
-
-/// Paths that deny or ask rules protect from one call (see [`CompiledPolicy::withholding`]).
-#[derive(Clone, Debug)]
-pub struct PathFilter {
-    policy: Arc<CompiledPolicy>,
-    active: Vec<bool>,
-    any: bool,
-}
-
-impl PathFilter {
-    /// The id of a rule that protects `path`, if any.
-    pub fn withholds(&self, path: &Path) -> Option<&str> {
-        if !self.any {
-            return None;
-        }
-        let mut scratch = Vec::new();
-        let mut hit = None;
-        self.policy.paths.for_each_match(path, &mut scratch, |r| {
-            if hit.is_none() && self.active[r] {
-                hit = Some(r);
-            }
-        });
-        hit.map(|r| self.policy.rules[r].id.as_str())
-    }
-}
-
-/// What policy sees of a classified, resolved call.
-#[derive(Clone, Copy, Debug)]
-pub struct Facts<'a> {
-    /// The tool name.
-    pub tool: &'a str,
-    /// Its effects.
-    pub effects: &'a BTreeSet<Effect>,
-    /// The paths it touches.
-    pub paths: &'a [TouchedPath],
-    /// Whether it changes nothing.
-    pub read_only: bool,
-    /// Whether the tool saw everything the call does.
-    pub analysed: bool,
-}
-
-/// A rule that matched a call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RuleHit {
-    /// The rule id, or `rules[N]` when it has none.
-    pub id: String,
-    /// The file it came from.
-    pub source: String,
-    /// What it decides.
-    pub decision: Decision,
-    /// True when this rule decided the outcome; false when a stronger decision overrode it.
-    pub decisive: bool,
-}
-
-/// Which fallback decided a call no rule decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fallback {
-    /// `defaults.read_only`.
-    ReadOnly,
-    /// `defaults.writer`.
-    Writer,
-}
-
-/// The policy stage's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judged {
-    /// The decision.
-    pub decision: Decision,
-    /// Set when no rule decided and a fallback did.
-    pub fallback: Option<Fallback>,
-    /// Every rule that matched, decisive ones first.
-    pub hits: Vec<RuleHit>,
-    /// Why, in words.
-    pub reasons: Vec<String>,
-}
-
-impl CompiledPolicy {
-    /// The merged defaults.
-    pub fn defaults(&self) -> Defaults {
-        self.defaults
-    }
-
-    /// The deny and ask rules with `paths` that apply to `tool` with these effects: what a tool
-    /// that reads many files (grep) must skip as it goes, because policy would have refused or
-    /// asked about each of those files had it been named.
-    pub fn withholding(self: &Arc<Self>, tool: &str, effects: &BTreeSet<Effect>) -> PathFilter {
-        let mut scratch = Vec::new();
-        let mut tool_ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
-        self.tools
-            .for_each_match(Path::new(tool), &mut scratch, |r| tool_ok[r] = true);
-        let active = self
-            .rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                tool_ok[i]
-                    && r.has_paths
-                    && matches!(r.decision, Decision::Deny | Decision::Ask)
-                    && r.effects.as_ref().is_none_or(|e| !e.is_disjoint(effects))
-            })
-            .collect::<Vec<bool>>();
-        PathFilter {
-            any: active.iter().any(|&a| a),
-            policy: Arc::clone(self),
-            active,
-        }
-    }
-
-    /// Judges one call under the precedence in the module doc.
-    pub fn judge(&self, facts: &Facts<'_>) -> Judged {
-        let n = self.rules.len();
-        let mut scratch = Vec::new();
-
-        let mut tool_ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
-        self.tools
-            .for_each_match(Path::new(facts.tool), &mut scratch, |r| tool_ok[r] = true);
-
-        // Per rule: forms matched by any of its globs (counted once per form).
-        let mut any_form = vec![false; n];
-        let mut forms_matched = vec![0usize; n];
-        let mut last_form = vec![usize::MAX; n];
-        let mut total_forms = 0usize;
-        let mut every_path_resolved = true;
-        for path in facts.paths {
-            let forms = path.forms();
-            if forms.is_empty() {
-                every_path_resolved = false;
-            }
-            for form in forms {
-                let form_no = total_forms;
-                total_forms += 1;
-                self.paths.for_each_match(form, &mut scratch, |r| {
-                    any_form[r] = true;
-                    if last_form[r] != form_no {
-                        last_form[r] = form_no;
-                        forms_matched[r] += 1;
-                    }
-                });
-            }
-        }
-
-        let mut hits: Vec<(usize, Decision)> = Vec::new();
-        let mut notes = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
-            if !tool_ok[i] {
-                continue;
-            }
-            let matched = match rule.decision {
-                Decision::Deny | Decision::Ask => {
-                    (!rule.has_paths || any_form[i])
-                        && rule
-                            .effects
-                            .as_ref()
-                            .is_none_or(|e| !e.is_disjoint(facts.effects))
-                }
-                Decision::Allow => {
-                    let paths_ok = !rule.has_paths
-                        || (total_forms > 0
-                            && every_path_resolved
-                            && forms_matched[i] == total_forms);
-                    let effects_ok = rule
-                        .effects
-                        .as_ref()
-                        .is_none_or(|e| !facts.effects.is_empty() && facts.effects.is_subset(e));
-                    if paths_ok && effects_ok && !facts.analysed {
-                        notes.push(format!(
-                            "allow rule {} ({}) cannot cover this call: the tool could not analyse it",
-                            rule.id, rule.source
-                        ));
-                    }
-                    paths_ok && effects_ok && facts.analysed
-                }
-            };
-            if matched {
-                hits.push((i, rule.decision));
-            }
-        }
-
-        let winner = hits.iter().map(|&(_, d)| d).max();
-        let mut reasons = Vec::new();
-        let mut rule_hits: Vec<RuleHit> = Vec::new();
-        for decisive in [true, false] {
-            for &(i, d) in &hits {
-                if (Some(d) == winner) != decisive {
-                    continue;
-                }
-                let rule = &self.rules[i];
-                if decisive {
-                    reasons.push(match &rule.reason {
-                        Some(reason) => format!("{}: {reason}", rule.id),
-                        None => format!("rule {} ({}) says {d}", rule.id, rule.source),
-                    });
-                }
-                rule_hits.push(RuleHit {
-                    id: rule.id.clone(),
-                    source: rule.source.clone(),
-                    decision: d,
-                    decisive,
-                });
-            }
-        }
-        reasons.extend(notes);
-
-        let mut judged = match winner {
-            Some(decision) => Judged {
-                decision,
-                fallback: None,
-                hits: rule_hits,
-                reasons,
-            },
-            None => {
-                let (fallback, decision, what) = if facts.read_only {
-                    (Fallback::ReadOnly, self.defaults.read_only, "read_only")
-                } else {
-                    (Fallback::Writer, self.defaults.writer, "writer")
-                };
-                let kind = if facts.read_only {
-                    "read-only call"
-                } else {
-                    "call that may change things"
-                };
-                reasons.insert(
-                    0,
-                    format!("no rule decided this {kind}; defaults.{what} is {decision}"),
-                );
-                Judged {
-                    decision,
-                    fallback: Some(fallback),
-                    hits: rule_hits,
-                    reasons,
-                }
-            }
-        };
-        // Fail closed: what the tool could not analyse is never allowed, not even by a fallback.
-        if !facts.analysed && judged.decision == Decision::Allow {
-            judged.decision = Decision::Ask;
-            judged.reasons.insert(
-                0,
-                "the call could not be analysed, so it cannot be allowed without a person: ask"
-                    .into(),
-            );
-        }
-        judged
-    }
 }
 
 #[cfg(test)]

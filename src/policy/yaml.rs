@@ -10,6 +10,7 @@ use std::fmt;
 use serde::Deserialize;
 
 use super::Decision;
+use super::commands::{ExactSpec, PatternSpec};
 use crate::tool::Effect;
 
 /// One policy file as written.
@@ -73,6 +74,10 @@ pub(crate) struct RuleSpec {
     pub paths: Option<Vec<PathGlob>>,
     #[serde(default, deserialize_with = "non_empty")]
     pub effects: Option<Vec<Effect>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    pub commands: Option<Vec<PatternSpec>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    pub exact: Option<Vec<ExactSpec>>,
     pub reason: Option<String>,
 }
 

@@ -26,6 +26,9 @@ use crate::tool::{Access, PathRequest, PathRole};
 pub use beneath::ConfinedPath;
 pub use resolve::{Resolution, ResolveError};
 
+/// Most paths one shell glob may expand to before the call is treated as unresolvable.
+pub const MAX_GLOB: usize = 256;
+
 /// The folders a session's file tools may reach.
 #[derive(Clone, Debug)]
 pub struct Roots {
@@ -72,6 +75,36 @@ impl Roots {
     /// The home folder `~` expands to, if any.
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
+    }
+
+    /// Resolves every requested path. A shell glob is expanded against the disk the way bash
+    /// would; one that matches nothing stays as written, as in bash.
+    pub fn touch_all(&self, requests: &[PathRequest]) -> Vec<TouchedPath> {
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            if !request.pattern {
+                out.push(self.touch(request));
+                continue;
+            }
+            match resolve::expand_glob(&request.written, &self.workspace, self.home(), MAX_GLOB) {
+                Ok(found) => {
+                    for written in found {
+                        out.push(self.touch(&PathRequest {
+                            written,
+                            pattern: false,
+                            ..request.clone()
+                        }));
+                    }
+                }
+                Err(e) => {
+                    let mut t = self.touch(request);
+                    t.resolution = None;
+                    t.placement = Err(format!("cannot expand the glob: {e}"));
+                    out.push(t);
+                }
+            }
+        }
+        out
     }
 
     /// Resolves one requested path and decides whether it is inside a root it may use.

@@ -189,6 +189,81 @@ pub fn resolve(
     })
 }
 
+/// Expands an unquoted shell glob as bash does by default: `*`, `?` and `[...]` within one
+/// component, no match for a leading `.` unless the pattern has one, `**` the same as `*` (no
+/// globstar). Relative patterns expand from `base`. Returns the matches as they would be
+/// written, sorted; the pattern itself when nothing matches (bash leaves it as it is); an error
+/// past `limit` matches.
+pub fn expand_glob(
+    pattern: &str,
+    base: &Path,
+    home: Option<&Path>,
+    limit: usize,
+) -> Result<Vec<String>, String> {
+    let expanded = expand_tilde(pattern, home).map_err(|e| e.to_string())?;
+    let text = expanded.to_string_lossy().into_owned();
+    let absolute = text.starts_with('/');
+    // (as written, where on disk)
+    let mut current: Vec<(String, PathBuf)> = vec![(
+        if absolute { "/".into() } else { String::new() },
+        if absolute {
+            PathBuf::from("/")
+        } else {
+            base.to_path_buf()
+        },
+    )];
+    for component in text.split('/').filter(|c| !c.is_empty()) {
+        let join = |written: &str, name: &str| {
+            if written.is_empty() || written.ends_with('/') {
+                format!("{written}{name}")
+            } else {
+                format!("{written}/{name}")
+            }
+        };
+        if !crate::shell::word::has_glob(component) {
+            current = current
+                .into_iter()
+                .map(|(w, p)| (join(&w, component), p.join(component)))
+                .collect();
+            continue;
+        }
+        let glob = globset::GlobBuilder::new(&component.replace("**", "*"))
+            .literal_separator(true)
+            .build()
+            .map_err(|e| e.to_string())?
+            .compile_matcher();
+        let mut next = Vec::new();
+        for (written, dir) in current {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| (!n.starts_with('.') || component.starts_with('.')) && glob.is_match(n))
+                .collect();
+            names.sort();
+            for name in names {
+                next.push((join(&written, &name), dir.join(&name)));
+                if next.len() > limit {
+                    return Err(format!("{pattern:?} matches more than {limit} paths"));
+                }
+            }
+        }
+        current = next;
+    }
+    let found: Vec<String> = current
+        .into_iter()
+        .filter(|(_, p)| std::fs::symlink_metadata(p).is_ok())
+        .map(|(w, _)| w)
+        .collect();
+    Ok(if found.is_empty() {
+        vec![pattern.to_owned()]
+    } else {
+        found
+    })
+}
+
 /// Queues a path's components; `front` puts them before what is already queued (a link's
 /// target is walked before the rest of the path).
 fn push_components(queue: &mut VecDeque<OsString>, path: &Path, front: bool) {
@@ -302,6 +377,24 @@ mod tests {
             resolve("a\0b", Path::new("/"), None),
             Err(ResolveError::Nul)
         ));
+    }
+
+    #[test]
+    fn globs_expand_like_bash() {
+        let (_d, root) = ws();
+        for f in ["a.rs", "b.rs", ".hidden.rs", "src/c.rs", "src/d/e.rs"] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let g = |p: &str| expand_glob(p, &root, None, 100).unwrap();
+        assert_eq!(g("*.rs"), ["a.rs", "b.rs"]);
+        assert_eq!(g(".*.rs"), [".hidden.rs"]);
+        assert_eq!(g("src/*.rs"), ["src/c.rs"]);
+        assert_eq!(g("**/*.rs"), ["src/c.rs"], "no globstar: ** is *");
+        assert_eq!(g("*/d/*"), ["src/d/e.rs"]);
+        assert_eq!(g("*.none"), ["*.none"], "no match leaves the word as it is");
+        assert!(expand_glob("*", &root, None, 2).is_err());
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum PathRole {
     Destination,
     /// A shell redirection target.
     Redirect,
+    /// A shell command's word that may name a file. Deny and ask rules see it; it is not
+    /// confined (it may not be a path at all) and allow rules need not cover it.
+    Argument,
 }
 
 /// Whether a path is only looked at, or changed. Decides which roots may hold it.
@@ -90,6 +93,8 @@ pub struct PathRequest {
     pub role: PathRole,
     /// Whether the call reads or changes it.
     pub access: Access,
+    /// True when it is an unquoted shell glob, expanded against the disk when resolved.
+    pub pattern: bool,
 }
 
 impl PathRequest {
@@ -99,6 +104,7 @@ impl PathRequest {
             written: written.into(),
             role,
             access: Access::Read,
+            pattern: false,
         }
     }
 
@@ -108,6 +114,7 @@ impl PathRequest {
             written: written.into(),
             role,
             access: Access::Write,
+            pattern: false,
         }
     }
 }
@@ -125,8 +132,8 @@ pub struct Classification {
     /// False when the tool could not see everything the call does (an unanalysed shell
     /// command). No allow rule covers an unanalysed call: the gate fails closed.
     pub analysed: bool,
-    /// Facts about a bash call, shown in verdicts (`null` for other tools).
-    pub bash: Option<Value>,
+    /// The analysis of a bash call (`None` for other tools).
+    pub bash: Option<crate::shell::Analysis>,
 }
 
 impl Classification {
@@ -152,14 +159,14 @@ impl Classification {
         }
     }
 
-    /// A call whose effects the tool cannot see (an opaque command).
-    pub fn opaque(effects: &[Effect], bash: Option<Value>) -> Classification {
+    /// A bash call, from its analysis.
+    pub fn shell(analysis: crate::shell::Analysis) -> Classification {
         Classification {
-            effects: effects.iter().copied().collect(),
-            paths: Vec::new(),
-            read_only: false,
-            analysed: false,
-            bash,
+            effects: analysis.effects.clone(),
+            paths: analysis.path_requests(),
+            read_only: analysis.read_only,
+            analysed: analysis.analysed,
+            bash: Some(analysis),
         }
     }
 }

@@ -1,16 +1,15 @@
 //! `bash {command, timeout_ms?, description?}`: a shell command.
 //!
-//! Until the tree-sitter analysis lands, a bash call is an *unanalysed writer*: effects `exec`,
-//! no known paths, not read-only, and no allow rule can cover it, so it falls back to
-//! `defaults.writer` (or a deny/ask rule). It does not run yet either: it will run only inside
-//! the OS jail (Landlock + seccomp), and until that exists `execute` refuses, running nothing.
+//! Classification is the shell analysis ([`crate::shell`]): every simple command, redirection,
+//! hazard and effect, and whether the whole command is read-only. The command does not run yet:
+//! it will run only inside the OS jail (Landlock + seccomp), and until that exists `execute`
+//! refuses, running nothing.
 
 use serde_json::{Value, json};
 
 use super::object_schema;
-use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Effect, Output, Tool, ToolError,
-};
+use crate::shell::Analysis;
+use crate::tool::{Admitted, Arguments, Classification, ClassifyError, Output, Tool, ToolError};
 
 pub(super) struct Bash;
 
@@ -37,14 +36,7 @@ impl Tool for Bash {
     }
     fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError> {
         let command = args.required_str("command")?;
-        Ok(Classification::opaque(
-            &[Effect::Exec],
-            Some(json!({
-                "analysed": false,
-                "command": command,
-                "note": "bash commands are not analysed yet: treated as a writer no allow rule covers",
-            })),
-        ))
+        Ok(Classification::shell(Analysis::of(command)))
     }
     fn execute(&self, _call: &Admitted) -> Result<Output, ToolError> {
         Err(ToolError::Unavailable(

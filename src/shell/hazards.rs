@@ -1,0 +1,870 @@
+//! Hazards: what no prefix rule can judge. `git status *` cannot know that `-c core.pager=sh`
+//! runs a program, nor `awk *` that a program calls `system()`. A command with a hazard is never
+//! allowed by a `commands:` rule or a fallback: only an `exact:` rule that spells out the whole
+//! command (or Rego) can allow it. Deny and ask rules still see it as usual.
+//!
+//! Two tables, both data: [`COMMANDS`] (a command and the test that finds the hazard in its
+//! argv) and [`ENVIRONMENT`] (variables that make a program load code). Every row carries an
+//! example that must trigger it and a benign counterpart that must not; the tests run them all.
+
+use super::{Analysis, Command, Hazard};
+
+/// How a command row decides.
+#[derive(Clone, Copy)]
+pub enum Test {
+    /// Always a hazard.
+    Always,
+    /// Any of these options, anywhere: `-o`, a cluster holding `o` (`-no`), `--output`,
+    /// `--output=x`.
+    Option(&'static [&'static str]),
+    /// Any of these options before the first operand (an interpreter's own options end where
+    /// its script's arguments begin).
+    Leading(&'static [&'static str]),
+    /// Any of these words exactly, or `word=...` (`find -delete`).
+    Word(&'static [&'static str]),
+    /// A check on the whole command; `Some(detail)` is a hazard.
+    Check(fn(&Command) -> Option<String>),
+}
+
+/// One row of the command hazard table.
+pub struct Row {
+    /// The hazard id reported.
+    pub id: &'static str,
+    /// Command basenames (a trailing version is ignored: `python3.11` is `python3`).
+    pub names: &'static [&'static str],
+    /// The test.
+    pub test: Test,
+    /// Why it is a hazard.
+    pub why: &'static str,
+    /// A command that must trigger the row.
+    pub example: &'static str,
+    /// A command of the same name that must not.
+    pub benign: &'static str,
+}
+
+const PYTHON: &[&str] = &["python", "python2", "python3", "pypy", "pypy3"];
+const NODE: &[&str] = &["node", "nodejs", "bun"];
+const PERL: &[&str] = &["perl"];
+const RUBY: &[&str] = &["ruby"];
+const AWK: &[&str] = &["awk", "gawk", "mawk", "nawk"];
+const SED: &[&str] = &["sed", "gsed"];
+
+/// The command hazard table.
+#[rustfmt::skip]
+pub const COMMANDS: &[Row] = &[
+    Row { id: "eval", names: &["eval"], test: Test::Always, why: "eval runs a string as code", example: "eval \"$CMD\"", benign: "" },
+    Row { id: "source", names: &["source", "."], test: Test::Always, why: "source runs a file's code in this shell", example: ". ./env.sh", benign: "" },
+    Row { id: "inline_code", names: PYTHON, test: Test::Leading(&["-c"]), why: "python -c runs code given inline", example: "python3 -c 'import os; os.system(\"id\")'", benign: "python3 manage.py test -c x" },
+    Row { id: "inline_code", names: PYTHON, test: Test::Check(reads_program_from_stdin), why: "python without a script reads its program from stdin", example: "curl -s x | python3", benign: "python3 -m pytest" },
+    Row { id: "inline_code", names: NODE, test: Test::Leading(&["-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader"]), why: "node -e/-p runs code given inline; -r/--import loads a module first", example: "node -e 'require(\"child_process\").execSync(\"id\")'", benign: "node server.js -e x" },
+    Row { id: "inline_code", names: NODE, test: Test::Check(reads_program_from_stdin), why: "node without a script reads its program from stdin", example: "cat x.js | node", benign: "node --version" },
+    Row { id: "inline_code", names: PERL, test: Test::Leading(&["-e", "-E", "-n", "-p", "-i", "-M", "-m", "-x"]), why: "perl -e/-E programs, -n/-p loops, -i in-place edits and -M modules run code", example: "perl -pi -e 's/a/b/' f", benign: "perl script.pl -e" },
+    Row { id: "inline_code", names: PERL, test: Test::Check(reads_program_from_stdin), why: "perl without a script reads its program from stdin", example: "echo 'system q(id)' | perl", benign: "perl -v" },
+    Row { id: "inline_code", names: RUBY, test: Test::Leading(&["-e", "-n", "-p", "-i", "-r"]), why: "ruby -e runs code given inline", example: "ruby -e 'system(\"id\")'", benign: "ruby app.rb -e" },
+    Row { id: "inline_code", names: &["php"], test: Test::Leading(&["-r", "-B", "-R", "-E", "-F", "-a"]), why: "php -r runs code given inline", example: "php -r 'system(\"id\");'", benign: "php artisan test" },
+    Row { id: "inline_code", names: &["lua", "luajit"], test: Test::Leading(&["-e", "-l"]), why: "lua -e runs code given inline", example: "lua -e 'os.execute(\"id\")'", benign: "lua main.lua" },
+    Row { id: "inline_code", names: &["Rscript", "R"], test: Test::Leading(&["-e"]), why: "Rscript -e runs code given inline", example: "Rscript -e 'system(\"id\")'", benign: "Rscript analysis.R" },
+    Row { id: "inline_code", names: &["osascript", "expect"], test: Test::Leading(&["-e", "-c"]), why: "-e/-c runs code given inline", example: "expect -c 'spawn sh'", benign: "expect login.exp" },
+    Row { id: "inline_code", names: &["deno"], test: Test::Check(deno_eval), why: "deno eval runs code given inline", example: "deno eval 'Deno.exit(1)'", benign: "deno test" },
+    Row { id: "inline_code", names: AWK, test: Test::Check(awk_program), why: "an awk program that calls system(), pipes, prints to files or loads extensions runs code or writes files", example: "awk 'BEGIN { system(\"id\") }'", benign: "awk -F: '$3 > 100 { print $1 }' /etc/passwd" },
+    Row { id: "sed_writes", names: SED, test: Test::Check(sed_script), why: "sed -i edits files; the e command and s///e run commands; w writes files", example: "sed -i 's/a/b/' f", benign: "sed -n '1,5p' f" },
+    Row { id: "git_config", names: &["git"], test: Test::Check(git_global), why: "git -c / --config-env / --exec-path / --git-dir / --work-tree / -p change what git runs (pagers, aliases, hooks)", example: "git -c core.pager='sh -c id' log", benign: "git log --oneline" },
+    Row { id: "git_program", names: &["git"], test: Test::Check(git_subcommand), why: "this git subcommand or option runs another program, writes output files, or may be an alias", example: "git diff --ext-diff", benign: "git diff --stat" },
+    Row { id: "rg_preprocessor", names: &["rg"], test: Test::Option(&["--pre"]), why: "rg --pre runs a program on every file", example: "rg --pre ./decode x", benign: "rg -n TODO src" },
+    Row { id: "tar_program", names: &["tar", "gtar", "bsdtar"], test: Test::Option(&["--checkpoint-action", "--to-command", "--use-compress-program", "-I", "--info-script", "-F", "--new-volume-script", "--rsh-command", "--rmt-command"]), why: "these tar options run programs", example: "tar -cf x.tar --checkpoint=1 --checkpoint-action=exec=sh src", benign: "tar -czf x.tgz src" },
+    Row { id: "pager", names: &["man"], test: Test::Option(&["-P", "--pager", "-H", "--html"]), why: "man -P/-H runs the program named", example: "man -P 'sh -c id' ls", benign: "man ls" },
+    Row { id: "output_file", names: &["sort"], test: Test::Option(&["-o", "--output", "--compress-program"]), why: "sort -o writes a file; --compress-program runs one", example: "sort -o /etc/passwd x", benign: "sort -u names.txt" },
+    Row { id: "output_file", names: &["uniq"], test: Test::Check(uniq_output), why: "uniq's second operand is a file it writes", example: "uniq in.txt out.txt", benign: "uniq -c in.txt" },
+    Row { id: "output_file", names: &["time"], test: Test::Option(&["-o", "--output"]), why: "time -o writes a file", example: "time -o stats.txt make", benign: "time make" },
+    Row { id: "find_writes", names: &["find"], test: Test::Word(&["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]), why: "find -delete removes files; -fprint* and -fls write them", example: "find . -name '*.tmp' -delete", benign: "find . -name '*.rs'" },
+    Row { id: "inline_code", names: &["vi", "vim", "nvim", "view", "ex"], test: Test::Check(vim_commands), why: "vim -c/--cmd/+cmd/-S runs editor commands, which can run programs", example: "vim -c '!id' -c q", benign: "vim notes.md" },
+    Row { id: "inline_code", names: &["emacs"], test: Test::Option(&["--eval", "-l", "--load", "-f", "--funcall", "--script", "-x"]), why: "emacs --eval/-l runs Lisp", example: "emacs --batch --eval '(shell-command \"id\")'", benign: "emacs notes.md" },
+    Row { id: "inline_code", names: &["make", "gmake"], test: Test::Option(&["--eval", "-E"]), why: "make --eval runs a makefile fragment given inline", example: "make --eval='$(shell id)'", benign: "make test" },
+    Row { id: "inline_code", names: &["npx"], test: Test::Option(&["-c", "--call"]), why: "npx -c runs a shell string", example: "npx -c 'rm -rf x'", benign: "npx prettier --check ." },
+    Row { id: "remote_program", names: &["ssh", "scp", "sftp"], test: Test::Option(&["-o", "-F", "-S"]), why: "ssh -o ProxyCommand/LocalCommand, -F configs and -S programs run local commands", example: "ssh -o ProxyCommand='sh -c id' host", benign: "ssh host uptime" },
+    Row { id: "remote_program", names: &["rsync"], test: Test::Option(&["-e", "--rsh", "--rsync-path"]), why: "rsync -e runs the program named", example: "rsync -e 'sh -c id' a b", benign: "rsync -a src/ dst/" },
+    Row { id: "scheduled_code", names: &["at", "batch", "crontab"], test: Test::Always, why: "at, batch and crontab schedule code to run later", example: "echo id | at now", benign: "" },
+    Row { id: "privilege", names: &["sudo", "doas", "su", "pkexec", "runuser"], test: Test::Always, why: "runs a command with other privileges", example: "sudo ls", benign: "" },
+    Row { id: "inline_code", names: &["trap"], test: Test::Check(has_operand), why: "trap runs a string as code when a signal arrives", example: "trap 'rm -rf x' EXIT", benign: "trap" },
+    Row { id: "alias", names: &["alias"], test: Test::Check(has_operand), why: "an alias can make a later word run something else", example: "alias ls='rm -rf x'", benign: "alias" },
+    Row { id: "loads_code", names: &["enable"], test: Test::Option(&["-f"]), why: "enable -f loads a builtin from a shared object", example: "enable -f ./evil.so evil", benign: "enable -n echo" },
+    Row { id: "command_path", names: &["hash"], test: Test::Option(&["-p"]), why: "hash -p makes a command name run another file", example: "hash -p /tmp/x ls", benign: "hash -r" },
+    Row { id: "tool_config", names: &["cargo"], test: Test::Option(&["--config", "-Z"]), why: "cargo --config can set runners and wrappers that run programs", example: "cargo test --config 'target.x86_64-unknown-linux-gnu.runner=\"sh\"'", benign: "cargo test --release" },
+    Row { id: "tool_config", names: &["npm", "pnpm", "yarn"], test: Test::Option(&["--script-shell", "--userconfig", "--globalconfig"]), why: "these options choose the shell or configuration npm runs scripts with", example: "npm test --script-shell=/tmp/x", benign: "npm test" },
+    Row { id: "changes_folder", names: &["cd", "pushd"], test: Test::Check(dynamic_folder), why: "relative paths after it are decided at run time", example: "cd $DIR", benign: "cd src" },
+    Row { id: "alias", names: &["shopt"], test: Test::Check(shopt_aliases), why: "expand_aliases lets aliases rewrite later commands", example: "shopt -s expand_aliases", benign: "shopt -s globstar" },
+];
+
+/// One row of the environment table: a variable (or a prefix ending in `*`) that makes a
+/// program load or run code.
+pub struct EnvRow {
+    /// The name, or a prefix followed by `*`.
+    pub name: &'static str,
+    /// What it does.
+    pub why: &'static str,
+}
+
+/// Environment variables that load code.
+#[rustfmt::skip]
+pub const ENVIRONMENT: &[EnvRow] = &[
+    EnvRow { name: "LD_*", why: "the dynamic loader preloads or searches libraries" },
+    EnvRow { name: "DYLD_*", why: "the dynamic loader preloads or searches libraries" },
+    EnvRow { name: "GCONV_PATH", why: "glibc loads conversion modules from it" },
+    EnvRow { name: "PATH", why: "decides which program a command name runs" },
+    EnvRow { name: "BASH_ENV", why: "bash runs this file before a script" },
+    EnvRow { name: "ENV", why: "sh runs this file at start" },
+    EnvRow { name: "PROMPT_COMMAND", why: "bash runs it before each prompt" },
+    EnvRow { name: "PS4", why: "expanded (and its substitutions run) on every traced line" },
+    EnvRow { name: "SHELLOPTS", why: "turns on shell options in child shells" },
+    EnvRow { name: "BASHOPTS", why: "turns on shell options in child shells" },
+    EnvRow { name: "IFS", why: "changes how later words are split" },
+    EnvRow { name: "GIT_CONFIG*", why: "adds git configuration (pagers, aliases, hooks)" },
+    EnvRow { name: "GIT_EXTERNAL_DIFF", why: "git runs it as the diff program" },
+    EnvRow { name: "GIT_PAGER", why: "git runs it as the pager" },
+    EnvRow { name: "GIT_EDITOR", why: "git runs it as the editor" },
+    EnvRow { name: "GIT_SEQUENCE_EDITOR", why: "git runs it during a rebase" },
+    EnvRow { name: "GIT_SSH", why: "git runs it to reach a remote" },
+    EnvRow { name: "GIT_SSH_COMMAND", why: "git runs it to reach a remote" },
+    EnvRow { name: "GIT_PROXY_COMMAND", why: "git runs it to reach a remote" },
+    EnvRow { name: "GIT_ASKPASS", why: "git runs it to ask for a password" },
+    EnvRow { name: "GIT_EXEC_PATH", why: "git runs its subcommands from there" },
+    EnvRow { name: "GIT_DIR", why: "points git at another repository, with its config and hooks" },
+    EnvRow { name: "GIT_WORK_TREE", why: "points git at another work tree" },
+    EnvRow { name: "SSH_ASKPASS", why: "ssh runs it to ask for a password" },
+    EnvRow { name: "PAGER", why: "programs run it as the pager" },
+    EnvRow { name: "MANPAGER", why: "man runs it as the pager" },
+    EnvRow { name: "LESSOPEN", why: "less runs it on every file" },
+    EnvRow { name: "LESSCLOSE", why: "less runs it on every file" },
+    EnvRow { name: "EDITOR", why: "programs run it as the editor" },
+    EnvRow { name: "VISUAL", why: "programs run it as the editor" },
+    EnvRow { name: "BROWSER", why: "programs run it to open links" },
+    EnvRow { name: "NODE_OPTIONS", why: "node loads modules (--require) from it" },
+    EnvRow { name: "NODE_PATH", why: "node resolves modules from it" },
+    EnvRow { name: "PYTHONPATH", why: "python imports modules from it" },
+    EnvRow { name: "PYTHONSTARTUP", why: "python runs this file at start" },
+    EnvRow { name: "PYTHONHOME", why: "python loads its library from it" },
+    EnvRow { name: "PERL5LIB", why: "perl loads modules from it" },
+    EnvRow { name: "PERL5OPT", why: "perl takes options (-M modules) from it" },
+    EnvRow { name: "PERLLIB", why: "perl loads modules from it" },
+    EnvRow { name: "RUBYOPT", why: "ruby takes options (-r requires) from it" },
+    EnvRow { name: "RUBYLIB", why: "ruby loads libraries from it" },
+    EnvRow { name: "JAVA_TOOL_OPTIONS", why: "the JVM takes options (agents) from it" },
+    EnvRow { name: "_JAVA_OPTIONS", why: "the JVM takes options (agents) from it" },
+    EnvRow { name: "JDK_JAVA_OPTIONS", why: "the JVM takes options (agents) from it" },
+    EnvRow { name: "npm_config_*", why: "npm takes configuration (scripts, shells) from it" },
+    EnvRow { name: "NPM_CONFIG_*", why: "npm takes configuration (scripts, shells) from it" },
+    EnvRow { name: "RUSTC_WRAPPER", why: "cargo runs the compiler through it" },
+    EnvRow { name: "RUSTC", why: "cargo runs it as the compiler" },
+    EnvRow { name: "RUSTDOC", why: "cargo runs it as rustdoc" },
+    EnvRow { name: "CARGO_BUILD_*", why: "cargo takes wrappers and runners from it" },
+    EnvRow { name: "CARGO_TARGET_*", why: "cargo takes runners and linkers from it" },
+    EnvRow { name: "MAKEFLAGS", why: "make takes options (--eval) from it" },
+    EnvRow { name: "CC", why: "builds run it as the C compiler" },
+    EnvRow { name: "CXX", why: "builds run it as the C++ compiler" },
+];
+
+/// Hazards from assigning `name` (standalone, before a command, via `env` or `export`).
+pub fn env(name: &str, command: Option<usize>) -> Vec<Hazard> {
+    ENVIRONMENT
+        .iter()
+        .filter(|row| match row.name.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == row.name,
+        })
+        .take(1)
+        .map(|row| Hazard {
+            id: "environment",
+            command,
+            detail: format!("setting {name}: {}", row.why),
+        })
+        .collect()
+}
+
+/// A redirection whose target is not static: it may write anywhere.
+pub fn dynamic_redirect(op: &str, target: &str, command: Option<usize>) -> Hazard {
+    Hazard {
+        id: "dynamic_redirect",
+        command,
+        detail: format!("`{op} {target}`: the target is decided at run time"),
+    }
+}
+
+/// `python3.11` → `python3`, `python3` → `python3`; names are tried as written first.
+fn table_names(basename: &str) -> [&str; 2] {
+    [
+        basename,
+        basename.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'),
+    ]
+}
+
+/// Finds every command hazard in the analysis.
+pub(super) fn scan(analysis: &mut Analysis) {
+    let mut found = Vec::new();
+    for (i, command) in analysis.commands.iter().enumerate() {
+        if !command.words.first().is_some_and(|w| w.is_static()) {
+            continue;
+        }
+        let names = table_names(command.basename());
+        for row in COMMANDS {
+            if !names.iter().any(|n| row.names.contains(n)) {
+                continue;
+            }
+            if let Some(detail) = test(row, command) {
+                found.push(Hazard {
+                    id: row.id,
+                    command: Some(i),
+                    detail,
+                });
+            }
+        }
+    }
+    if found.iter().any(|h| h.id == "eval") {
+        analysis.features.insert(super::Feature::Eval);
+    }
+    if found.iter().any(|h| h.id == "inline_code") {
+        analysis.features.insert(super::Feature::InlineCode);
+    }
+    analysis.hazards.extend(found);
+}
+
+/// Runs one row's test.
+fn test(row: &Row, command: &Command) -> Option<String> {
+    let args = &command.argv[1..];
+    let hit = |what: &str| Some(format!("{}: {what} — {}", command.argv.join(" "), row.why));
+    match row.test {
+        Test::Always => hit(command.basename()),
+        Test::Option(options) => find_option(args, options, false).and_then(|o| hit(&o)),
+        Test::Leading(options) => find_option(args, options, true).and_then(|o| hit(&o)),
+        Test::Word(words) => args
+            .iter()
+            .find(|a| {
+                words
+                    .iter()
+                    .any(|w| a == w || a.starts_with(&format!("{w}=")))
+            })
+            .and_then(|w| hit(w)),
+        Test::Check(check) => check(command).map(|d| format!("{}: {d}", command.argv.join(" "))),
+    }
+}
+
+/// The first of `options` present in `args`. A single-letter option also matches inside a
+/// cluster (`-pi` holds `-i`); a long one also as `--name=value`. With `leading`, the search
+/// stops at the first operand.
+pub fn find_option(args: &[String], options: &[&str], leading: bool) -> Option<String> {
+    for arg in args {
+        if arg == "--" {
+            return None;
+        }
+        let is_option = arg.starts_with('-') && arg != "-";
+        if !is_option {
+            if leading {
+                return None;
+            }
+            continue;
+        }
+        for o in options {
+            let long = o.starts_with("--") || o.len() > 2;
+            let hit = if long {
+                arg == o || arg.starts_with(&format!("{o}="))
+            } else {
+                arg == o || (!arg.starts_with("--") && arg.len() > 2 && arg[1..].contains(&o[1..]))
+            };
+            if hit {
+                return Some((*o).to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// The operands: words that are not options, after the command name. Option values are not
+/// told apart; callers that need them skip known valued options themselves.
+fn operands(command: &Command) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut options_done = false;
+    for a in &command.argv[1..] {
+        if !options_done && a == "--" {
+            options_done = true;
+            continue;
+        }
+        if options_done || !a.starts_with('-') || a == "-" {
+            out.push(a.as_str());
+        }
+    }
+    out
+}
+
+fn has_operand(command: &Command) -> Option<String> {
+    (!operands(command).is_empty()).then(|| "has arguments".to_owned())
+}
+
+/// An interpreter with no script operand and no inline program reads its program from stdin.
+fn reads_program_from_stdin(command: &Command) -> Option<String> {
+    let info = [
+        "-V",
+        "--version",
+        "-v",
+        "-h",
+        "--help",
+        "-m",
+        "-c",
+        "-e",
+        "-E",
+        "-p",
+        "--eval",
+        "--print",
+        "-r",
+    ];
+    let args = &command.argv[1..];
+    if args.iter().any(|a| info.contains(&a.as_str())) {
+        return None;
+    }
+    let ops = operands(command);
+    (ops.is_empty() || ops[0] == "-").then(|| "reads its program from stdin".to_owned())
+}
+
+fn deno_eval(command: &Command) -> Option<String> {
+    (operands(command).first() == Some(&"eval")).then(|| "deno eval".to_owned())
+}
+
+fn uniq_output(command: &Command) -> Option<String> {
+    (operands(command).len() > 1).then(|| "writes its second operand".to_owned())
+}
+
+fn dynamic_folder(command: &Command) -> Option<String> {
+    let target = command
+        .words
+        .iter()
+        .skip(1)
+        .find(|w| !w.text.starts_with('-') || w.text == "-");
+    match target {
+        Some(w) if !w.is_static() || w.text == "-" => {
+            Some(format!("changes to the folder {:?}", w.text))
+        }
+        _ => None,
+    }
+}
+
+fn shopt_aliases(command: &Command) -> Option<String> {
+    command
+        .argv
+        .iter()
+        .any(|a| a == "expand_aliases")
+        .then(|| "turns on expand_aliases".to_owned())
+}
+
+fn vim_commands(command: &Command) -> Option<String> {
+    command.argv[1..]
+        .iter()
+        .find(|a| {
+            matches!(a.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-u" | "-i")
+                || (a.starts_with('+') && a.len() > 1)
+        })
+        .map(|a| format!("{a} runs editor commands"))
+}
+
+/// Git's options before the subcommand.
+fn git_global(command: &Command) -> Option<String> {
+    let args = &command.argv[1..];
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if !a.starts_with('-') {
+            return None;
+        }
+        let risky = [
+            "-c",
+            "--config-env",
+            "--exec-path",
+            "--git-dir",
+            "--work-tree",
+            "-p",
+            "--paginate",
+        ];
+        if let Some(r) = risky
+            .iter()
+            .find(|r| a == **r || a.starts_with(&format!("{r}=")))
+        {
+            return Some(format!("git {r} changes what git runs"));
+        }
+        i += if matches!(a, "-C" | "--namespace" | "--super-prefix") {
+            2
+        } else {
+            1
+        };
+    }
+    None
+}
+
+/// Git subcommands and options that run programs, write output files, or are not git's own
+/// (and so may be aliases from a config the repository controls).
+fn git_subcommand(command: &Command) -> Option<String> {
+    let args = &command.argv[1..];
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') {
+        i += if matches!(
+            args[i].as_str(),
+            "-C" | "-c" | "--namespace" | "--config-env" | "--super-prefix"
+        ) {
+            2
+        } else {
+            1
+        };
+    }
+    let sub = args.get(i)?.as_str();
+    let rest = &args[i + 1..];
+    if !GIT_COMMANDS.contains(&sub) {
+        return Some(format!(
+            "`{sub}` is not a git command: it may be an alias, which can run anything"
+        ));
+    }
+    if matches!(
+        sub,
+        "difftool" | "mergetool" | "filter-branch" | "instaweb" | "send-email"
+    ) {
+        return Some(format!("git {sub} runs other programs"));
+    }
+    if sub == "submodule" && rest.iter().any(|a| a == "foreach") {
+        return Some("git submodule foreach runs a command in every submodule".into());
+    }
+    if sub == "bisect" && rest.first().is_some_and(|a| a == "run") {
+        return Some("git bisect run runs a command".into());
+    }
+    let mut options: Vec<&str> = vec!["--output", "--ext-diff", "--open-files-in-pager"];
+    match sub {
+        "rebase" => options.extend(["-x", "--exec"]),
+        "grep" => options.push("-O"),
+        "clone" | "fetch" | "pull" | "ls-remote" | "archive" => {
+            options.extend(["-u", "--upload-pack", "--exec"])
+        }
+        "push" => options.extend(["--receive-pack", "--exec"]),
+        _ => {}
+    }
+    find_option(rest, &options, false)
+        .map(|o| format!("git {sub} {o} runs a program or writes a file"))
+}
+
+/// Git's own commands (porcelain and plumbing). Anything else may be an alias.
+pub const GIT_COMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "citool",
+    "clean",
+    "clone",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "fetch",
+    "filter-branch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "hash-object",
+    "help",
+    "init",
+    "instaweb",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "mergetool",
+    "mktree",
+    "mv",
+    "name-rev",
+    "notes",
+    "prune",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "reflog",
+    "remote",
+    "repack",
+    "replace",
+    "request-pull",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "send-email",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "update-index",
+    "update-ref",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+];
+
+/// The awk program (first operand unless `-f`) calls system(), pipes, prints to a file, or
+/// loads an extension; or the program is not visible (`-f`, dynamic).
+fn awk_program(command: &Command) -> Option<String> {
+    let args = &command.argv[1..];
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        if matches!(
+            a,
+            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" | "-E" | "--exec"
+        ) || a.starts_with("--file=")
+            || a.starts_with("--load=")
+            || a.starts_with("--include=")
+        {
+            return Some(format!(
+                "{a}: the program comes from a file or loads an extension"
+            ));
+        }
+        i += if matches!(a, "-F" | "-v" | "--assign" | "--field-separator") {
+            2
+        } else {
+            1
+        };
+    }
+    let index = i + 1;
+    let program = command.words.get(index)?;
+    if !program.is_static() {
+        return Some("the awk program is not static".into());
+    }
+    awk_risk(&program.text)
+}
+
+/// What in an awk program runs code or writes files. String literals are ignored.
+pub fn awk_risk(program: &str) -> Option<String> {
+    let mut code = String::with_capacity(program.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in program.chars() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+                code.push('"');
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        code.push(c);
+    }
+    let compact: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    if compact.contains("system(") || compact.contains("system (") {
+        return Some("calls system()".into());
+    }
+    if compact.contains("@load") {
+        return Some("loads an extension".into());
+    }
+    if compact.replace("||", "").contains('|') {
+        return Some("pipes to or from a command".into());
+    }
+    for statement in code.split([';', '{', '}', '\n']) {
+        let s = statement.trim_start();
+        if (s.starts_with("print") || s.starts_with("printf")) && s.contains('>') {
+            return Some("prints to a file".into());
+        }
+    }
+    None
+}
+
+/// The sed scripts (`-e`, `--expression`, or the first operand) edit in place, read a script
+/// file, or use the `e`/`w`/`W` commands or the `s///e`/`s///w` flags.
+fn sed_script(command: &Command) -> Option<String> {
+    let args = &command.argv[1..];
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut i = 0;
+    let mut first_operand = None;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "-i"
+            || a.starts_with("--in-place")
+            || (a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].contains('i')
+                && !a.starts_with("-e"))
+        {
+            return Some("-i edits files in place".into());
+        }
+        if matches!(a, "-f" | "--file") || a.starts_with("--file=") {
+            return Some("the script comes from a file".into());
+        }
+        if matches!(a, "-e" | "--expression") {
+            if let Some(s) = args.get(i + 1) {
+                scripts.push(s);
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(s) = a.strip_prefix("--expression=") {
+            scripts.push(s);
+        } else if let Some(s) = a.strip_prefix("-e").filter(|s| !s.is_empty()) {
+            scripts.push(s);
+        } else if !a.starts_with('-') && first_operand.is_none() {
+            first_operand = Some(i);
+        } else if matches!(a, "-l" | "--line-length") {
+            i += 1;
+        }
+        i += 1;
+    }
+    if scripts.is_empty() {
+        let at = first_operand?;
+        if !command.words.get(at + 1).is_some_and(|w| w.is_static()) {
+            return Some("the sed script is not static".into());
+        }
+        scripts.push(&args[at]);
+    }
+    scripts.into_iter().find_map(sed_risk)
+}
+
+/// What in a sed script runs commands or writes files (GNU sed syntax).
+pub fn sed_risk(script: &str) -> Option<String> {
+    let s: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        while *i < s.len() && (s[*i].is_whitespace() || s[*i] == ';') {
+            *i += 1;
+        }
+    };
+    // Reads a delimited field starting after the delimiter; returns the index after its end.
+    let field = |mut i: usize, delim: char| -> Option<usize> {
+        while i < s.len() {
+            if s[i] == '\\' {
+                i += 2;
+                continue;
+            }
+            if s[i] == delim {
+                return Some(i + 1);
+            }
+            i += 1;
+        }
+        None
+    };
+    let to_line_end = |mut i: usize| {
+        while i < s.len() && s[i] != '\n' {
+            i += 1;
+        }
+        i
+    };
+    loop {
+        skip_ws(&mut i);
+        if i >= s.len() {
+            return None;
+        }
+        // Addresses: numbers, `$`, `/re/`, `\cREc`, with `,`, `~`, `!`, `+`.
+        loop {
+            match s.get(i) {
+                Some(c) if c.is_ascii_digit() || matches!(c, '$' | ',' | '~' | '!' | '+' | ' ') => {
+                    i += 1
+                }
+                Some('/') => i = field(i + 1, '/')?,
+                Some('\\') if i + 1 < s.len() => {
+                    let d = s[i + 1];
+                    i = field(i + 2, d)?;
+                }
+                _ => break,
+            }
+            // A regex address may carry I or M flags.
+            while matches!(s.get(i), Some('I' | 'M'))
+                && !matches!(s.get(i + 1), Some(c) if c.is_alphabetic())
+            {
+                i += 1;
+            }
+        }
+        let &cmd = s.get(i)?;
+        i += 1;
+        match cmd {
+            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'x' | 'n' | 'N' | 'p' | 'P'
+            | 'z' | 'F' => {}
+            'q' | 'Q' | 'l' | 'L' => {
+                while i < s.len() && s[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            ':' | 'b' | 't' | 'T' => {
+                while i < s.len() && s[i] != ';' && s[i] != '\n' {
+                    i += 1;
+                }
+            }
+            'a' | 'i' | 'c' | 'r' | 'R' => i = to_line_end(i),
+            'e' => return Some("the e command runs a shell command".into()),
+            'w' | 'W' => return Some("the w command writes a file".into()),
+            's' | 'y' => {
+                let delim = *s.get(i)?;
+                let after_pattern = field(i + 1, delim)?;
+                i = field(after_pattern, delim)?;
+                if cmd == 's' {
+                    while i < s.len() && !matches!(s[i], ';' | '\n' | '}') {
+                        match s[i] {
+                            'e' => {
+                                return Some("the s///e flag runs the result as a command".into());
+                            }
+                            'w' => return Some("the s///w flag writes a file".into()),
+                            _ => i += 1,
+                        }
+                    }
+                }
+            }
+            other => return Some(format!("unknown sed command {other:?}: not understood")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(script: &str) -> Vec<&'static str> {
+        Analysis::of(script).hazards.iter().map(|h| h.id).collect()
+    }
+
+    #[test]
+    fn every_command_row_triggers_on_its_example_and_not_on_its_benign_twin() {
+        for row in COMMANDS {
+            let found = ids(row.example);
+            assert!(
+                found.contains(&row.id),
+                "{}: want {}, got {found:?}",
+                row.example,
+                row.id
+            );
+            if !row.benign.is_empty() {
+                let a = Analysis::of(row.benign);
+                let same = a
+                    .hazards
+                    .iter()
+                    .filter(|h| {
+                        h.id == row.id
+                            && h.command.is_some_and(|c| {
+                                a.commands[c].basename() == a.commands[0].basename()
+                            })
+                    })
+                    .count();
+                assert_eq!(
+                    same, 0,
+                    "{}: must not be {} ({:?})",
+                    row.benign, row.id, a.hazards
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_environment_row_triggers_before_a_command_with_env_and_with_export() {
+        for row in ENVIRONMENT {
+            let name = row.name.replace('*', "X");
+            for script in [
+                format!("{name}=/tmp/x ls"),
+                format!("env {name}=/tmp/x ls"),
+                format!("export {name}=/tmp/x; ls"),
+                format!("{name}=/tmp/x; ls"),
+            ] {
+                assert!(ids(&script).contains(&"environment"), "{script}");
+            }
+        }
+        assert!(ids("FOO=1 ls").is_empty());
+        assert!(ids("LANG=C sort x").is_empty());
+    }
+
+    #[test]
+    fn awk_programs_are_read_for_what_they_do() {
+        assert!(awk_risk("{ print $1 }").is_none());
+        assert!(awk_risk("$3 > 100 { print $1 }").is_none());
+        assert!(awk_risk("{ print \"a > b\" }").is_none());
+        assert!(awk_risk("a || b { print }").is_none());
+        assert!(awk_risk("{ print > \"out\" }").is_some());
+        assert!(awk_risk("{ printf \"%s\", $0 >> \"out\" }").is_some());
+        assert!(awk_risk("{ print | \"sh\" }").is_some());
+        assert!(awk_risk("BEGIN { \"id\" | getline x }").is_some());
+        assert!(awk_risk("BEGIN{system (\"id\")}").is_some());
+        assert!(awk_risk("@load \"x\"").is_some());
+    }
+
+    #[test]
+    fn sed_scripts_are_read_for_what_they_do() {
+        for benign in [
+            "s/a/b/g",
+            "1,5p",
+            "/re/d",
+            "s|a/b|c|",
+            "$!N;P;D",
+            "y/abc/xyz/",
+            "/start/,/end/{s/x/y/;p}",
+            "s/e/w/",
+            "3q",
+            ":a;N;ba",
+        ] {
+            assert!(
+                sed_risk(benign).is_none(),
+                "{benign}: {:?}",
+                sed_risk(benign)
+            );
+        }
+        for risky in [
+            "s/a/b/e",
+            "s/a/b/w out",
+            "1e id",
+            "w out",
+            "/x/W out",
+            "s/a/b/gw out",
+            "k",
+        ] {
+            assert!(sed_risk(risky).is_some(), "{risky}");
+        }
+    }
+}

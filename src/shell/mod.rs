@@ -1,0 +1,418 @@
+//! Bash analysis: turns a command line into facts a policy can judge soundly — the `classify`
+//! stage of a `bash` call.
+//!
+//! The script is parsed with tree-sitter-bash (no hand-written tokenizer) and walked once. The
+//! walk yields:
+//!
+//! - every **simple command** anywhere — top level, `&& || ; &` lists, pipelines, subshells,
+//!   `{ }` groups, if/for/while/until/case bodies, function bodies, `$(...)`, backticks,
+//!   `<(...)`, `>(...)`, arithmetic and `[[ ]]` subscripts, heredoc bodies — with its argv after
+//!   quote removal, which words are dynamic and why, its leading `NAME=value` assignments and its
+//!   context; the inner commands of wrappers (`timeout`, `env`, `xargs`, `sudo`, `find -exec`,
+//!   `bash -c`, …) are simple commands too ([`wrappers`]);
+//! - every **redirection** with operator, fd and target;
+//! - a **feature** set, from the query in `grammars/bash/features.scm`;
+//! - the **hazards** no prefix rule can judge ([`hazards`]);
+//! - whether the whole call is **read-only** ([`readers`]) and its **effects**.
+//!
+//! # What it refuses to understand
+//!
+//! A parse error, a node kind the walk does not know, a command name that is not static, a
+//! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a script
+//! over [`MAX_SCRIPT`] bytes: each is recorded in [`Analysis::problems`], and a call with
+//! problems is never allowed (the policy stage asks, or denies under `strict`).
+//!
+//! One bash behaviour tree-sitter does not model is handled before the walk: a backslash-newline
+//! glued inside a word (`r\<newline>m`) is a line continuation that bash removes *before*
+//! splitting words, while tree-sitter treats it as a separator. Such continuations are removed
+//! and the script parsed again ([`parse`]).
+
+pub mod hazards;
+mod options;
+mod parse;
+pub mod readers;
+mod walk;
+pub mod word;
+pub mod wrappers;
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::tool::{Effect, PathRequest, PathRole};
+pub use options::Normalized;
+pub use word::{Dynamic, Word};
+
+/// Deepest nesting of `bash -c`, `env -S`, `watch` scripts analysed.
+pub const MAX_DEPTH: usize = 4;
+/// Largest script analysed, in bytes.
+pub const MAX_SCRIPT: usize = 64 * 1024;
+
+/// A construct the script uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Feature {
+    /// More than one statement, or `&&` / `||`.
+    Chain,
+    /// A pipeline.
+    Pipe,
+    /// `$(...)` or backticks.
+    Substitution,
+    /// `<(...)` or `>(...)`.
+    ProcessSubstitution,
+    /// A redirection that writes a file.
+    RedirectWrite,
+    /// A redirection that reads a file.
+    RedirectRead,
+    /// A heredoc.
+    Heredoc,
+    /// A herestring.
+    Herestring,
+    /// `&`.
+    Background,
+    /// `( ... )`.
+    Subshell,
+    /// `{ ...; }`.
+    Group,
+    /// A function definition.
+    FunctionDef,
+    /// `eval`.
+    Eval,
+    /// A command name that is not static.
+    DynamicCommand,
+    /// An interpreter given code inline (`python -c`, `bash -c`, `awk` programs…).
+    InlineCode,
+    /// tree-sitter could not parse the script.
+    ParseError,
+    /// if / case.
+    Conditional,
+    /// for / while / until / select.
+    Loop,
+    /// `!`.
+    Negation,
+    /// `NAME=value`, standalone or before a command.
+    Assignment,
+    /// A wrapper that runs another command (`timeout`, `env`, `xargs`…).
+    Wrapper,
+    /// A shell run inside the script (`bash -c`, `sh <<EOF`).
+    NestedShell,
+    /// `/dev/tcp` or `/dev/udp`.
+    NetworkRedirect,
+    /// A variable expansion.
+    Variable,
+    /// An unquoted glob.
+    Glob,
+    /// Brace expansion.
+    BraceExpansion,
+    /// A leading `~`.
+    Tilde,
+    /// `$((...))`.
+    Arithmetic,
+    /// `[[ ... ]]` or `[ ... ]`.
+    Test,
+    /// A comment.
+    Comment,
+}
+
+/// A `NAME=value` assignment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Assignment {
+    /// The variable.
+    pub name: String,
+    /// The value after quote removal.
+    pub value: String,
+    /// Whether the value is static.
+    #[serde(rename = "static")]
+    pub is_static: bool,
+}
+
+/// A word of a command that is not static, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DynamicWord {
+    /// Its index in argv.
+    pub word: usize,
+    /// Why it is dynamic.
+    pub kinds: Vec<Dynamic>,
+}
+
+/// One simple command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Command {
+    /// argv after quote removal; dynamic parts keep their source text.
+    pub argv: Vec<String>,
+    /// The words that are not static.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dynamic: Vec<DynamicWord>,
+    /// Leading `NAME=value` assignments (or `env NAME=value`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assignments: Vec<Assignment>,
+    /// The constructs around it, outermost first (`pipeline`, `substitution`, `bash -c`…).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
+    /// For an inner command: the index of the command that runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<usize>,
+    /// True for a wrapper that only runs another command recorded here: rules need not cover
+    /// it, only what it runs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub wrapper: bool,
+    /// The words, with what makes each dynamic.
+    #[serde(skip)]
+    pub words: Vec<Word>,
+}
+
+impl Command {
+    /// The command name as written (after quote removal), or "" when there is none.
+    pub fn name(&self) -> &str {
+        self.argv.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// The name without its folder: `/bin/rm` is `rm`.
+    pub fn basename(&self) -> &str {
+        let name = self.name();
+        name.rsplit('/').next().unwrap_or(name)
+    }
+
+    /// The basename when the name is one the system resolves (a bare name looked up in
+    /// `PATH`, or a file in a system folder such as `/usr/bin`); `None` for `./git` or
+    /// `/tmp/x/git`, which run whatever file is there. Tables that trust a command to behave
+    /// as its name says (readers, transparent wrappers) use this.
+    pub fn trusted_name(&self) -> Option<&str> {
+        const SYSTEM: &[&str] = &[
+            "/bin",
+            "/usr/bin",
+            "/usr/local/bin",
+            "/sbin",
+            "/usr/sbin",
+            "/usr/local/sbin",
+        ];
+        let name = self.name();
+        match name.rsplit_once('/') {
+            None => Some(name),
+            Some((dir, base)) if SYSTEM.contains(&dir) => Some(base),
+            Some(_) => None,
+        }
+    }
+
+    /// True when every word is static.
+    pub fn is_static(&self) -> bool {
+        self.words.iter().all(Word::is_static)
+    }
+}
+
+/// What a redirection does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedirectKind {
+    /// `<`: reads the target.
+    Read,
+    /// `>`, `>|`, `&>`, `>&file`: replaces the target.
+    Write,
+    /// `>>`, `&>>`: appends to the target.
+    Append,
+    /// `<>`: opens the target for reading and writing.
+    ReadWrite,
+    /// `2>&1`, `<&0`, `>&-`: duplicates or closes a descriptor; no file.
+    Duplicate,
+    /// A harmless device: `/dev/null`, `/dev/stderr`, `/dev/fd/N`…
+    Device,
+    /// `/dev/tcp/...` or `/dev/udp/...`: a network connection.
+    Network,
+    /// `<<`: a heredoc.
+    Heredoc,
+    /// `<<<`: a herestring.
+    Herestring,
+}
+
+/// One redirection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Redirect {
+    /// The operator as written.
+    pub op: String,
+    /// The descriptor before it, if written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fd: Option<String>,
+    /// The target after quote removal (`null` for heredocs).
+    pub target: Option<String>,
+    /// Whether the target is static.
+    #[serde(rename = "static")]
+    pub is_static: bool,
+    /// What it does.
+    pub kind: RedirectKind,
+    /// The command it applies to, when it applies to one simple command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<usize>,
+}
+
+impl Redirect {
+    /// True when the redirection writes its target.
+    pub fn writes(&self) -> bool {
+        matches!(
+            self.kind,
+            RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite
+        )
+    }
+}
+
+/// A construct that no prefix rule can judge: allowed only by an `exact` rule (or Rego).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Hazard {
+    /// The hazard table's id (`inline_code`, `eval`, `git_config`…).
+    pub id: &'static str,
+    /// The command it is in, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<usize>,
+    /// What was found, in words.
+    pub detail: String,
+}
+
+/// Everything the analysis found in one script.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    /// False when [`problems`](Self::problems) is not empty: the script is not understood.
+    pub analysed: bool,
+    /// Every simple command, in source order; inner commands follow their wrapper.
+    pub commands: Vec<Command>,
+    /// Every redirection.
+    pub redirects: Vec<Redirect>,
+    /// The constructs used.
+    pub features: BTreeSet<Feature>,
+    /// Hazards found.
+    pub hazards: Vec<Hazard>,
+    /// Why the script is not understood (empty when it is).
+    pub problems: Vec<String>,
+    /// Whether nothing in it can change anything.
+    pub read_only: bool,
+    /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
+    /// `find . -exec cat {} +`), or `.` when unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unnamed_reads: Vec<String>,
+    /// What the script may do.
+    pub effects: BTreeSet<Effect>,
+}
+
+impl Analysis {
+    /// Analyses one bash script.
+    pub fn of(script: &str) -> Analysis {
+        let mut analysis = walk::analyse(script, 0, &[]);
+        analysis.finish();
+        analysis
+    }
+
+    /// Settles the derived fields once the walk is done.
+    fn finish(&mut self) {
+        hazards::scan(self);
+        self.analysed = self.problems.is_empty();
+        readers::classify(self);
+    }
+
+    /// True when the command at `index` must be covered by an allow rule: every command but a
+    /// transparent wrapper.
+    pub fn needs_cover(&self, index: usize) -> bool {
+        !self.commands[index].wrapper
+    }
+
+    /// The paths the script touches: redirection targets (confined, judged by path rules), and
+    /// every other word that may name a file (`argument`: seen by deny and ask rules only).
+    pub fn path_requests(&self) -> Vec<PathRequest> {
+        let mut out: Vec<PathRequest> = Vec::new();
+        let bases = self.folders();
+        let mut push = |request: PathRequest| {
+            // A relative path after `cd dir` may be meant from there: it is judged from every
+            // folder the script changes to as well.
+            let relative = !request.written.starts_with(['/', '~']);
+            let mut all = vec![request.clone()];
+            if relative {
+                for base in &bases {
+                    all.push(PathRequest {
+                        written: format!("{}/{}", base.trim_end_matches('/'), request.written),
+                        ..request.clone()
+                    });
+                }
+            }
+            for r in all {
+                if !out
+                    .iter()
+                    .any(|p| p.written == r.written && p.role == r.role)
+                {
+                    out.push(r);
+                }
+            }
+        };
+        for r in &self.redirects {
+            let Some(target) = &r.target else { continue };
+            if !r.is_static {
+                continue;
+            }
+            match r.kind {
+                RedirectKind::Read => push(PathRequest::read(target, PathRole::Redirect)),
+                RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite => {
+                    push(PathRequest::write(target, PathRole::Redirect))
+                }
+                _ => {}
+            }
+        }
+        for c in &self.commands {
+            for word in c.words.iter().skip(1) {
+                let candidates: Vec<&Word> = if word.values.is_empty() {
+                    vec![word]
+                } else {
+                    word.values.iter().collect()
+                };
+                for w in candidates {
+                    if !w.depends_on_static() || w.dynamic.contains(&Dynamic::Found) {
+                        continue;
+                    }
+                    let text = match w.text.split_once('=') {
+                        Some((flag, value)) if flag.starts_with("--") => value,
+                        _ if w.text.starts_with('-') => continue,
+                        _ => w.text.as_str(),
+                    };
+                    if text.is_empty() || text.contains('\0') {
+                        continue;
+                    }
+                    let mut request = PathRequest::read(text, PathRole::Argument);
+                    request.pattern = w.dynamic.contains(&Dynamic::Glob);
+                    push(request);
+                }
+            }
+        }
+        out
+    }
+
+    /// The folders the script changes to with `cd` or `pushd` (static targets; each alone and
+    /// joined in order).
+    fn folders(&self) -> Vec<String> {
+        let mut alone = Vec::new();
+        let mut joined = String::new();
+        let mut out = Vec::new();
+        for c in &self.commands {
+            if !matches!(c.trusted_name(), Some("cd" | "pushd")) {
+                continue;
+            }
+            let Some(dir) = c.words.iter().skip(1).find(|w| !w.text.starts_with('-')) else {
+                continue;
+            };
+            if !dir.is_static() {
+                continue;
+            }
+            alone.push(dir.text.clone());
+            joined = if dir.text.starts_with('/') || joined.is_empty() {
+                dir.text.clone()
+            } else {
+                format!("{joined}/{}", dir.text)
+            };
+            out.push(joined.clone());
+        }
+        for dir in alone {
+            if !out.contains(&dir) {
+                out.push(dir);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

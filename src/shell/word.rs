@@ -1,0 +1,269 @@
+//! Words after quote removal, and the three quoting decoders bash applies to text that
+//! tree-sitter has already delimited: unquoted text, double-quoted text and ANSI-C `$'...'`.
+//!
+//! Tree-sitter finds where each word, string and expansion begins and ends; these functions only
+//! decode the characters inside one such token. A word also remembers what about it is not
+//! static, because a policy may only rely on what the text itself fixes.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+/// Why a word is not fixed by the text alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dynamic {
+    /// A variable the script does not bind to static text (`$HOME`, `$1`, `$IFS`).
+    Variable,
+    /// Command output (`$(...)`, backticks, `<(...)`).
+    Substitution,
+    /// Arithmetic on variables (`$((i+1))`).
+    Arithmetic,
+    /// Input fed in at run time (xargs' stdin): any text at all.
+    Input,
+    /// A path `find` found (`{}` in `-exec`): below find's static starting points.
+    Found,
+    /// An unquoted glob (`*.rs`): expands to existing paths.
+    Glob,
+    /// Brace expansion (`a{b,c}`).
+    Brace,
+    /// A leading `~`: expands to a home folder.
+    Tilde,
+    /// A variable the script binds exactly once, to static or glob words (`for f in src/*.rs`).
+    Bound,
+}
+
+impl Dynamic {
+    /// True when the word still depends only on static text (and the filesystem or home
+    /// folder): a glob, a brace, a tilde, a bound variable. Such a word may be covered by a
+    /// catch-all `*` in an allow rule; a truly dynamic word never is.
+    pub fn depends_on_static(self) -> bool {
+        matches!(
+            self,
+            Dynamic::Glob | Dynamic::Brace | Dynamic::Tilde | Dynamic::Bound | Dynamic::Found
+        )
+    }
+}
+
+/// One word: its text after quote removal (dynamic parts keep their source text) and what
+/// makes it dynamic, if anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Word {
+    /// The text.
+    pub text: String,
+    /// Empty for a static word.
+    pub dynamic: BTreeSet<Dynamic>,
+    /// For a word that is exactly one bound variable: the words it is bound to.
+    pub values: Vec<Word>,
+}
+
+impl Word {
+    /// A static word.
+    pub fn fixed(text: impl Into<String>) -> Word {
+        Word {
+            text: text.into(),
+            ..Word::default()
+        }
+    }
+
+    /// A word with one kind of dynamic part.
+    pub fn with(text: impl Into<String>, kind: Dynamic) -> Word {
+        Word {
+            text: text.into(),
+            dynamic: BTreeSet::from([kind]),
+            values: Vec::new(),
+        }
+    }
+
+    /// True when the text alone fixes the word.
+    pub fn is_static(&self) -> bool {
+        self.dynamic.is_empty()
+    }
+
+    /// True when every dynamic part depends only on static text.
+    pub fn depends_on_static(&self) -> bool {
+        self.dynamic.iter().all(|d| d.depends_on_static())
+    }
+
+    /// Appends another part of the same word.
+    pub fn push(&mut self, part: Word) {
+        self.text.push_str(&part.text);
+        self.dynamic.extend(part.dynamic);
+        if self.values.is_empty() {
+            self.values = part.values;
+        } else {
+            // Two bound variables in one word: the combinations are not tracked.
+            self.values.clear();
+        }
+    }
+}
+
+/// Removes bash's unquoted backslashes: `\x` is `x`, `\<newline>` is nothing.
+pub fn unquote(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') => {}
+                Some(next) => out.push(next),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// True when unquoted text holds a glob character that is not escaped.
+pub fn has_glob(raw: &str) -> bool {
+    let mut escaped = false;
+    for c in raw.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Decodes the inside of a double-quoted string: a backslash escapes only `$`, `` ` ``, `"`,
+/// `\` and newline (which it removes); before anything else it stays.
+pub fn decode_double(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('\n') => {
+                    chars.next();
+                }
+                Some(&next @ ('$' | '`' | '"' | '\\')) => {
+                    out.push(next);
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Decodes an ANSI-C string, given with its `$'` and `'`.
+pub fn decode_ansi_c(token: &str) -> String {
+    let inner = token
+        .strip_prefix("$'")
+        .and_then(|t| t.strip_suffix('\''))
+        .unwrap_or(token);
+    let chars: Vec<char> = inner.chars().collect();
+    let mut out = String::with_capacity(inner.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c != '\\' || i >= chars.len() {
+            out.push(c);
+            continue;
+        }
+        let e = chars[i];
+        i += 1;
+        let simple = match e {
+            'a' => Some('\x07'),
+            'b' => Some('\x08'),
+            'e' | 'E' => Some('\x1b'),
+            'f' => Some('\x0c'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\x0b'),
+            '\\' | '\'' | '"' | '?' => Some(e),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            out.push(s);
+            continue;
+        }
+        let code = match e {
+            '0'..='7' => {
+                i -= 1;
+                take_number(&chars, &mut i, 8, 3)
+            }
+            'x' => take_number(&chars, &mut i, 16, 2),
+            'u' => take_number(&chars, &mut i, 16, 4),
+            'U' => take_number(&chars, &mut i, 16, 8),
+            'c' if i < chars.len() => {
+                let ctl = chars[i];
+                i += 1;
+                Some(u32::from(ctl) & 0x1f)
+            }
+            _ => None,
+        };
+        match code.and_then(char::from_u32) {
+            Some(ch) => out.push(ch),
+            None => {
+                out.push('\\');
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+/// Reads up to `max` digits in `radix` at `i`, advancing it.
+fn take_number(chars: &[char], i: &mut usize, radix: u32, max: usize) -> Option<u32> {
+    let start = *i;
+    while *i < chars.len() && *i - start < max && chars[*i].is_digit(radix) {
+        *i += 1;
+    }
+    let digits: String = chars[start..*i].iter().collect();
+    u32::from_str_radix(&digits, radix).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unquoted_backslashes_are_removed() {
+        assert_eq!(unquote(r"\rm"), "rm");
+        assert_eq!(unquote("a\\\nb"), "ab");
+        assert_eq!(unquote(r"a\\b"), r"a\b");
+        assert_eq!(unquote("end\\"), "end\\");
+    }
+
+    #[test]
+    fn globs_are_found_unless_escaped() {
+        assert!(has_glob("src/*.rs"));
+        assert!(has_glob("a?"));
+        assert!(has_glob("[ab]"));
+        assert!(!has_glob(r"\*"));
+        assert!(!has_glob("plain"));
+    }
+
+    #[test]
+    fn double_quotes_escape_only_five_characters() {
+        assert_eq!(decode_double(r#"a\"b"#), "a\"b");
+        assert_eq!(decode_double(r"\$HOME"), "$HOME");
+        assert_eq!(decode_double(r"\n"), r"\n");
+        assert_eq!(decode_double("c\\\nd"), "cd");
+    }
+
+    #[test]
+    fn ansi_c_escapes_decode() {
+        assert_eq!(decode_ansi_c(r"$'\x72\x6d'"), "rm");
+        assert_eq!(decode_ansi_c(r"$'\162m'"), "rm");
+        assert_eq!(decode_ansi_c(r"$'a\'b'"), "a'b");
+        assert_eq!(decode_ansi_c(r"$'\u0072m'"), "rm");
+        assert_eq!(decode_ansi_c(r"$'\t\n'"), "\t\n");
+        assert_eq!(decode_ansi_c(r"$'\cA'"), "\u{1}");
+        assert_eq!(decode_ansi_c(r"$'\q'"), r"\q");
+    }
+}
