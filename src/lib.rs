@@ -43,8 +43,13 @@
 //!   by the kernel (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`) at execution, so a
 //!   symlink swapped in between cannot redirect the effect.
 //!
-//! What it does not do: it does not trust the model's own account of a call, and it does not yet
-//! analyse shell commands — every `bash` call is an unanalysed writer that no allow rule covers.
+//! - **A shell command is understood before it is judged.** A `bash` call is parsed with
+//!   tree-sitter-bash and every simple command in it — in pipelines, substitutions, wrappers,
+//!   `bash -c` — is judged ([`shell`]); what the analysis does not understand is never allowed.
+//!
+//! What it does not do: it does not trust the model's own account of a call (its `description`
+//! is shown, never judged), and it does not run a shell command outside the OS jail — which is
+//! not built yet, so `bash` calls are judged but not executed.
 //!
 //! # The path every call takes
 //!
@@ -56,7 +61,7 @@
 //!                                                             fallback)
 //! ```
 //!
-//! The modules follow that path: [`call`], [`tool`], [`sandbox`], [`policy`], [`gate`].
+//! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

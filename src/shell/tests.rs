@@ -1,1 +1,83 @@
+//! Unit tests of the analysis as a whole: its JSON shape and the paths it hands the gate.
 
+use super::*;
+use crate::tool::Access;
+
+#[test]
+fn the_json_carries_argv_features_redirects_and_dynamic_words() {
+    let a = Analysis::of("FOO=1 cat \"$F\" 2>/dev/null | grep x > out.txt");
+    let v = serde_json::to_value(&a).unwrap();
+    assert_eq!(v["analysed"], true);
+    assert_eq!(v["commands"][0]["argv"], serde_json::json!(["cat", "$F"]));
+    assert_eq!(v["commands"][0]["dynamic"][0]["word"], 1);
+    assert_eq!(v["commands"][0]["dynamic"][0]["kinds"][0], "variable");
+    assert_eq!(v["commands"][0]["assignments"][0]["name"], "FOO");
+    assert_eq!(v["commands"][1]["context"][0], "pipeline");
+    assert_eq!(v["redirects"][0]["kind"], "device");
+    assert_eq!(v["redirects"][1]["kind"], "write");
+    assert_eq!(v["redirects"][1]["target"], "out.txt");
+    let features: Vec<&str> = v["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(
+        features.contains(&"pipe") && features.contains(&"redirect_write"),
+        "{features:?}"
+    );
+}
+
+#[test]
+fn redirect_targets_are_confined_paths_and_words_are_arguments() {
+    let a = Analysis::of("cat notes.md > out.txt < in.txt");
+    let requests = a.path_requests();
+    let find = |w: &str| requests.iter().find(|r| r.written == w).unwrap();
+    assert_eq!(
+        (find("out.txt").role, find("out.txt").access),
+        (PathRole::Redirect, Access::Write)
+    );
+    assert_eq!(
+        (find("in.txt").role, find("in.txt").access),
+        (PathRole::Redirect, Access::Read)
+    );
+    assert_eq!(find("notes.md").role, PathRole::Argument);
+    assert!(
+        !requests.iter().any(|r| r.written == "cat"),
+        "the command name is not a path"
+    );
+}
+
+#[test]
+fn options_are_not_paths_but_their_values_are() {
+    let a = Analysis::of("grep -r --include=.env KEY .");
+    let requests = a.path_requests();
+    let written: Vec<&str> = requests.iter().map(|r| r.written.as_str()).collect();
+    assert!(written.contains(&".env") && written.contains(&"KEY") && written.contains(&"."));
+    assert!(!written.contains(&"-r"));
+}
+
+#[test]
+fn a_script_too_large_is_not_understood() {
+    let a = Analysis::of(&"x".repeat(MAX_SCRIPT + 1));
+    assert!(!a.analysed);
+}
+
+#[test]
+fn nesting_is_bounded() {
+    let mut script = "rm -rf x".to_owned();
+    for _ in 0..(MAX_DEPTH + 2) {
+        script = format!("bash -c {}", shell_quote(&script));
+    }
+    let a = Analysis::of(&script);
+    assert!(!a.analysed, "{:?}", a.problems);
+    assert!(
+        a.problems.iter().any(|p| p.contains("nested deeper")),
+        "{:?}",
+        a.problems
+    );
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}

@@ -74,7 +74,7 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         None => script,
     };
     let root = tree.root_node();
-    parse::features(&tree, source, &mut out.features);
+    let counted = parse::features_and_commands(&tree, source, &mut out.features);
     if root.has_error() {
         out.features.insert(Feature::ParseError);
         out.problems
@@ -94,7 +94,7 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
     walker.visit(root);
     let visited = walker.visited;
     let mut out = walker.out;
-    match parse::count_commands(&tree, source) {
+    match counted {
         Some(n) if n == visited => {}
         Some(n) => out.problems.push(format!(
             "the walk reached {visited} of {n} commands; the rest are not understood"
@@ -169,8 +169,27 @@ fn bindable_names(root: Node, src: &str) -> HashSet<String> {
         .collect()
 }
 
+/// The original text of a node. The tree was parsed from an ASCII copy with the same byte
+/// offsets (see `parse::parse`); a boundary inside a multi-byte character cannot come from
+/// bash's grammar, and would give the replacement character rather than a panic.
+/// A node's children with their field names, read with one cursor pass (asking a node for the
+/// field of its i-th child walks its children again each time).
+fn fields<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut out = Vec::with_capacity(node.child_count() as usize);
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
 fn text<'s>(node: Node, src: &'s str) -> &'s str {
-    &src[node.byte_range()]
+    src.get(node.byte_range()).unwrap_or("\u{fffd}")
 }
 
 /// The walk's state.
@@ -286,9 +305,8 @@ impl<'s> Walker<'s> {
     /// `for NAME in WORDS; do ...; done` (and `select`): binds NAME when it may be bound.
     fn for_loop(&mut self, node: Node) {
         let mut values = Vec::new();
-        let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            if node.field_name_for_child(i as u32) == Some("value") {
+        for (field, child) in fields(node) {
+            if field == Some("value") {
                 values.push(self.word(child));
             }
         }
@@ -380,9 +398,7 @@ impl Walker<'_> {
     /// (a heredoc may be the script a shell runs).
     fn redirected(&mut self, node: Node) {
         let mut redirects = Vec::new();
-        let mut cursor = node.walk();
-        for (i, child) in node.children(&mut cursor).enumerate() {
-            let field = node.field_name_for_child(i as u32);
+        for (field, child) in fields(node) {
             if field == Some("redirect") || child.kind().ends_with("_redirect") {
                 redirects.push(child);
             }
@@ -409,13 +425,7 @@ impl Walker<'_> {
         let mut words = Vec::new();
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
-        let mut cursor = node.walk();
-        let children: Vec<(Option<&str>, Node)> = node
-            .children(&mut cursor)
-            .enumerate()
-            .map(|(i, c)| (node.field_name_for_child(i as u32), c))
-            .collect();
-        for (field, child) in children {
+        for (field, child) in fields(node) {
             match field {
                 Some("name") => {
                     let word = match child.named_child(0) {
@@ -557,13 +567,7 @@ impl Walker<'_> {
         let mut op = String::new();
         let mut target = Word::default();
         let mut has_target = false;
-        let mut cursor = node.walk();
-        let children: Vec<(Option<&str>, Node)> = node
-            .children(&mut cursor)
-            .enumerate()
-            .map(|(i, c)| (node.field_name_for_child(i as u32), c))
-            .collect();
-        for (field, child) in children {
+        for (field, child) in fields(node) {
             match field {
                 Some("destination") => {
                     target.push(self.word(child));
@@ -586,6 +590,9 @@ impl Walker<'_> {
             && (text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/"))
         {
             self.out.features.insert(Feature::NetworkRedirect);
+            self.out
+                .hazards
+                .push(hazards::network_redirect(&op, &text, command));
             RedirectKind::Network
         } else {
             match op.as_str() {

@@ -111,7 +111,7 @@ fn skip_options(words: &[Word], start: usize, row: &Row) -> Option<usize> {
             continue;
         }
         // A cluster of short options: `-n5` carries its value; `-lc` is two flags.
-        let first = &w[..2.min(w.len())];
+        let first = w.get(..2).unwrap_or(w);
         if row
             .no_inner
             .iter()
@@ -433,6 +433,14 @@ mod tests {
                 "{}",
                 row.example
             );
+        }
+    }
+
+    #[test]
+    fn non_ascii_options_do_not_break_the_option_reader() {
+        // Found by tests/fuzz_bash.rs: a byte slice inside a multi-byte character.
+        for script in ["timeout -¥p x", "nice -é", "env -ü rm x", "bash -ç 'x'"] {
+            let _ = Analysis::of(script);
         }
     }
 

@@ -1,0 +1,176 @@
+//! Property test of the bash analysis: random scripts built from shell tokens and random text.
+//! The analysis must never panic, must give the same answer twice, and the gate must never
+//! allow a script the analysis did not understand — even under a policy that allows every
+//! command, every path and every fallback.
+//!
+//! `PROPTEST_CASES` sets how many scripts are tried (the README says how long it ran).
+
+use std::sync::LazyLock;
+
+use proptest::prelude::*;
+use reasonix::shell::{Analysis, Feature};
+use reasonix::{Gate, PolicySet, Posture, Registry, Verdict};
+
+const ALLOW_EVERYTHING: &str = r#"
+version: 1
+defaults: {read_only: allow, writer: allow, unattended: allow}
+rules:
+  - id: any-command
+    decision: allow
+    commands: ["*", "* *"]
+  - id: any-path
+    decision: allow
+    paths: ["/**"]
+"#;
+
+static GATE: LazyLock<(tempfile::TempDir, Gate)> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().expect("temporary workspace");
+    let policy = PolicySet::from_yaml("allow-everything.yaml", ALLOW_EVERYTHING).expect("policy");
+    let gate = Gate::new(
+        Registry::with_builtins(),
+        &policy,
+        dir.path(),
+        Posture::Interactive,
+    )
+    .expect("gate");
+    (dir, gate)
+});
+
+const TOKENS: &[&str] = &[
+    "rm",
+    "-rf",
+    "/",
+    "ls",
+    "cat",
+    "git",
+    "status",
+    ";",
+    "&&",
+    "||",
+    "|",
+    "|&",
+    "&",
+    "$(",
+    ")",
+    "`",
+    "'",
+    "\"",
+    "$'",
+    "\\",
+    "\n",
+    "\\\n",
+    "{",
+    "}",
+    "(",
+    "<<",
+    "<<-",
+    "EOF",
+    "'EOF'",
+    "<",
+    ">",
+    ">>",
+    "2>&1",
+    ">&",
+    "&>",
+    "<>",
+    "$X",
+    "${X}",
+    "${X:-$(id)}",
+    "$((",
+    "))",
+    "*",
+    "?",
+    "[a]",
+    "~",
+    "#",
+    "=",
+    "x=1",
+    "PATH=/t",
+    "for",
+    "in",
+    "do",
+    "done",
+    "if",
+    "then",
+    "else",
+    "fi",
+    "while",
+    "case",
+    "esac",
+    ";;",
+    "bash",
+    "sh",
+    "-c",
+    "eval",
+    "sudo",
+    "timeout",
+    "5",
+    "xargs",
+    "find",
+    "-exec",
+    "{}",
+    "+",
+    "\\;",
+    "$[",
+    "]",
+    "[[",
+    "]]",
+    "<(",
+    ">(",
+    "<<<",
+    "function",
+    "f()",
+    "export",
+    "env",
+    "-S",
+    "awk",
+    "sed",
+    "-i",
+    "python3",
+    "-e",
+    "/dev/tcp/h/1",
+    "/dev/null",
+    "{a,b}",
+    "\t",
+    " ",
+    " ",
+    " ",
+];
+
+fn script() -> impl Strategy<Value = String> {
+    let token = prop_oneof![
+        8 => proptest::sample::select(TOKENS).prop_map(str::to_owned),
+        1 => "\\PC{0,4}",
+        1 => "[ -~]{0,6}",
+    ];
+    prop_oneof![
+        9 => proptest::collection::vec(token, 0..24).prop_map(|t| t.join(" ")),
+        1 => proptest::collection::vec(proptest::sample::select(TOKENS), 0..24).prop_map(|t| t.concat()),
+        1 => "\\PC{0,80}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1500),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn analysis_never_panics_and_never_allows_what_it_did_not_understand(script in script()) {
+        let analysis = Analysis::of(&script);
+        prop_assert_eq!(&analysis, &Analysis::of(&script), "the analysis is deterministic");
+        if analysis.features.contains(&Feature::ParseError) {
+            prop_assert!(!analysis.analysed, "a parse error is never understood");
+        }
+        let call = serde_json::json!({"name": "bash", "arguments": {"command": script}});
+        let verdict = GATE.1.admit_text(&call.to_string()).into_admission().verdict;
+        if !analysis.analysed {
+            prop_assert_ne!(verdict, Verdict::Allow, "{:?} was not understood: {:?}", script, analysis.problems);
+        }
+        if !analysis.hazards.is_empty() {
+            prop_assert_ne!(verdict, Verdict::Allow, "{:?} has hazards {:?}", script, analysis.hazards);
+        }
+    }
+}
