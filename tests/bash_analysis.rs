@@ -528,3 +528,44 @@ fn paths_after_cd_are_judged_from_the_new_folder_too() {
         a.reasons
     );
 }
+
+#[test]
+fn the_embedded_default_denies_catastrophes_but_not_everyday_deletes() {
+    let w = World::new();
+    let gate = Gate::new(
+        Registry::with_builtins(),
+        &PolicySet::embedded_default(),
+        &w.ws,
+        Posture::Interactive,
+    )
+    .unwrap();
+    let verdict = |script: &str| {
+        let call = json!({"name": "bash", "arguments": {"command": script}});
+        gate.admit_text(&call.to_string())
+            .into_admission()
+            .verdict
+            .as_str()
+            .to_owned()
+    };
+    for script in [
+        "rm -rf /",
+        "rm -fr /*",
+        "rm -rf ~",
+        "sudo rm -rf --no-preserve-root /",
+        "'r''m' -rf $'\\x2f'",
+        "rm -rf .",
+        "rm -rf *",
+        "mkfs.ext4 /dev/sda",
+        "dd if=/dev/zero of=/dev/sda bs=1M",
+    ] {
+        assert_eq!(verdict(script), "deny", "{script}");
+    }
+    for script in [
+        "rm -rf target",
+        "rm -rf ./build/*",
+        "rm -rf /tmp/cache",
+        "dd if=a of=b",
+    ] {
+        assert_eq!(verdict(script), "ask", "{script}");
+    }
+}

@@ -223,7 +223,8 @@ impl<'s> Walker<'s> {
         result
     }
 
-    /// Visits the named children of a statement container; two or more statements chain.
+    /// Visits the named children of a statement container; in a sequence (not a pipeline),
+    /// two or more statements chain.
     fn statements(&mut self, node: Node) {
         let mut cursor = node.walk();
         let mut statements = 0;
@@ -235,7 +236,7 @@ impl<'s> Walker<'s> {
                 self.visit(child);
             }
         }
-        if statements > 1 {
+        if statements > 1 && node.kind() != "pipeline" {
             self.out.features.insert(Feature::Chain);
         }
     }
