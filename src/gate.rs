@@ -25,6 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::Call;
+use crate::policy::input::{PolicyInput, Session, Target, ToolSource};
 use crate::policy::{
     CompiledPolicy, Decision, Facts, Fallback, PathFilter, PolicyError, PolicySet, Posture,
     RuleHit, Unattended,
@@ -120,6 +121,9 @@ pub struct Admission {
     pub bash: Option<Value>,
     /// The posture the verdict was reached under.
     pub posture: Posture,
+    /// The policy input document, when the gate explains (`reasonix check --explain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<PolicyInput>,
 }
 
 impl Admission {
@@ -142,6 +146,7 @@ impl Admission {
             read_only: None,
             bash: None,
             posture,
+            input: None,
         }
     }
 }
@@ -254,6 +259,7 @@ pub struct Gate {
     policy: Arc<CompiledPolicy>,
     roots: Roots,
     posture: Posture,
+    explain: bool,
 }
 
 impl Gate {
@@ -271,7 +277,14 @@ impl Gate {
             policy,
             roots,
             posture,
+            explain: false,
         })
+    }
+
+    /// A gate that attaches the policy input document to every admission (`--explain`).
+    pub fn explaining(mut self, explain: bool) -> Gate {
+        self.explain = explain;
+        self
     }
 
     /// The tools this gate admits calls to.
@@ -343,6 +356,20 @@ impl Gate {
 
         // Resolve.
         let touched: Vec<TouchedPath> = self.roots.touch_all(&class.paths);
+        let input = self.explain.then(|| PolicyInput {
+            tool: call.name.clone(),
+            arguments: arguments.as_map().clone(),
+            target: Target {
+                tool: call.name.clone(),
+                via: None,
+                source: ToolSource::Builtin,
+                read_only: tool.read_only(),
+            },
+            effects: class.effects.iter().copied().collect(),
+            paths: touched.iter().map(TouchedPath::view).collect(),
+            bash: class.bash.clone(),
+            session: Session::new(self.posture, &self.roots),
+        });
 
         // Policy.
         let judged = self.policy.judge(&Facts {
@@ -429,6 +456,7 @@ impl Gate {
                 .as_ref()
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
+            input,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

@@ -29,6 +29,10 @@ pub struct CheckArgs {
     /// Output: `text` for people, `json` for scripts (one JSON object per call and line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Also print the policy input document each call produces (Rego's `input`); in JSON
+    /// output it is the verdict's `input` field.
+    #[arg(long)]
+    explain: bool,
     /// The call, as JSON: {"name": ..., "arguments": {...}}. Without it, JSONL is read from stdin.
     #[arg(value_name = "CALL")]
     call: Option<String>,
@@ -55,7 +59,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir().context("cannot read the current folder")?,
     };
     let gate = Gate::new(Registry::with_builtins(), &policy, &workspace, args.posture)
-        .context("cannot set up the gate")?;
+        .context("cannot set up the gate")?
+        .explaining(args.explain);
 
     let mut worst: Option<Verdict> = None;
     let stdout = anstream::stdout();

@@ -86,6 +86,13 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
     if let Some(bash) = &a.bash {
         bash_lines(out, bash)?;
     }
+    if let Some(input) = &a.input {
+        let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
+        writeln!(out, "  {label}input{label:#}")?;
+        for line in pretty.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
     Ok(())
 }
 

@@ -38,6 +38,7 @@
 //! `writer: ask`, `unattended: deny`). Postures are applied later, by the gate's approve stage.
 
 pub mod commands;
+pub mod input;
 mod judge;
 mod pattern;
 mod yaml;

@@ -72,6 +72,14 @@ impl Roots {
         &self.workspace
     }
 
+    /// Every root with what it allows, the workspace first.
+    pub fn all(&self) -> impl Iterator<Item = (&Path, Access)> {
+        std::iter::once(self.workspace.as_path())
+            .chain(self.write.iter().map(PathBuf::as_path))
+            .map(|p| (p, Access::Write))
+            .chain(self.read.iter().map(|p| (p.as_path(), Access::Read)))
+    }
+
     /// The home folder `~` expands to, if any.
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
@@ -245,6 +253,5 @@ pub struct PathView {
     /// Whether it exists now.
     pub exists: bool,
     /// Symlinks followed to reach it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub symlinks: Vec<String>,
 }

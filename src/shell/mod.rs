@@ -142,20 +142,15 @@ pub struct Command {
     /// argv after quote removal; dynamic parts keep their source text.
     pub argv: Vec<String>,
     /// The words that are not static.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dynamic: Vec<DynamicWord>,
     /// Leading `NAME=value` assignments (or `env NAME=value`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub assignments: Vec<Assignment>,
     /// The constructs around it, outermost first (`pipeline`, `substitution`, `bash -c`…).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<String>,
     /// For an inner command: the index of the command that runs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<usize>,
     /// True for a wrapper that only runs another command recorded here: rules need not cover
     /// it, only what it runs.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub wrapper: bool,
     /// The words, with what makes each dynamic.
     #[serde(skip)]
@@ -231,7 +226,6 @@ pub struct Redirect {
     /// The operator as written.
     pub op: String,
     /// The descriptor before it, if written.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub fd: Option<String>,
     /// The target after quote removal (`null` for heredocs).
     pub target: Option<String>,
@@ -241,7 +235,6 @@ pub struct Redirect {
     /// What it does.
     pub kind: RedirectKind,
     /// The command it applies to, when it applies to one simple command.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<usize>,
 }
 
@@ -261,7 +254,6 @@ pub struct Hazard {
     /// The hazard table's id (`inline_code`, `eval`, `git_config`…).
     pub id: &'static str,
     /// The command it is in, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<usize>,
     /// What was found, in words.
     pub detail: String,
@@ -286,7 +278,6 @@ pub struct Analysis {
     pub read_only: bool,
     /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
     /// `find . -exec cat {} +`), or `.` when unknown.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unnamed_reads: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,

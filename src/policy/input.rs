@@ -1,0 +1,110 @@
+//! The policy input document: the one value Rego policies see as `input`, and what
+//! `reasonix check --explain` prints. Documented field by field in `docs/policy-input.md`, with
+//! a JSON Schema (`docs/policy-input.schema.json`) that `tests/policy_input.rs` checks real
+//! inputs against for every builtin tool and for bash.
+//!
+//! It is built from what the earlier stages produced — the validated arguments, the tool's
+//! classification, the resolved paths — and never from the raw call.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::Posture;
+use crate::sandbox::{PathView, Roots};
+use crate::shell::Analysis;
+use crate::tool::Effect;
+
+/// Where a tool comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSource {
+    /// One of Reasonix's own tools.
+    Builtin,
+    /// A tool served by an MCP server.
+    Mcp,
+    /// A tool added by an extension.
+    Extension,
+}
+
+/// What the call really reaches, after any proxy is resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The tool that acts.
+    pub tool: String,
+    /// The proxy the call went through, if any (`null` when called directly).
+    pub via: Option<String>,
+    /// Where the tool comes from.
+    pub source: ToolSource,
+    /// Whether the tool is declared read-only.
+    pub read_only: bool,
+}
+
+/// Whether the session only plans or also acts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Calls may act.
+    #[default]
+    Normal,
+    /// The session is planning; a policy may refuse anything that acts.
+    Plan,
+}
+
+/// A root folder the session's file tools may reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Root {
+    /// The folder, canonical.
+    pub path: String,
+    /// `write` (read and write) or `read`.
+    pub access: crate::tool::Access,
+}
+
+/// The session the call belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Session {
+    /// `interactive`, `unattended` or `strict`.
+    pub posture: Posture,
+    /// `normal` or `plan`.
+    pub mode: Mode,
+    /// The workspace, canonical.
+    pub workspace: String,
+    /// Every root, the workspace first.
+    pub roots: Vec<Root>,
+}
+
+impl Session {
+    /// The session of a gate.
+    pub fn new(posture: Posture, roots: &Roots) -> Session {
+        Session {
+            posture,
+            mode: Mode::Normal,
+            workspace: roots.workspace().display().to_string(),
+            roots: roots
+                .all()
+                .map(|(path, access)| Root {
+                    path: path.display().to_string(),
+                    access,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Rego's `input`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicyInput {
+    /// The tool as called.
+    pub tool: String,
+    /// The arguments, validated against the tool's schema.
+    pub arguments: Map<String, Value>,
+    /// What the call really reaches.
+    pub target: Target,
+    /// What the call may do: `read`, `write`, `delete`, `exec`, `network`.
+    pub effects: Vec<Effect>,
+    /// Every path it touches, resolved.
+    pub paths: Vec<PathView>,
+    /// The bash analysis; `null` for other tools.
+    pub bash: Option<Analysis>,
+    /// The session.
+    pub session: Session,
+}

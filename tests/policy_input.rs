@@ -1,0 +1,112 @@
+//! The policy input document matches its published JSON Schema (docs/policy-input.schema.json)
+//! for a call of every builtin tool and for bash scripts of every shape.
+
+mod common;
+
+use common::World;
+use reasonix::{Gate, PolicySet, Posture, Registry};
+use serde_json::{Value, json};
+
+fn schema() -> jsonschema::Validator {
+    let text = include_str!("../docs/policy-input.schema.json");
+    let schema: Value = serde_json::from_str(text).expect("the schema is JSON");
+    jsonschema::draft202012::new(&schema).expect("the schema is valid draft 2020-12")
+}
+
+#[test]
+fn every_input_document_matches_the_schema() {
+    let w = World::new();
+    w.file("src/a.rs", "fn main() {}\n");
+    w.link("link", "src");
+    let gate = Gate::new(
+        Registry::with_builtins(),
+        &PolicySet::embedded_default(),
+        &w.ws,
+        Posture::Unattended,
+    )
+    .unwrap()
+    .explaining(true);
+    let calls = [
+        json!({"name":"read_file","arguments":{"path":"src/a.rs","offset":1,"limit":5}}),
+        json!({"name":"write_file","arguments":{"path":"link/new.rs","content":"x"}}),
+        json!({"name":"edit_file","arguments":{"path":"src/a.rs","old_string":"main","new_string":"start","replace_all":true}}),
+        json!({"name":"move_file","arguments":{"source_path":"src/a.rs","destination_path":"../out.rs"}}),
+        json!({"name":"delete_file","arguments":{"path":"src/a.rs"}}),
+        json!({"name":"list_dir","arguments":{"path":"."}}),
+        json!({"name":"glob","arguments":{"pattern":"**/*.rs","path":"src"}}),
+        json!({"name":"grep","arguments":{"pattern":"main","path":"src","glob":"*.rs"}}),
+        json!({"name":"bash","arguments":{"command":"git status && git diff --stat | head -20"}}),
+        json!({"name":"bash","arguments":{"command":"FOO=1 timeout 5 cat \"$F\" < in.txt > out.txt 2>&1 &"}}),
+        json!({"name":"bash","arguments":{"command":"for f in src/*.rs; do wc -l \"$f\"; done; bash -c 'rm -rf x'"}}),
+        json!({"name":"bash","arguments":{"command":"python3 -c 'x' <<EOF\nhi\nEOF"}}),
+        json!({"name":"bash","arguments":{"command":"$CMD {rm,-rf,/}"}}),
+        json!({"name":"bash","arguments":{"command":"cat < /dev/tcp/h/80 | xargs rm; find . -exec cat {} +"}}),
+    ];
+    let validator = schema();
+    for call in calls {
+        let admission = gate.admit_text(&call.to_string()).into_admission();
+        let input = serde_json::to_value(
+            admission
+                .input
+                .as_ref()
+                .expect("explaining gates attach the input"),
+        )
+        .unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&input)
+            .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{call}\n{}\n{input:#}",
+            errors.join("\n")
+        );
+        assert_eq!(input["tool"], call["name"]);
+        assert_eq!(input["session"]["posture"], "unattended");
+        assert_eq!(input["bash"].is_null(), call["name"] != "bash");
+    }
+}
+
+#[test]
+fn the_schema_refuses_what_is_not_an_input() {
+    let validator = schema();
+    for bad in [
+        json!({}),
+        json!({"tool": 5}),
+        json!({"tool":"x","arguments":{},"target":{},"effects":["teleport"],"paths":[],"bash":null,"session":{}}),
+    ] {
+        assert!(!validator.is_valid(&bad), "{bad}");
+    }
+}
+
+#[test]
+fn check_explain_prints_the_input_document() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let call = r#"{"name":"read_file","arguments":{"path":"a.txt"}}"#;
+    let (code, stdout, _) = w.run(
+        &[
+            "check",
+            "--explain",
+            "--format",
+            "json",
+            "--workspace",
+            ws,
+            call,
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["input"]["paths"][0]["path"], format!("{ws}/a.txt"));
+    let (_, text, _) = w.run(&["check", "--explain", "--workspace", ws, call], "");
+    assert!(
+        text.contains("  input\n") && text.contains("\"session\""),
+        "{text}"
+    );
+    let (_, plain, _) = w.run(&["check", "--format", "json", "--workspace", ws, call], "");
+    assert!(
+        !plain.contains("\"input\""),
+        "without --explain there is no input field"
+    );
+}
