@@ -1,33 +1,59 @@
-//! Admission cost, excluding process start: one `read_file` and one `move_file` call judged by
-//! a gate built once over the embedded default policy, from JSON text to admission.
+//! Admission cost, excluding process start: a `read_file` and a `move_file` call judged by a
+//! gate built once over the embedded default policy, from JSON text to admission; then the same
+//! `read_file` and a short `bash` call with the example Rego policies (`policies/examples/`)
+//! loaded beside the YAML default, to measure what Rego adds.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reasonix::{Gate, PolicySet, Posture, Registry};
 use std::hint::black_box;
+use std::path::PathBuf;
 
 fn admission(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let ws = dir.path();
     std::fs::create_dir_all(ws.join("src/deep")).expect("folders");
     std::fs::write(ws.join("src/deep/lib.rs"), "fn main() {}\n").expect("file");
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &PolicySet::embedded_default(),
-        ws,
-        Posture::Interactive,
-    )
-    .expect("gate");
+    let gate = |policy: &PolicySet| {
+        Gate::new(Registry::with_builtins(), policy, ws, Posture::Interactive).expect("gate")
+    };
+    let yaml = gate(&PolicySet::embedded_default());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let with_rego = gate(
+        &PolicySet::load(&[root.join("default.yaml"), root.join("examples")]).expect("policies"),
+    );
 
     let read = r#"{"id":"1","name":"read_file","arguments":{"path":"src/deep/lib.rs"}}"#;
     let mv = r#"{"id":"2","name":"move_file","arguments":{"source_path":"src/deep/lib.rs","destination_path":"src/new/lib.rs"}}"#;
-    assert_eq!(gate.admit_text(read).admission().verdict.as_str(), "allow");
-    assert_eq!(gate.admit_text(mv).admission().verdict.as_str(), "ask");
+    let bash = r#"{"id":"3","name":"bash","arguments":{"command":"git status --short && git diff --stat HEAD~1 | head -20 2>/dev/null; cargo test -q --lib >> logs.txt"}}"#;
+    assert_eq!(yaml.admit_text(read).admission().verdict.as_str(), "allow");
+    assert_eq!(yaml.admit_text(mv).admission().verdict.as_str(), "ask");
+    assert_eq!(
+        with_rego.admit_text(read).admission().verdict.as_str(),
+        "allow"
+    );
+    assert!(
+        with_rego
+            .admit_text(bash)
+            .admission()
+            .rules
+            .iter()
+            .all(|r| r.id != "rego-error")
+    );
 
     c.bench_function("admit read_file", |b| {
-        b.iter(|| gate.admit_text(black_box(read)))
+        b.iter(|| yaml.admit_text(black_box(read)))
     });
     c.bench_function("admit move_file", |b| {
-        b.iter(|| gate.admit_text(black_box(mv)))
+        b.iter(|| yaml.admit_text(black_box(mv)))
+    });
+    c.bench_function("admit read_file, YAML + Rego examples", |b| {
+        b.iter(|| with_rego.admit_text(black_box(read)))
+    });
+    c.bench_function("admit bash 100 B, YAML only", |b| {
+        b.iter(|| yaml.admit_text(black_box(bash)))
+    });
+    c.bench_function("admit bash 100 B, YAML + Rego examples", |b| {
+        b.iter(|| with_rego.admit_text(black_box(bash)))
     });
 }
 

@@ -356,7 +356,7 @@ impl Gate {
 
         // Resolve.
         let touched: Vec<TouchedPath> = self.roots.touch_all(&class.paths);
-        let input = self.explain.then(|| PolicyInput {
+        let input = (self.explain || self.policy.has_rego()).then(|| PolicyInput {
             tool: call.name.clone(),
             arguments: arguments.as_map().clone(),
             target: Target {
@@ -372,7 +372,12 @@ impl Gate {
         });
 
         // Policy.
+        let input_json = match (&input, self.policy.has_rego()) {
+            (Some(input), true) => serde_json::to_string(input).ok(),
+            _ => None,
+        };
         let judged = self.policy.judge(&Facts {
+            input: input_json.as_deref(),
             tool: &call.name,
             effects: &class.effects,
             paths: &touched,
@@ -456,7 +461,7 @@ impl Gate {
                 .as_ref()
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
-            input,
+            input: input.filter(|_| self.explain),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

@@ -20,6 +20,9 @@ pub struct CheckArgs {
     /// embedded default policy is used.
     #[arg(long = "policy", value_name = "PATH")]
     policies: Vec<PathBuf>,
+    /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
+    #[arg(long = "data", value_name = "FILE")]
+    data: Vec<PathBuf>,
     /// The workspace the call runs in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
@@ -49,10 +52,11 @@ fn parse_posture(s: &str) -> Result<Posture, String> {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let policy = if args.policies.is_empty() {
+    let policy = if args.policies.is_empty() && args.data.is_empty() {
         PolicySet::embedded_default()
     } else {
-        PolicySet::load(&args.policies).context("the policy does not load; nothing was checked")?
+        PolicySet::load_with(&args.policies, &args.data, false)
+            .context("the policy does not load; nothing was checked")?
     };
     let workspace = match args.workspace {
         Some(w) => w,

@@ -5,6 +5,7 @@
 //! configuration error. clap's own usage errors exit 2 as well.
 
 mod check;
+mod policy;
 mod render;
 
 use std::process::ExitCode;
@@ -30,6 +31,11 @@ struct Cli {
 enum Command {
     /// Dry-run proposed tool calls through the gate and print each verdict.
     Check(check::CheckArgs),
+    /// Test and check policies.
+    Policy {
+        #[command(subcommand)]
+        command: policy::PolicyCommand,
+    },
 }
 
 /// Runs the command line.
@@ -37,6 +43,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Policy { command } => policy::run(command),
     };
     match result {
         Ok(code) => code,

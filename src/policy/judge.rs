@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::commands::{self, ExactSpec, Pattern};
 use super::pattern::OwnedSet;
+use super::rego::Rego;
 use super::{Decision, Defaults};
 use crate::sandbox::TouchedPath;
 use crate::shell::{Analysis, Normalized};
@@ -41,6 +42,26 @@ pub struct CompiledPolicy {
     pub(super) tools: OwnedSet,
     pub(super) paths: OwnedSet,
     pub(super) defaults: Defaults,
+    pub(super) rego: Option<Arc<Rego>>,
+}
+
+/// A vote that matched: a YAML rule or a Rego vote.
+struct Hit {
+    decision: Decision,
+    id: String,
+    source: String,
+    reason: Option<String>,
+}
+
+impl Hit {
+    fn rule(rule: &Rule, decision: Decision) -> Hit {
+        Hit {
+            decision,
+            id: rule.id.clone(),
+            source: rule.source.clone(),
+            reason: rule.reason.clone(),
+        }
+    }
 }
 
 /// What policy sees of a classified, resolved call.
@@ -58,6 +79,8 @@ pub struct Facts<'a> {
     pub analysed: bool,
     /// The analysis of a bash call.
     pub bash: Option<&'a Analysis>,
+    /// The policy input document as JSON, when Rego policies are loaded.
+    pub input: Option<&'a str>,
 }
 
 /// A rule that matched a call.
@@ -135,6 +158,11 @@ impl CompiledPolicy {
         self.defaults
     }
 
+    /// Whether Rego policies vote (they need the input document).
+    pub fn has_rego(&self) -> bool {
+        self.rego.is_some()
+    }
+
     fn tool_ok(&self, tool: &str) -> Vec<bool> {
         let mut scratch = Vec::new();
         let mut ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
@@ -209,7 +237,7 @@ impl CompiledPolicy {
             .unwrap_or_default();
 
         // Steps 1 and 2: deny and ask rules, matched generously.
-        let mut hits: Vec<(usize, Decision)> = Vec::new();
+        let mut hits: Vec<Hit> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
             if !tool_ok[i] || rule.decision == Decision::Allow {
                 continue;
@@ -227,7 +255,36 @@ impl CompiledPolicy {
                     })
                 });
             if paths_ok && effects_ok && commands_ok {
-                hits.push((i, rule.decision));
+                hits.push(Hit::rule(rule, rule.decision));
+            }
+        }
+
+        // Rego votes join the rules'; an error denies (fail closed).
+        if let Some(rego) = &self.rego {
+            match facts.input.map(|input| rego.votes(input)) {
+                Some(Ok(votes)) => hits.extend(votes.into_iter().map(|v| Hit {
+                    decision: v.decision,
+                    id: v.id,
+                    source: v.source,
+                    reason: Some(v.reason),
+                })),
+                Some(Err(e)) => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego".into(),
+                    reason: Some(format!(
+                        "the Rego policy failed, so the call is denied: {e}"
+                    )),
+                }),
+                None => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego".into(),
+                    reason: Some(
+                        "internal error: no input document for the Rego policy; please report it"
+                            .into(),
+                    ),
+                }),
             }
         }
 
@@ -253,7 +310,7 @@ impl CompiledPolicy {
                         continue;
                     }
                     if facts.analysed {
-                        hits.push((i, Decision::Allow));
+                        hits.push(Hit::rule(rule, Decision::Allow));
                     } else {
                         notes.push(format!(
                             "allow rule {} ({}) cannot cover this call: the tool could not analyse it",
@@ -264,29 +321,31 @@ impl CompiledPolicy {
             }
             Some(bash) => {
                 let used = self.bash_allow(bash, facts, &matches, &allow_ok, &mut notes);
-                hits.extend(used.into_iter().map(|i| (i, Decision::Allow)));
+                hits.extend(
+                    used.into_iter()
+                        .map(|i| Hit::rule(&self.rules[i], Decision::Allow)),
+                );
             }
         }
 
-        let winner = hits.iter().map(|&(_, d)| d).max();
+        let winner = hits.iter().map(|h| h.decision).max();
         let mut reasons = Vec::new();
         let mut rule_hits: Vec<RuleHit> = Vec::new();
         for decisive in [true, false] {
-            for &(i, d) in &hits {
-                if (Some(d) == winner) != decisive {
+            for hit in &hits {
+                if (Some(hit.decision) == winner) != decisive {
                     continue;
                 }
-                let rule = &self.rules[i];
                 if decisive {
-                    reasons.push(match &rule.reason {
-                        Some(reason) => format!("{}: {reason}", rule.id),
-                        None => format!("rule {} ({}) says {d}", rule.id, rule.source),
+                    reasons.push(match &hit.reason {
+                        Some(reason) => format!("{}: {reason}", hit.id),
+                        None => format!("rule {} ({}) says {}", hit.id, hit.source, hit.decision),
                     });
                 }
                 rule_hits.push(RuleHit {
-                    id: rule.id.clone(),
-                    source: rule.source.clone(),
-                    decision: d,
+                    id: hit.id.clone(),
+                    source: hit.source.clone(),
+                    decision: hit.decision,
                     decisive,
                 });
             }
@@ -344,8 +403,10 @@ impl CompiledPolicy {
         };
         judged.reasons.extend(notes);
 
-        // Step 5: fail closed on what was not understood or holds a hazard.
-        if judged.decision == Decision::Allow && judged.fallback.is_some() {
+        // Step 5: fail closed. What was not understood is never allowed, whatever allowed it
+        // (a rule, Rego or a fallback); a hazard is allowed only by an exact rule or Rego, never
+        // by a fallback.
+        if judged.decision == Decision::Allow {
             let cap = if !facts.analysed {
                 Some(match facts.bash {
                     Some(b) => format!(
@@ -354,17 +415,22 @@ impl CompiledPolicy {
                     ),
                     None => "the call could not be analysed, so it cannot be allowed without a person: ask".into(),
                 })
-            } else {
+            } else if judged.fallback.is_some() {
                 facts.bash.and_then(|b| b.hazards.first()).map(|h| {
                     format!(
                         "hazard {} ({}): only an exact rule can allow it: ask",
                         h.id, h.detail
                     )
                 })
+            } else {
+                None
             };
             if let Some(why) = cap {
                 judged.decision = Decision::Ask;
                 judged.reasons.insert(0, why);
+                for hit in &mut judged.hits {
+                    hit.decisive = false;
+                }
             }
         }
         judged

@@ -41,6 +41,7 @@ pub mod commands;
 pub mod input;
 mod judge;
 mod pattern;
+pub mod rego;
 mod yaml;
 
 use std::collections::BTreeSet;
@@ -50,10 +51,15 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+
 use crate::sandbox::Roots;
 use judge::Rule;
 pub use judge::{CompiledPolicy, Facts, Fallback, Judged, PathFilter, RuleHit};
 use pattern::OwnedSet;
+use rego::{Rego, RegoSource};
 pub use yaml::Unattended;
 
 /// The embedded default policy (`policies/default.yaml`), used when no `--policy` is given.
@@ -166,6 +172,7 @@ struct Source {
 #[derive(Clone, Debug)]
 pub struct PolicySet {
     sources: Vec<Source>,
+    rego: Option<Arc<Rego>>,
 }
 
 /// One problem in a policy, with its place.
@@ -224,24 +231,55 @@ impl PolicySet {
 
     /// Parses one YAML policy from text; `name` is how it is reported.
     pub fn from_yaml(name: &str, text: &str) -> Result<PolicySet, PolicyError> {
-        let mut problems = Vec::new();
-        let mut sources = Vec::new();
-        parse_into(name, text, &mut sources, &mut problems);
-        if problems.is_empty() {
-            Ok(PolicySet { sources })
-        } else {
-            Err(PolicyError(problems))
-        }
+        PolicySet::from_texts(&[(name, text)], &[], &[])
     }
 
-    /// Loads policy files and folders. A folder contributes every `*.yaml`/`*.yml` below it, in
-    /// sorted order, except test case files (`*.cases.yaml`). Every problem in every file is
-    /// reported together.
-    pub fn load(paths: &[PathBuf]) -> Result<PolicySet, PolicyError> {
+    /// Builds a set from texts: YAML policies, Rego modules, and data documents mounted under
+    /// `data.` (each `(name, text or value)`).
+    pub fn from_texts(
+        yaml: &[(&str, &str)],
+        rego: &[(&str, &str)],
+        data: &[(&str, Json)],
+    ) -> Result<PolicySet, PolicyError> {
         let mut problems = Vec::new();
         let mut sources = Vec::new();
+        for (name, text) in yaml {
+            parse_into(name, text, &mut sources, &mut problems);
+        }
+        let modules: Vec<RegoSource> = rego
+            .iter()
+            .map(|(name, text)| RegoSource {
+                name: (*name).to_owned(),
+                text: (*text).to_owned(),
+            })
+            .collect();
+        let data: Vec<(String, Json)> = data
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), v.clone()))
+            .collect();
+        finish(sources, &modules, &data, problems)
+    }
+
+    /// Loads policy files and folders (see [`PolicySet::load_with`]).
+    pub fn load(paths: &[PathBuf]) -> Result<PolicySet, PolicyError> {
+        PolicySet::load_with(paths, &[], false)
+    }
+
+    /// Loads policy files and folders, and data files (JSON or YAML) mounted under `data.`.
+    /// A folder contributes, in sorted order, every `*.yaml`/`*.yml` below it except test case
+    /// files (`*.cases.yaml`), and every `*.rego` except test modules (`*_test.rego`, loaded
+    /// only with `tests`). Every problem in every file is reported together.
+    pub fn load_with(
+        paths: &[PathBuf],
+        data: &[PathBuf],
+        tests: bool,
+    ) -> Result<PolicySet, PolicyError> {
+        let mut problems = Vec::new();
+        let mut sources = Vec::new();
+        let mut modules = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         for path in paths {
-            let files = match policy_files(path) {
+            let files = match policy_files(path, tests) {
                 Ok(files) => files,
                 Err(message) => {
                     problems.push(PolicyProblem {
@@ -254,8 +292,14 @@ impl PolicySet {
                 }
             };
             for file in files {
+                if !seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
+                    continue;
+                }
                 let name = file.display().to_string();
                 match std::fs::read_to_string(&file) {
+                    Ok(text) if has_ext(&file, &["rego"]) => {
+                        modules.push(RegoSource { name, text })
+                    }
                     Ok(text) => parse_into(&name, &text, &mut sources, &mut problems),
                     Err(e) => problems.push(PolicyProblem {
                         file: name,
@@ -266,11 +310,50 @@ impl PolicySet {
                 }
             }
         }
-        if problems.is_empty() {
-            Ok(PolicySet { sources })
-        } else {
-            Err(PolicyError(problems))
+        let mut documents = Vec::new();
+        for path in data {
+            let name = path.display().to_string();
+            let parsed = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read: {e}"))
+                .and_then(|text| {
+                    if has_ext(path, &["yaml", "yml"]) {
+                        yaml_serde::from_str::<Json>(&text).map_err(|e| e.to_string())
+                    } else {
+                        serde_json::from_str::<Json>(&text).map_err(|e| e.to_string())
+                    }
+                });
+            match parsed {
+                Ok(value) => documents.push((name, value)),
+                Err(message) => problems.push(PolicyProblem {
+                    file: name,
+                    line: None,
+                    column: None,
+                    message,
+                }),
+            }
         }
+        finish(sources, &modules, &documents, problems)
+    }
+
+    /// The Rego policies, if any were loaded.
+    pub fn rego(&self) -> Option<&Rego> {
+        self.rego.as_deref()
+    }
+
+    /// The YAML rules: `(source, id, decision)` in order.
+    pub fn yaml_rules(&self) -> Vec<(String, String, Decision)> {
+        let mut out = Vec::new();
+        for source in &self.sources {
+            for (i, rule) in source.file.rules.iter().enumerate() {
+                let id = rule
+                    .id
+                    .as_ref()
+                    .map(|id| id.0.clone())
+                    .unwrap_or_else(|| format!("rules[{i}]"));
+                out.push((source.name.clone(), id, rule.decision));
+            }
+        }
+        out
     }
 
     /// The names of the loaded files, in order.
@@ -382,6 +465,7 @@ impl PolicySet {
                 tools,
                 paths,
                 defaults: self.defaults(),
+                rego: self.rego.clone(),
             }),
             (tools, paths) => {
                 for e in [tools.err(), paths.err()].into_iter().flatten() {
@@ -446,14 +530,45 @@ fn parse_into(
     }
 }
 
+/// Checks the Rego modules and data, and makes the set.
+fn finish(
+    sources: Vec<Source>,
+    modules: &[RegoSource],
+    data: &[(String, Json)],
+    mut problems: Vec<PolicyProblem>,
+) -> Result<PolicySet, PolicyError> {
+    if !problems.is_empty() {
+        return Err(PolicyError(problems));
+    }
+    if modules.is_empty() && !data.is_empty() {
+        problems.push(PolicyProblem {
+            file: data[0].0.clone(),
+            line: None,
+            column: None,
+            message: "data is only read by Rego policies, and no .rego policy is loaded".into(),
+        });
+        return Err(PolicyError(problems));
+    }
+    match Rego::load(modules, data) {
+        Ok(rego) => Ok(PolicySet {
+            sources,
+            rego: rego.map(Arc::new),
+        }),
+        Err(p) => Err(PolicyError(p)),
+    }
+}
+
 /// The policy files a `--policy` argument names.
-fn policy_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+fn policy_files(path: &Path, tests: bool) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if meta.is_file() {
-        return if has_ext(path, &["yaml", "yml"]) {
+        return if has_ext(path, &["yaml", "yml", "rego"]) {
             Ok(vec![path.to_path_buf()])
         } else {
-            Err("not a policy file; expected a .yaml or .yml file, or a folder of them".into())
+            Err(
+                "not a policy file; expected a .yaml, .yml or .rego file, or a folder of them"
+                    .into(),
+            )
         };
     }
     let mut files = Vec::new();
@@ -469,14 +584,14 @@ fn policy_files(path: &Path) -> Result<Vec<PathBuf>, String> {
                 .map_err(|e| format!("{}: {e}", p.display()))?;
             if kind.is_dir() {
                 stack.push(p);
-            } else if is_policy_file(&p) {
+            } else if is_policy_file(&p, tests) {
                 files.push(p);
             }
         }
     }
     files.sort();
     if files.is_empty() {
-        return Err("the folder holds no policy files (*.yaml, *.yml)".into());
+        return Err("the folder holds no policy files (*.yaml, *.yml, *.rego)".into());
     }
     Ok(files)
 }
@@ -487,14 +602,23 @@ fn has_ext(path: &Path, exts: &[&str]) -> bool {
         .is_some_and(|e| exts.contains(&e))
 }
 
-fn is_case_file(path: &Path) -> bool {
+/// A `*.cases.yaml` file holds policy test cases, not a policy.
+pub fn is_case_file(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.ends_with(".cases.yaml") || n.ends_with(".cases.yml"))
 }
 
-fn is_policy_file(path: &Path) -> bool {
-    has_ext(path, &["yaml", "yml"]) && !is_case_file(path)
+/// A Rego module whose name ends in `_test.rego` holds tests, as with `opa test`.
+pub fn is_test_module(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with("_test.rego"))
+}
+
+fn is_policy_file(path: &Path, tests: bool) -> bool {
+    (has_ext(path, &["yaml", "yml"]) && !is_case_file(path))
+        || (has_ext(path, &["rego"]) && (tests || !is_test_module(path)))
 }
 
 #[cfg(test)]
@@ -512,13 +636,18 @@ mod tests {
 
     #[test]
     fn the_strictest_default_wins_across_files() {
-        let mut a = PolicySet::from_yaml(
-            "a",
-            "version: 1\ndefaults:\n  writer: allow\n  unattended: allow\n",
+        let a = PolicySet::from_texts(
+            &[
+                (
+                    "a",
+                    "version: 1\ndefaults:\n  writer: allow\n  unattended: allow\n",
+                ),
+                ("b", "version: 1\ndefaults:\n  writer: deny\n"),
+            ],
+            &[],
+            &[],
         )
         .unwrap();
-        let b = PolicySet::from_yaml("b", "version: 1\ndefaults:\n  writer: deny\n").unwrap();
-        a.sources.extend(b.sources);
         let d = a.defaults();
         assert_eq!(d.writer, Decision::Deny);
         assert_eq!(d.read_only, Decision::Allow);

@@ -233,6 +233,7 @@ impl TouchedPath {
             symlinks: r
                 .map(|r| r.symlinks.iter().map(|l| l.display().to_string()).collect())
                 .unwrap_or_default(),
+            size: r.and_then(|r| r.size),
         }
     }
 }
@@ -254,4 +255,6 @@ pub struct PathView {
     pub exists: bool,
     /// Symlinks followed to reach it.
     pub symlinks: Vec<String>,
+    /// The size in bytes of an existing regular file; `null` otherwise.
+    pub size: Option<u64>,
 }

@@ -36,6 +36,8 @@ pub struct Resolution {
     pub exists: bool,
     /// The symlinks followed on the way, in order (absolute paths of the links themselves).
     pub symlinks: Vec<PathBuf>,
+    /// The size in bytes of an existing regular file.
+    pub size: Option<u64>,
 }
 
 /// Why a path could not be resolved. Every one of these fails closed.
@@ -181,11 +183,18 @@ pub fn resolve(
             Err(source) => return Err(ResolveError::Io { path: out, source }),
         }
     }
+    let exists = missing_at.is_none();
+    let size = exists
+        .then(|| std::fs::symlink_metadata(&out).ok())
+        .flatten()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
     Ok(Resolution {
         lexical: lexical_form,
-        exists: missing_at.is_none(),
+        exists,
         resolved: out,
         symlinks,
+        size,
     })
 }
 

@@ -1,0 +1,300 @@
+//! Rego policies beside YAML: voting together in every precedence combination, failing closed
+//! on errors, naming the module and id of each vote, and the `policy` commands.
+
+mod common;
+
+use common::{World, reasons};
+use reasonix::{Gate, PolicySet, Posture, Registry};
+use serde_json::{Value, json};
+
+const YAML_NONE: &str = "version: 1\ndefaults:\n  writer: allow\n";
+
+fn yaml(decision: &str) -> String {
+    if decision == "none" {
+        YAML_NONE.to_owned()
+    } else {
+        format!(
+            "version: 1\ndefaults:\n  writer: allow\nrules:\n  - id: y-{decision}\n    decision: {decision}\n    tools: [write_file]\n"
+        )
+    }
+}
+
+fn rego(decision: &str) -> String {
+    if decision == "none" {
+        "package reasonix\n".to_owned()
+    } else {
+        format!(
+            "package reasonix.votes\n{decision} contains {{\"id\": \"r-{decision}\", \"reason\": \"rego says {decision}\"}} if input.tool == \"write_file\"\n"
+        )
+    }
+}
+
+fn admit(w: &World, yaml_text: &str, rego_text: &str, call: Value) -> reasonix::Admission {
+    let set = PolicySet::from_texts(&[("p.yaml", yaml_text)], &[("p.rego", rego_text)], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    gate.admit_text(&call.to_string()).into_admission()
+}
+
+fn write() -> Value {
+    json!({"name": "write_file", "arguments": {"path": "a.txt", "content": ""}})
+}
+
+#[test]
+fn yaml_and_rego_vote_under_one_precedence_in_every_combination() {
+    let w = World::new();
+    let rank = |d: &str| {
+        ["none", "allow", "ask", "deny"]
+            .iter()
+            .position(|x| *x == d)
+            .unwrap()
+    };
+    for y in ["none", "allow", "ask", "deny"] {
+        for r in ["none", "allow", "ask", "deny"] {
+            let a = admit(&w, &yaml(y), &rego(r), write());
+            let strongest = if rank(y) >= rank(r) { y } else { r };
+            let want = if strongest == "none" {
+                "allow"
+            } else {
+                strongest
+            };
+            assert_eq!(
+                a.verdict.as_str(),
+                want,
+                "yaml {y}, rego {r}: {:?}",
+                a.reasons
+            );
+            let mut decisive: Vec<&str> = a
+                .rules
+                .iter()
+                .filter(|h| h.decisive)
+                .map(|h| h.id.as_str())
+                .collect();
+            decisive.sort();
+            let mut expected = Vec::new();
+            if y == strongest && y != "none" {
+                expected.push(format!("y-{y}"));
+            }
+            if r == strongest && r != "none" {
+                expected.push(format!("r-{r}"));
+            }
+            expected.sort();
+            assert_eq!(decisive, expected, "yaml {y}, rego {r}");
+        }
+    }
+}
+
+#[test]
+fn a_vote_names_its_module_and_id() {
+    let w = World::new();
+    let a = admit(&w, YAML_NONE, &rego("deny"), write());
+    assert_eq!(a.rules[0].id, "r-deny");
+    assert_eq!(a.rules[0].source, "p.rego");
+    assert_eq!(a.reasons[0], "r-deny: rego says deny");
+    // A vote without an id is named by its package and set.
+    let a = admit(
+        &w,
+        YAML_NONE,
+        "package reasonix.x\nask contains \"why\" if true\n",
+        write(),
+    );
+    assert_eq!(a.rules[0].id, "reasonix.x.ask");
+}
+
+#[test]
+fn a_rego_runtime_error_denies() {
+    let w = World::new();
+    for body in [
+        "deny contains \"x\" if to_number(input.arguments.content) > 1",
+        "x := 1 if input.tool\nx := 2 if input.tool\nallow contains \"y\" if x",
+        "allow contains 42 if true",
+    ] {
+        let text = format!("package reasonix\n{body}\n");
+        let a = admit(
+            &w,
+            YAML_NONE,
+            &text,
+            json!({"name":"write_file","arguments":{"path":"a","content":"abc"}}),
+        );
+        assert_eq!(a.verdict.as_str(), "deny", "{body}: {:?}", a.reasons);
+        assert_eq!(a.rules[0].id, "rego-error");
+        assert!(
+            reasons(&serde_json::to_value(&a).unwrap()).contains("the Rego policy failed"),
+            "{:?}",
+            a.reasons
+        );
+    }
+}
+
+#[test]
+fn rego_may_allow_a_hazard_but_never_what_was_not_understood() {
+    let w = World::new();
+    let allow_all = "package reasonix\nallow contains \"all\" if true\n";
+    let strict = "version: 1\ndefaults:\n  read_only: deny\n  writer: deny\n";
+    let a = admit(
+        &w,
+        strict,
+        allow_all,
+        json!({"name":"bash","arguments":{"command":"python3 -c 'print(1)'"}}),
+    );
+    assert_eq!(a.verdict.as_str(), "allow", "{:?}", a.reasons);
+    let a = admit(
+        &w,
+        strict,
+        allow_all,
+        json!({"name":"bash","arguments":{"command":"$CMD x"}}),
+    );
+    assert_eq!(a.verdict.as_str(), "ask", "{:?}", a.reasons);
+}
+
+#[test]
+fn rego_sees_the_documented_input() {
+    let w = World::new();
+    w.file("big.log", &"x".repeat(2_000_000));
+    w.file("small.log", "x");
+    let policy =
+        std::fs::read_to_string("policies/examples/read-size-limit/read_size.rego").unwrap();
+    let set = PolicySet::from_texts(
+        &[("y.yaml", YAML_NONE)],
+        &[("read_size.rego", &policy)],
+        &[],
+    )
+    .unwrap();
+    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    let verdict = |call: Value| gate.admit_text(&call.to_string()).into_admission();
+    let big = verdict(json!({"name":"read_file","arguments":{"path":"big.log"}}));
+    assert_eq!(big.verdict.as_str(), "deny");
+    assert!(
+        big.reasons[0].contains("2000000 bytes"),
+        "{:?}",
+        big.reasons
+    );
+    assert_eq!(
+        verdict(json!({"name":"read_file","arguments":{"path":"big.log","limit":10}}))
+            .verdict
+            .as_str(),
+        "allow"
+    );
+    assert_eq!(
+        verdict(json!({"name":"read_file","arguments":{"path":"small.log"}}))
+            .verdict
+            .as_str(),
+        "allow"
+    );
+}
+
+#[test]
+fn check_loads_rego_files_folders_and_data() {
+    let w = World::new();
+    let dir = w.root.join("pol");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("base.yaml"), YAML_NONE).unwrap();
+    std::fs::write(
+        dir.join("tools.rego"),
+        "package reasonix.tools\nimport rego.v1\ndeny contains {\"id\": \"banned\", \"reason\": \"banned tool\"} if input.tool in data.banned.tools\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tools_test.rego"),
+        "package reasonix.tools\ntest_never_loaded_into_the_gate if false\n",
+    )
+    .unwrap();
+    let data = w.policy("banned.yaml", "banned:\n  tools: [delete_file]\n");
+    let dir_s = dir.to_str().unwrap();
+    let (code, v) = w.check(
+        &json!({"name":"delete_file","arguments":{"path":"a"}}),
+        &["--policy", dir_s, "--data", &data],
+    );
+    assert_eq!(code, 20, "{v}");
+    assert_eq!(v["rules"][0]["id"], "banned");
+    let (code, _) = w.check(
+        &json!({"name":"read_file","arguments":{"path":"a"}}),
+        &["--policy", dir_s, "--data", &data],
+    );
+    assert_eq!(code, 0);
+    // Without the data the rule reads an undefined document: no vote, no error.
+    let (code, _) = w.check(
+        &json!({"name":"delete_file","arguments":{"path":"a"}}),
+        &["--policy", dir_s],
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_bad_rego_module_is_a_configuration_error_with_file_and_line() {
+    let w = World::new();
+    let p = w.policy(
+        "bad.rego",
+        "package reasonix\n\ndeny contains x if {\n  x := \n}\n",
+    );
+    let (code, stdout, stderr) = w.run(
+        &[
+            "check",
+            "--policy",
+            &p,
+            r#"{"name":"read_file","arguments":{"path":"a"}}"#,
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains(&format!("{p}:")), "{stderr}");
+    let (code, _, stderr) = w.run(&["policy", "check", &p], "");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("bad.rego:"), "{stderr}");
+}
+
+#[test]
+fn policy_check_lists_rules_and_packages() {
+    let w = World::new();
+    let y = w.policy(
+        "a.yaml",
+        "version: 1\nrules:\n  - id: no-env\n    decision: deny\n    paths: [.env]\n",
+    );
+    let r = w.policy(
+        "b.rego",
+        "package reasonix.net\nask contains \"x\" if false\n",
+    );
+    let (code, stdout, _) = w.run(&["policy", "check", &y, &r], "");
+    assert_eq!(code, 0);
+    assert!(stdout.contains("deny  no-env"), "{stdout}");
+    assert!(stdout.contains("data.reasonix.net  votes: ask"), "{stdout}");
+}
+
+#[test]
+fn policy_test_reports_failures_and_exits_non_zero() {
+    let w = World::new();
+    let dir = w.root.join("suite");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("p.rego"), "package reasonix.p\nimport rego.v1\ndeny contains \"no tmp\" if {\n  some p in input.paths\n  startswith(p.written, \"tmp/\")\n}\n").unwrap();
+    std::fs::write(dir.join("p_test.rego"), "package reasonix.p\nimport rego.v1\ntest_tmp_denied if count(deny) == 1 with input as {\"paths\": [{\"written\": \"tmp/x\"}]}\ntest_wrong if count(deny) == 5 with input as {\"paths\": []}\n").unwrap();
+    std::fs::write(
+        dir.join("p.cases.yaml"),
+        "- call: {name: write_file, arguments: {path: tmp/x, content: ''}}\n  expect: deny\n- name: this one is wrong\n  call: {name: read_file, arguments: {path: a}}\n  expect: deny\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = w.run(&["policy", "test", dir.to_str().unwrap()], "");
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("data.reasonix.p.test_wrong")
+            && stdout.contains("expected true, got undefined"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("this one is wrong: expected deny, got allow"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("2 Rego tests, 2 cases: 2 passed, 2 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_shipped_policies_pass_their_own_tests() {
+    let w = World::new();
+    let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let (code, stdout, stderr) = w.run(&["policy", "test", policies.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("ok "), "{stdout}");
+}
