@@ -502,13 +502,7 @@ fn paths_after_cd_are_judged_from_the_new_folder_too() {
     let yaml =
         "version: 1\nrules:\n  - id: vault\n    decision: deny\n    paths: [\"secrets/**\"]\n";
     let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &policy,
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap();
+    let gate = w.gate(&policy, Posture::Interactive);
     for script in [
         "cd secrets && cat key",
         "cd secrets; cd .; cat key",
@@ -532,13 +526,7 @@ fn paths_after_cd_are_judged_from_the_new_folder_too() {
 #[test]
 fn the_embedded_default_denies_catastrophes_but_not_everyday_deletes() {
     let w = World::new();
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &PolicySet::embedded_default(),
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap();
+    let gate = w.gate(&PolicySet::embedded_default(), Posture::Interactive);
     let verdict = |script: &str| {
         let call = json!({"name": "bash", "arguments": {"command": script}});
         gate.admit_text(&call.to_string())

@@ -4,7 +4,7 @@
 mod common;
 
 use common::World;
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{PolicySet, Posture};
 use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
@@ -18,14 +18,9 @@ fn every_input_document_matches_the_schema() {
     let w = World::new();
     w.file("src/a.rs", "fn main() {}\n");
     w.link("link", "src");
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &PolicySet::embedded_default(),
-        &w.ws,
-        Posture::Unattended,
-    )
-    .unwrap()
-    .explaining(true);
+    let gate = w
+        .gate(&PolicySet::embedded_default(), Posture::Unattended)
+        .explaining(true);
     let calls = [
         json!({"name":"read_file","arguments":{"path":"src/a.rs","offset":1,"limit":5}}),
         json!({"name":"write_file","arguments":{"path":"link/new.rs","content":"x"}}),

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{World, reasons};
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{PolicySet, Posture};
 use serde_json::{Value, json};
 
 const YAML_NONE: &str = "version: 1\ndefaults:\n  writer: allow\n";
@@ -32,7 +32,7 @@ fn rego(decision: &str) -> String {
 fn admit(w: &World, yaml_text: &str, rego_text: &str, call: Value) -> reasonix::Admission {
     let set = PolicySet::from_texts(&[("p.yaml", yaml_text)], &[("p.rego", rego_text)], &[])
         .unwrap_or_else(|e| panic!("{e}"));
-    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    let gate = w.gate(&set, Posture::Interactive);
     gate.admit_text(&call.to_string()).into_admission()
 }
 
@@ -160,7 +160,7 @@ fn rego_sees_the_documented_input() {
         &[],
     )
     .unwrap();
-    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    let gate = w.gate(&set, Posture::Interactive);
     let verdict = |call: Value| gate.admit_text(&call.to_string()).into_admission();
     let big = verdict(json!({"name":"read_file","arguments":{"path":"big.log"}}));
     assert_eq!(big.verdict.as_str(), "deny");

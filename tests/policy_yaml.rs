@@ -4,19 +4,12 @@
 mod common;
 
 use common::{World, reasons};
-use reasonix::{Gate, PolicySet, Posture, Registry};
 use serde_json::{Value, json};
 
 fn judge(w: &World, yaml: &str, call: Value) -> reasonix::Admission {
-    let policy = PolicySet::from_yaml("test.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &policy,
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap();
-    gate.admit_text(&call.to_string()).into_admission()
+    w.yaml_gate(yaml)
+        .admit_text(&call.to_string())
+        .into_admission()
 }
 
 fn decisive(a: &reasonix::Admission) -> Vec<String> {

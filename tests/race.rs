@@ -8,20 +8,11 @@ mod common;
 
 use std::path::Path;
 
-use common::World;
-use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
-
-const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
+use common::{ALLOW_ALL, World};
+use reasonix::{Gate, Judgement};
 
 fn gate(w: &World) -> Gate {
-    let policy = PolicySet::from_yaml("allow-all.yaml", ALLOW_ALL).unwrap();
-    Gate::new(
-        Registry::with_builtins(),
-        &policy,
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap()
+    w.yaml_gate(ALLOW_ALL)
 }
 
 fn admitted(gate: &Gate, call: serde_json::Value) -> reasonix::gate::Admitted {

@@ -5,21 +5,12 @@ mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use common::World;
-use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
+use common::{ALLOW_ALL, World};
+use reasonix::{Gate, Judgement, PolicySet, Posture};
 use serde_json::{Value, json};
 
-const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
-
 fn gate(w: &World) -> Gate {
-    let policy = PolicySet::from_yaml("allow-all.yaml", ALLOW_ALL).unwrap();
-    Gate::new(
-        Registry::with_builtins(),
-        &policy,
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap()
+    w.yaml_gate(ALLOW_ALL)
 }
 
 /// Runs a call that must be admitted; returns the tool's text or its error message.
@@ -311,13 +302,7 @@ fn grep_does_not_read_files_a_deny_rule_protects() {
     w.file(".env", "TOKEN=hunter2\n");
     w.file("config/prod.env/.env", "TOKEN=prod\n");
     w.file("certs/server.pem", "TOKEN in a pem\n");
-    let g = Gate::new(
-        Registry::with_builtins(),
-        &PolicySet::embedded_default(),
-        &w.ws,
-        Posture::Interactive,
-    )
-    .unwrap();
+    let g = w.gate(&PolicySet::embedded_default(), Posture::Interactive);
     let out = run(&g, "grep", json!({"pattern":"TOKEN"})).unwrap();
     assert!(
         !out.contains("hunter2") && !out.contains("prod") && !out.contains("pem"),

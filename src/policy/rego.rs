@@ -491,6 +491,36 @@ mod tests {
         );
     }
 
+    /// Why the interpreter and not regorus' VM (see the module doc): on the same policy and
+    /// input, the interpreter reports the builtin error, while the VM answers with an empty
+    /// `deny` set, which would let the call through.
+    #[test]
+    fn the_vm_would_fail_open_where_the_interpreter_fails_closed() {
+        use regorus::languages::rego::compiler::Compiler;
+        use regorus::rvm::RegoVM;
+
+        let text =
+            "package reasonix\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n";
+        let mut engine = Engine::new();
+        engine.set_strict_builtin_errors(true);
+        engine.add_policy("e.rego".into(), text.into()).unwrap();
+        let input = regorus::Value::from_json_str(r#"{"n": "abc"}"#).unwrap();
+
+        engine.set_input(input.clone());
+        assert!(engine.eval_rule("data.reasonix.deny".into()).is_err());
+
+        let compiled = engine
+            .compile_with_entrypoint(&"data.reasonix.deny".into())
+            .unwrap();
+        let program = Compiler::compile_from_policy(&compiled, &["data.reasonix.deny"]).unwrap();
+        let mut vm = RegoVM::new();
+        vm.load_program(program);
+        vm.set_strict_builtin_errors(true);
+        vm.set_input(input);
+        let deny = vm.execute_entry_point_by_index(0).unwrap();
+        assert_eq!(serde_json::to_value(&deny).unwrap(), serde_json::json!([]));
+    }
+
     #[test]
     fn conflicting_values_are_an_error() {
         let rego = load(&[(

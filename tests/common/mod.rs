@@ -7,7 +7,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use reasonix::{Gate, PolicySet, Posture, Registry};
 use serde_json::Value;
+
+/// A policy under which every fallback allows: tests of the tools themselves use it.
+pub const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
 
 /// A temporary world: `<tmp>/ws` (the workspace), `<tmp>/outside`, `<tmp>/home`.
 pub struct World {
@@ -110,6 +114,19 @@ impl World {
         let p = self.root.join(name);
         std::fs::write(&p, yaml).unwrap();
         p.to_str().unwrap().to_owned()
+    }
+}
+
+impl World {
+    /// A gate over this workspace with the builtin tools.
+    pub fn gate(&self, policy: &PolicySet, posture: Posture) -> Gate {
+        Gate::new(Registry::with_builtins(), policy, &self.ws, posture).unwrap()
+    }
+
+    /// An interactive gate over one YAML policy given as text.
+    pub fn yaml_gate(&self, yaml: &str) -> Gate {
+        let policy = PolicySet::from_yaml("test.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
+        self.gate(&policy, Posture::Interactive)
     }
 }
 
