@@ -30,6 +30,7 @@ use crate::policy::{
     CompiledPolicy, Decision, Facts, Fallback, PathFilter, PolicyError, PolicySet, Posture,
     RuleHit, Unattended,
 };
+use crate::sandbox::jail::{Plan, PlanView};
 use crate::sandbox::{ConfinedPath, PathView, Roots, RootsError, TouchedPath};
 use crate::tool::{Arguments, Effect, Output, PathRole, Registry, Tool, ToolError};
 
@@ -124,6 +125,8 @@ pub struct Admission {
     /// The policy input document, when the gate explains (`reasonix check --explain`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<PolicyInput>,
+    /// The jail a bash call would run in; `null` for other tools.
+    pub sandbox: Option<PlanView>,
 }
 
 impl Admission {
@@ -147,6 +150,7 @@ impl Admission {
             bash: None,
             posture,
             input: None,
+            sandbox: None,
         }
     }
 }
@@ -188,6 +192,7 @@ pub struct Admitted {
     arguments: Arguments,
     paths: Vec<ConfinedPath>,
     withheld: PathFilter,
+    jail: Arc<Plan>,
 }
 
 impl Admitted {
@@ -217,6 +222,11 @@ impl Admitted {
     /// from this call.
     pub fn withheld(&self) -> &PathFilter {
         &self.withheld
+    }
+
+    /// The jail every process of this call runs in.
+    pub fn jail(&self) -> &Plan {
+        &self.jail
     }
 
     /// Runs the call. Consumes the admission: one admission, one execution.
@@ -260,6 +270,7 @@ pub struct Gate {
     roots: Roots,
     posture: Posture,
     explain: bool,
+    jail: Arc<Plan>,
 }
 
 impl Gate {
@@ -270,7 +281,11 @@ impl Gate {
         workspace: &Path,
         posture: Posture,
     ) -> Result<Gate, GateError> {
+        let jail_config = policy.jail();
         let roots = Roots::new(workspace)?;
+        let (write, read) = jail_config.roots(roots.home());
+        let roots = roots.with(&write, &read);
+        let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
         let policy = Arc::new(policy.compile(&roots)?);
         Ok(Gate {
             registry: Arc::new(registry),
@@ -278,7 +293,13 @@ impl Gate {
             roots,
             posture,
             explain: false,
+            jail,
         })
+    }
+
+    /// The jail plan bash calls run under.
+    pub fn jail(&self) -> &Plan {
+        &self.jail
     }
 
     /// A gate that attaches the policy input document to every admission (`--explain`).
@@ -403,6 +424,9 @@ impl Gate {
                         .map(|e| format!("{:?}: {e}", t.written))
                 })
                 .collect();
+            // A process that would run under an `enforce` plan this kernel cannot enforce.
+            let refusal = class.bash.as_ref().and_then(|_| self.jail.refusal.clone());
+            let escapes: Vec<String> = escapes.into_iter().chain(refusal).collect();
             if !escapes.is_empty() {
                 verdict = Verdict::Deny;
                 stage = Stage::Sandbox;
@@ -462,6 +486,7 @@ impl Gate {
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
             input: input.filter(|_| self.explain),
+            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);
@@ -480,6 +505,7 @@ impl Gate {
             arguments,
             paths,
             withheld,
+            jail: Arc::clone(&self.jail),
         };
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

@@ -47,9 +47,12 @@
 //!   tree-sitter-bash and every simple command in it — in pipelines, substitutions, wrappers,
 //!   `bash -c` — is judged ([`shell`]); what the analysis does not understand is never allowed.
 //!
+//! - **Processes run jailed.** A shell command runs under Landlock, seccomp, resource limits and
+//!   a wall-clock timeout that kills its whole process group ([`sandbox::jail`]); what this
+//!   machine cannot enforce is reported, and under `enforce` nothing runs without it.
+//!
 //! What it does not do: it does not trust the model's own account of a call (its `description`
-//! is shown, never judged), and it does not run a shell command outside the OS jail — which is
-//! not built yet, so `bash` calls are judged but not executed.
+//! is shown, never judged), and it does not claim what it did not enforce.
 //!
 //! # The path every call takes
 //!
@@ -63,7 +66,9 @@
 //!
 //! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`].
 
-#![forbid(unsafe_code)]
+// `unsafe` is denied everywhere; the jail allows it where it registers the hook that runs
+// between fork and exec (`sandbox::jail::run`), each block with a SAFETY comment.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod call;

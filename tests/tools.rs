@@ -282,17 +282,35 @@ fn a_bad_regular_expression_is_invalid() {
 }
 
 #[test]
-fn bash_does_not_run_without_the_jail() {
+fn bash_runs_in_the_workspace_and_reports_its_status_and_output() {
     let w = World::new();
     let g = gate(&w);
-    // The allow-all fallback admits an analysed writer; it still must not run unjailed.
-    let j = g.admit_text(r#"{"name":"bash","arguments":{"command":"touch pwned"}}"#);
+    let j = g.admit_text(r#"{"name":"bash","arguments":{"command":"touch made && echo out && echo err >&2 && exit 4"}}"#);
     let Judgement::Allowed(admitted) = j else {
         panic!("an analysed writer under writer: allow is allowed")
     };
-    let err = admitted.execute().unwrap_err();
-    assert!(err.to_string().contains("nothing was executed"));
-    assert!(!w.ws.join("pwned").exists());
+    let out = admitted.execute().unwrap();
+    assert_eq!(out.exit_code, Some(4));
+    assert_eq!(
+        out.text,
+        "exit status 4\n--- stdout ---\nout\n--- stderr ---\nerr\n"
+    );
+    assert!(w.ws.join("made").exists());
+}
+
+#[test]
+fn bash_timeout_ms_is_honoured() {
+    let w = World::new();
+    let g = gate(&w);
+    let j = g.admit_text(r#"{"name":"bash","arguments":{"command":"sleep 30","timeout_ms":300}}"#);
+    let Judgement::Allowed(admitted) = j else {
+        panic!("allowed")
+    };
+    let started = std::time::Instant::now();
+    let out = admitted.execute().unwrap();
+    assert_eq!(out.exit_code, Some(124));
+    assert!(out.text.starts_with("timed out after"), "{}", out.text);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
 
 #[test]

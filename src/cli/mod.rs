@@ -7,6 +7,7 @@
 mod check;
 mod policy;
 mod render;
+mod sandbox;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,11 @@ enum Command {
         #[command(subcommand)]
         command: policy::PolicyCommand,
     },
+    /// Inspect and use the OS jail.
+    Sandbox {
+        #[command(subcommand)]
+        command: sandbox::SandboxCommand,
+    },
 }
 
 /// Runs the command line.
@@ -44,6 +50,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Policy { command } => policy::run(command),
+        Command::Sandbox { command } => sandbox::run(command),
     };
     match result {
         Ok(code) => code,

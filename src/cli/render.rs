@@ -86,6 +86,29 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
     if let Some(bash) = &a.bash {
         bash_lines(out, bash)?;
     }
+    if let Some(plan) = &a.sandbox {
+        let network = if plan.network.is_empty() {
+            "no network".to_owned()
+        } else {
+            let rules: Vec<String> = plan.network.iter().map(|n| n.to_string()).collect();
+            format!("TCP to {}", rules.join(", "))
+        };
+        writeln!(
+            out,
+            "  {label}sandbox{label:#} {} via {}; writes only to {}; {network}; {} ms",
+            plan.mode.as_str(),
+            if plan.backend.is_empty() {
+                "nothing".to_owned()
+            } else {
+                plan.backend.join(", ")
+            },
+            plan.write_roots.join(", "),
+            plan.limits.timeout_ms
+        )?;
+        for missing in &plan.not_enforced {
+            writeln!(out, "  {dim}not enforced: {missing}{dim:#}")?;
+        }
+    }
     if let Some(input) = &a.input {
         let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
         writeln!(out, "  {label}input{label:#}")?;

@@ -361,6 +361,13 @@ impl PolicySet {
         self.sources.iter().map(|s| s.name.as_str())
     }
 
+    /// The merged `sandbox:` sections (the defaults when no file has one).
+    pub fn jail(&self) -> crate::sandbox::jail::JailConfig {
+        crate::sandbox::jail::JailConfig::merge(
+            self.sources.iter().filter_map(|s| s.file.sandbox.as_ref()),
+        )
+    }
+
     /// The merged defaults.
     pub fn defaults(&self) -> Defaults {
         let builtin = Defaults::default();

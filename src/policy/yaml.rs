@@ -23,6 +23,8 @@ pub(crate) struct PolicyFile {
     pub defaults: DefaultsSpec,
     #[serde(default)]
     pub rules: Vec<RuleSpec>,
+    #[serde(default)]
+    pub sandbox: Option<crate::sandbox::jail::config::SandboxSpec>,
 }
 
 /// `version: 1`, the only version there is.

@@ -16,6 +16,7 @@
 //! `tests/race.rs` swaps a folder for a symlink between admission and execution.
 
 mod beneath;
+pub mod jail;
 pub mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -65,6 +66,15 @@ impl Roots {
             write: Vec::new(),
             read: Vec::new(),
         })
+    }
+
+    /// Adds roots: folders file tools may also write (and read), and folders they may only
+    /// read. Folders that do not exist are left out; the others are canonicalized.
+    pub fn with(mut self, write: &[PathBuf], read: &[PathBuf]) -> Roots {
+        let canonical = |p: &PathBuf| p.canonicalize().ok().filter(|c| c.is_dir());
+        self.write.extend(write.iter().filter_map(canonical));
+        self.read.extend(read.iter().filter_map(canonical));
+        self
     }
 
     /// The workspace, canonical.

@@ -219,12 +219,17 @@ impl Arguments {
 pub struct Output {
     /// The text the model sees.
     pub text: String,
+    /// A process's exit status (128 + signal; 124 for a timeout), when a process ran.
+    pub exit_code: Option<i32>,
 }
 
 impl Output {
     /// Plain text output.
     pub fn text(text: impl Into<String>) -> Output {
-        Output { text: text.into() }
+        Output {
+            text: text.into(),
+            exit_code: None,
+        }
     }
 }
 

@@ -1,13 +1,17 @@
 //! `bash {command, timeout_ms?, description?}`: a shell command.
 //!
 //! Classification is the shell analysis ([`crate::shell`]): every simple command, redirection,
-//! hazard and effect, and whether the whole command is read-only. The command does not run yet:
-//! it will run only inside the OS jail (Landlock + seccomp), and until that exists `execute`
-//! refuses, running nothing.
+//! hazard and effect, and whether the whole command is read-only. Execution runs `bash -c` in
+//! the OS jail of the admission's plan ([`crate::sandbox::jail`]), in the workspace, with the
+//! smaller of `timeout_ms` and the plan's wall-clock limit, and returns the exit status and the
+//! bounded output of both streams, with their true sizes when cut.
 
 use serde_json::{Value, json};
 
 use super::object_schema;
+use std::time::Duration;
+
+use crate::sandbox::jail::{self, Capture, Outcome};
 use crate::shell::Analysis;
 use crate::tool::{Admitted, Arguments, Classification, ClassifyError, Output, Tool, ToolError};
 
@@ -38,9 +42,38 @@ impl Tool for Bash {
         let command = args.required_str("command")?;
         Ok(Classification::shell(Analysis::of(command)))
     }
-    fn execute(&self, _call: &Admitted) -> Result<Output, ToolError> {
-        Err(ToolError::Unavailable(
-            "bash commands run only inside the OS jail, which this build does not have yet; nothing was executed".into(),
-        ))
+    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+        let args = call.arguments();
+        let command = args.str("command").unwrap_or_default();
+        let plan = call.jail();
+        let timeout = args.u64("timeout_ms").map(Duration::from_millis);
+        let argv = ["bash".to_owned(), "-c".to_owned(), command.to_owned()];
+        let result = jail::run(
+            plan,
+            &argv,
+            timeout,
+            Capture::Bounded(plan.limits.output_bytes),
+        )
+        .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was executed")))?;
+        let mut text = match result.outcome {
+            Outcome::Exited(code) => format!("exit status {code}\n"),
+            Outcome::Signaled(signal) => format!("killed by signal {signal}\n"),
+            Outcome::TimedOut => format!(
+                "timed out after {} ms; the whole process group was killed\n",
+                result.duration.as_millis()
+            ),
+        };
+        for (name, body) in [("stdout", &result.stdout), ("stderr", &result.stderr)] {
+            if !body.is_empty() {
+                text.push_str(&format!("--- {name} ---\n{body}"));
+                if !body.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        Ok(Output {
+            text,
+            exit_code: Some(result.outcome.code()),
+        })
     }
 }

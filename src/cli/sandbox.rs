@@ -1,0 +1,100 @@
+//! `reasonix sandbox probe` and `reasonix sandbox exec`: what this machine can enforce, and any
+//! command run in the very jail the bash tool uses.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use reasonix::PolicySet;
+use reasonix::sandbox::Roots;
+use reasonix::sandbox::jail::{self, Capture, NetRule, Plan};
+use serde_json::json;
+
+#[derive(Subcommand)]
+pub enum SandboxCommand {
+    /// Print, as JSON, what this machine can enforce and what the configuration will enforce.
+    Probe(PlanArgs),
+    /// Run a command in the jail the bash tool uses; exit with its status (124 on timeout).
+    Exec(ExecArgs),
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    /// The workspace (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// A policy file or folder whose `sandbox:` sections configure the jail; repeat to merge.
+    #[arg(long = "policy", value_name = "PATH")]
+    policies: Vec<PathBuf>,
+    /// Also allow TCP connections to HOST:PORT (Landlock enforces the port only).
+    #[arg(long = "allow-net", value_name = "HOST:PORT")]
+    allow_net: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Wall-clock limit in milliseconds (at most the configured one).
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
+    let policy = if args.policies.is_empty() {
+        PolicySet::embedded_default()
+    } else {
+        PolicySet::load(&args.policies).context("the policy does not load")?
+    };
+    let mut config = policy.jail();
+    for rule in &args.allow_net {
+        let rule = NetRule::try_from(rule.clone()).map_err(anyhow::Error::msg)?;
+        if !config.network.contains(&rule) {
+            config.network.push(rule);
+        }
+    }
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let roots = Roots::new(&workspace).context("cannot use the workspace")?;
+    Ok(Plan::new(&config, roots.workspace(), roots.home()))
+}
+
+pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        SandboxCommand::Probe(args) => {
+            let plan = plan(&args)?;
+            let out = json!({
+                "machine": jail::capabilities(),
+                "plan": plan.view(),
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        SandboxCommand::Exec(args) => {
+            let plan = plan(&args.plan)?;
+            let timeout = args.timeout_ms.map(Duration::from_millis);
+            match jail::run(&plan, &args.command, timeout, Capture::Inherit) {
+                Ok(result) => {
+                    if result.outcome == jail::Outcome::TimedOut {
+                        eprintln!(
+                            "reasonix: timed out after {} ms; the process group was killed",
+                            result.duration.as_millis()
+                        );
+                    }
+                    Ok(ExitCode::from(result.outcome.code().clamp(0, 255) as u8))
+                }
+                Err(e) => {
+                    eprintln!("reasonix: {e}");
+                    Ok(ExitCode::from(126))
+                }
+            }
+        }
+    }
+}

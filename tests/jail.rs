@@ -1,0 +1,652 @@
+//! The OS jail on the real kernel. Each test first checks that this kernel has what it tests
+//! (and says so when it skips), then tries the attack and the legitimate use that must still
+//! work.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::World;
+use reasonix::sandbox::jail::{
+    self, Capture, JailConfig, Limits, Mode, NetRule, Outcome, Plan, RunResult,
+};
+use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
+
+fn skip_unless(have: bool, what: &str) -> bool {
+    if !have {
+        eprintln!("SKIPPED: this kernel lacks {what}; the test needs it");
+    }
+    !have
+}
+
+fn plan(w: &World, configure: impl FnOnce(&mut JailConfig)) -> Plan {
+    let mut config = JailConfig::default();
+    configure(&mut config);
+    let ws = w.ws.canonicalize().unwrap();
+    // The real home: its toolchains (python3 under ~/.pyenv, say) are read roots.
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    Plan::new(&config, &ws, home.as_deref())
+}
+
+fn sh(plan: &Plan, script: &str) -> RunResult {
+    jail::run(
+        plan,
+        &["bash".into(), "-c".into(), script.into()],
+        Some(Duration::from_secs(20)),
+        Capture::Bounded(64 * 1024),
+    )
+    .unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+fn python() -> String {
+    for p in ["python3", "/usr/bin/python3"] {
+        if std::process::Command::new(p)
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return p.to_owned();
+        }
+    }
+    panic!("these tests drive sockets from python3, which this machine should have");
+}
+
+#[test]
+fn a_write_outside_the_write_roots_fails_with_eacces_and_leaves_nothing() {
+    if skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let p = plan(&w, |_| {});
+    let target = w.outside.join("planted.txt");
+    let r = sh(&p, &format!("echo x > {} ; echo rc=$?", target.display()));
+    assert!(r.stderr.contains("Permission denied"), "{r:?}");
+    assert!(r.stdout.contains("rc=1"), "{r:?}");
+    assert!(!target.exists(), "nothing may be created outside");
+    // Python sees EACCES itself.
+    let r = sh(
+        &p,
+        &format!(
+            "{} -c \"open('{}', 'w')\" 2>&1 | tail -1",
+            python(),
+            target.display()
+        ),
+    );
+    assert!(
+        r.stdout.contains("PermissionError") && r.stdout.contains("Errno 13"),
+        "{r:?}"
+    );
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_write_inside_the_workspace_works_and_reads_of_the_system_work() {
+    if skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let p = plan(&w, |_| {});
+    let r = sh(
+        &p,
+        "mkdir -p sub && echo made > sub/f.txt && cat sub/f.txt && ls /usr/bin >/dev/null && echo ok > $TMPDIR/t && cat $TMPDIR/t",
+    );
+    assert_eq!(r.outcome, Outcome::Exited(0), "{r:?}");
+    assert_eq!(r.stdout, "made\nok\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("sub/f.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn reads_outside_the_roots_and_system_secrets_are_refused() {
+    if skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    ) {
+        return;
+    }
+    let w = World::new();
+    std::fs::write(w.outside.join("secret.txt"), "SECRET").unwrap();
+    std::fs::write(w.home.join(".netrc"), "SECRET").unwrap();
+    let p = plan(&w, |_| {});
+    for target in [
+        w.outside.join("secret.txt"),
+        w.home.join(".netrc"),
+        "/etc/shadow".into(),
+    ] {
+        let r = sh(&p, &format!("cat {}", target.display()));
+        assert!(
+            !r.stdout.contains("SECRET") && r.stdout.is_empty(),
+            "{}: {r:?}",
+            target.display()
+        );
+        assert!(
+            r.stderr.contains("Permission denied"),
+            "{}: {r:?}",
+            target.display()
+        );
+    }
+}
+
+#[test]
+fn the_environment_of_reasonix_does_not_reach_the_jail() {
+    let w = World::new();
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    // The parent's environment holds whatever secrets it was started with; none pass.
+    let r = sh(&p, "env");
+    for line in r.stdout.lines() {
+        let key = line.split('=').next().unwrap_or("");
+        assert!(
+            [
+                "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+                "TERM", "PWD", "SHLVL", "_"
+            ]
+            .contains(&key),
+            "{line}"
+        );
+    }
+}
+
+struct Listener {
+    port: u16,
+    accepted: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+fn listen() -> Listener {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = Vec::new();
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.read_to_end(&mut buf);
+            let _ = tx.send(buf);
+        }
+    });
+    Listener { port, accepted }
+}
+
+#[test]
+fn tcp_connect_to_a_live_listener_is_refused_unless_its_port_is_allowed() {
+    let caps = jail::capabilities();
+    if skip_unless(caps.landlock_net, "Landlock TCP rules (ABI 4)") {
+        return;
+    }
+    let w = World::new();
+    let listener = listen();
+    // The control: outside the jail the connection succeeds.
+    let mut s = TcpStream::connect(("127.0.0.1", listener.port)).unwrap();
+    s.write_all(b"control").unwrap();
+    drop(s);
+    assert_eq!(
+        listener
+            .accepted
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap(),
+        b"control"
+    );
+
+    let py = python();
+    let connect = format!(
+        "{py} -c \"import socket; s=socket.create_connection(('127.0.0.1', {})); s.sendall(b'jailed'); print('connected')\" 2>&1 | tail -1",
+        listener.port
+    );
+    let denied = plan(&w, |_| {});
+    let r = sh(&denied, &connect);
+    assert!(
+        r.stdout.contains("PermissionError") || r.stdout.contains("Errno 13"),
+        "{r:?}"
+    );
+    assert!(
+        listener
+            .accepted
+            .recv_timeout(Duration::from_millis(300))
+            .is_err(),
+        "nothing reached the listener"
+    );
+
+    let allowed = plan(&w, |c| {
+        c.network.push(NetRule {
+            host: "127.0.0.1".into(),
+            port: listener.port,
+        })
+    });
+    let r = sh(&allowed, &connect);
+    assert!(r.stdout.contains("connected"), "{r:?}");
+    assert_eq!(
+        listener
+            .accepted
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap(),
+        b"jailed"
+    );
+}
+
+#[test]
+fn dev_tcp_is_refused() {
+    if skip_unless(
+        jail::capabilities().landlock_net,
+        "Landlock TCP rules (ABI 4)",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let listener = listen();
+    let r = sh(
+        &plan(&w, |_| {}),
+        &format!(
+            "echo leak > /dev/tcp/127.0.0.1/{} ; echo rc=$?",
+            listener.port
+        ),
+    );
+    assert!(r.stdout.contains("rc=1"), "{r:?}");
+    assert!(
+        listener
+            .accepted
+            .recv_timeout(Duration::from_millis(300))
+            .is_err()
+    );
+}
+
+#[test]
+fn binding_a_tcp_port_is_refused() {
+    if skip_unless(
+        jail::capabilities().landlock_net,
+        "Landlock TCP rules (ABI 4)",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let r = sh(
+        &plan(&w, |_| {}),
+        &format!(
+            "{} -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print('bound')\" 2>&1 | tail -1",
+            python()
+        ),
+    );
+    assert!(
+        !r.stdout.contains("bound") && r.stdout.contains("Errno 13"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn udp_and_raw_sockets_are_refused_with_eperm() {
+    if skip_unless(jail::capabilities().seccomp, "seccomp filters") {
+        return;
+    }
+    let w = World::new();
+    let py = python();
+    let p = plan(&w, |_| {});
+    for kind in ["socket.SOCK_DGRAM", "socket.SOCK_RAW"] {
+        let r = sh(
+            &p,
+            &format!(
+                "{py} -c \"import socket; socket.socket(socket.AF_INET, {kind}); print('made')\" 2>&1 | tail -1"
+            ),
+        );
+        assert!(
+            r.stdout.contains("Errno 1]") && !r.stdout.contains("made"),
+            "{kind}: {r:?}"
+        );
+    }
+    // AF_PACKET and netlink too.
+    let r = sh(
+        &p,
+        &format!(
+            "{py} -c \"import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('made')\" 2>&1 | tail -1"
+        ),
+    );
+    assert!(r.stdout.contains("Errno 1]"), "{r:?}");
+    // A TCP socket can still be made (Landlock decides where it may connect).
+    let r = sh(
+        &p,
+        &format!(
+            "{py} -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM); print('made')\""
+        ),
+    );
+    assert_eq!(r.stdout, "made\n", "{r:?}");
+}
+
+#[test]
+fn ptrace_and_namespaces_are_refused() {
+    if skip_unless(jail::capabilities().seccomp, "seccomp filters") {
+        return;
+    }
+    let w = World::new();
+    let py = python();
+    let p = plan(&w, |_| {});
+    // PTRACE_TRACEME is the simplest ptrace call; the filter refuses every ptrace.
+    let r = sh(
+        &p,
+        &format!(
+            "{py} -c \"import ctypes,os; libc=ctypes.CDLL(None, use_errno=True); print(libc.ptrace(0,0,0,0), ctypes.get_errno())\""
+        ),
+    );
+    assert_eq!(r.stdout, "-1 1\n", "{r:?}");
+    let r = sh(
+        &p,
+        &format!(
+            "{py} -c \"import ctypes,os; libc=ctypes.CDLL(None, use_errno=True); print(libc.unshare(0x10000000), ctypes.get_errno())\""
+        ),
+    );
+    assert_eq!(r.stdout, "-1 1\n", "unshare(CLONE_NEWUSER): {r:?}");
+    // And the parent's memory and environment are out of reach.
+    let r = sh(&p, &format!("cat /proc/{}/environ", std::process::id()));
+    assert!(r.stdout.is_empty() && !r.stderr.is_empty(), "{r:?}");
+}
+
+#[test]
+fn a_fork_bomb_is_contained() {
+    let caps = jail::capabilities();
+    if caps.cgroup_pids.is_none() && caps.uid == 0 {
+        eprintln!(
+            "SKIPPED: no pids cgroup can be made here and RLIMIT_NPROC does not bind root: a fork bomb would not be contained, so it is not run"
+        );
+        return;
+    }
+    let w = World::new();
+    let p = plan(&w, |c| {
+        c.limits = Limits {
+            processes: 64,
+            timeout_ms: 3000,
+            ..Limits::default()
+        };
+    });
+    let started = Instant::now();
+    let r = sh(&p, "bomb_7f3a(){ bomb_7f3a|bomb_7f3a& };bomb_7f3a; sleep 2");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(r.outcome, Outcome::TimedOut | Outcome::Exited(_)),
+        "{r:?}"
+    );
+    // Every process of the bomb is gone once the run returns.
+    let left = bomb_processes("bomb_7f3a");
+    assert!(
+        left.is_empty(),
+        "processes of the bomb outlived the run: {left:?}"
+    );
+    // The machine still spawns.
+    assert!(
+        std::process::Command::new("true")
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Live (not zombie) processes whose command line holds `marker`.
+fn bomb_processes(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && alive(*pid)
+        })
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+#[test]
+fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
+    let w = World::new();
+    let p = plan(&w, |c| {
+        c.mode = Mode::BestEffort;
+        c.limits.timeout_ms = 700;
+    });
+    let started = Instant::now();
+    let r = sh(
+        &p,
+        "trap '' TERM; sleep 300 & echo $! > bg.pid; echo $$ > main.pid; sleep 300",
+    );
+    assert_eq!(r.outcome, Outcome::TimedOut, "{r:?}");
+    assert_eq!(r.outcome.code(), 124);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    for file in ["bg.pid", "main.pid"] {
+        let pid: i32 = std::fs::read_to_string(w.ws.join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!alive(pid), "{file} {pid} outlived the timeout");
+    }
+}
+
+#[test]
+fn background_processes_do_not_outlive_a_finished_command() {
+    let w = World::new();
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let r = sh(&p, "sleep 300 & echo $! > bg.pid; echo done");
+    assert_eq!(r.outcome, Outcome::Exited(0));
+    let pid: i32 = std::fs::read_to_string(w.ws.join("bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !alive(pid),
+        "the background sleep {pid} outlived the command"
+    );
+}
+
+#[test]
+fn output_past_the_bound_is_cut_with_a_marker_and_the_true_size() {
+    let w = World::new();
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let r = jail::run(
+        &p,
+        &[
+            "bash".into(),
+            "-c".into(),
+            "head -c 200000 /dev/zero | tr '\\0' a; echo -n END".into(),
+        ],
+        None,
+        Capture::Bounded(1000),
+    )
+    .unwrap();
+    assert_eq!(r.stdout_bytes, 200_003);
+    assert!(r.stdout.len() < 1200, "{}", r.stdout.len());
+    assert!(
+        r.stdout
+            .contains("[… 199003 bytes elided; the output was 200003 bytes in all …]"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.ends_with("END"));
+}
+
+#[test]
+fn a_setuid_program_gains_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let id = w.ws.join("id");
+    std::fs::copy("/usr/bin/id", &id).unwrap();
+    let nobody = nix::unistd::User::from_name("nobody").ok().flatten();
+    let Some(nobody) = nobody else {
+        eprintln!("SKIPPED: no user `nobody` to own a setuid program");
+        return;
+    };
+    if nix::unistd::chown(&id, Some(nobody.uid), None).is_err() {
+        eprintln!("SKIPPED: cannot chown a file to nobody here (not root)");
+        return;
+    }
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    // The control: outside the jail the setuid bit works (unless the filesystem ignores it).
+    let control = std::process::Command::new(&id).arg("-u").output().unwrap();
+    let control = String::from_utf8_lossy(&control.stdout).trim().to_owned();
+    if control != nobody.uid.to_string() {
+        eprintln!(
+            "SKIPPED: this filesystem ignores setuid bits (id -u gave {control}): nothing to prove"
+        );
+        return;
+    }
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let r = sh(&p, "./id -u; grep NoNewPrivs /proc/self/status");
+    let own = nix::unistd::getuid().to_string();
+    assert_eq!(r.stdout, format!("{own}\nNoNewPrivs:\t1\n"), "{r:?}");
+}
+
+#[test]
+fn under_enforce_a_missing_backend_blocks_bash_at_stage_sandbox() {
+    // A kernel without Landlock cannot be had here, so the plan's refusal is exercised through
+    // the gate with a plan that says so: every machine where a backend is missing takes this path.
+    let w = World::new();
+    let caps = jail::capabilities();
+    let gate = w.yaml_gate("version: 1\ndefaults:\n  writer: allow\nsandbox:\n  bash: enforce\n");
+    let a = gate
+        .admit_text(r#"{"name":"bash","arguments":{"command":"make"}}"#)
+        .into_admission();
+    let view = a.sandbox.expect("a bash call shows its sandbox plan");
+    if caps.landlock_fs && caps.landlock_net && caps.landlock_scope && caps.seccomp {
+        assert_eq!(a.verdict.as_str(), "allow");
+        assert!(view.refusal.is_none());
+        assert_eq!(view.mode, Mode::Enforce);
+    } else {
+        assert_eq!(
+            (a.verdict.as_str(), a.stage),
+            ("deny", reasonix::Stage::Sandbox)
+        );
+        assert!(view.refusal.is_some());
+    }
+}
+
+#[test]
+fn the_bash_tool_runs_in_the_jail() {
+    if skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let set = PolicySet::from_yaml("p.yaml", "version: 1\ndefaults:\n  writer: allow\n").unwrap();
+    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    let escape = w.outside.join("escaped.txt");
+    // Policy cannot see where `$F` points; the jail still stops the write.
+    let call = serde_json::json!({"name": "bash", "arguments": {"command": format!("F={}; echo x > \"$F\"; echo made > in.txt; exit 3", escape.display())}});
+    let admitted = match gate.admit_text(&call.to_string()) {
+        Judgement::Allowed(a) => a,
+        Judgement::Ask(p) => p.approve(),
+        Judgement::Refused(a) => panic!("{:?}", a.reasons),
+    };
+    let out = admitted.execute().unwrap();
+    assert_eq!(out.exit_code, Some(3));
+    assert!(out.text.starts_with("exit status 3\n"), "{}", out.text);
+    assert!(out.text.contains("Permission denied"), "{}", out.text);
+    assert!(!escape.exists());
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("in.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn sandbox_exec_runs_a_command_in_the_jail_and_exits_with_its_status() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let (code, stdout, _) = w.run(
+        &[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--",
+            "bash",
+            "-c",
+            "echo hi; exit 7",
+        ],
+        "",
+    );
+    assert_eq!((code, stdout.as_str()), (7, "hi\n"));
+    let (code, _, stderr) = w.run(
+        &[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--timeout-ms",
+            "300",
+            "--",
+            "sleep",
+            "30",
+        ],
+        "",
+    );
+    assert_eq!(code, 124, "{stderr}");
+    let (code, stdout, _) = w.run(&["sandbox", "probe", "--workspace", &ws], "");
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["machine"]["landlock_abi"].is_null(),
+        !jail::capabilities().landlock_fs
+    );
+    assert_eq!(
+        v["plan"]["write_roots"][0],
+        w.ws.canonicalize().unwrap().to_str().unwrap()
+    );
+}
+
+#[test]
+fn sandbox_roots_widen_what_file_tools_may_reach_too() {
+    let w = World::new();
+    std::fs::write(w.home.join("notes.txt"), "n").unwrap();
+    let yaml = format!(
+        "version: 1\ndefaults:\n  writer: allow\nsandbox:\n  write_roots: [\"{}\"]\n  read_roots: [\"{}\"]\n",
+        w.outside.display(),
+        w.home.display()
+    );
+    let gate = w.yaml_gate(&yaml);
+    let verdict = |call: serde_json::Value| {
+        let a = gate.admit_text(&call.to_string()).into_admission();
+        (a.verdict.as_str().to_owned(), a.stage)
+    };
+    let write_outside = serde_json::json!({"name":"write_file","arguments":{"path": w.outside.join("x.txt"), "content": ""}});
+    assert_eq!(verdict(write_outside).0, "allow");
+    let read_home =
+        serde_json::json!({"name":"read_file","arguments":{"path": w.home.join("notes.txt")}});
+    assert_eq!(verdict(read_home).0, "allow");
+    // A read root is not a write root.
+    let write_home = serde_json::json!({"name":"write_file","arguments":{"path": w.home.join("notes.txt"), "content": ""}});
+    assert_eq!(
+        verdict(write_home),
+        ("deny".to_owned(), reasonix::Stage::Sandbox)
+    );
+    // And the jail plan carries the write root.
+    let a = gate
+        .admit_text(r#"{"name":"bash","arguments":{"command":"true"}}"#)
+        .into_admission();
+    let plan = a.sandbox.unwrap();
+    assert!(
+        plan.write_roots
+            .contains(&w.outside.canonicalize().unwrap().display().to_string()),
+        "{plan:?}"
+    );
+}
