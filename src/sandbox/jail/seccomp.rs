@@ -67,54 +67,42 @@ fn rule(conditions: Vec<Cond>) -> SeccompRule {
     SeccompRule::new(conditions).unwrap_or_else(|_| unreachable!("a rule with conditions"))
 }
 
-/// The socket rules: refuse every family but UNIX, IPv4 and IPv6, and every IP socket but TCP
-/// streams (and UDP datagrams when `udp` is allowed).
+/// The socket rules: refuse every family but UNIX, IPv4 and IPv6, and every IP socket but a
+/// TCP stream (and a UDP datagram when `udp` is allowed). Written as "not one of the allowed
+/// type values" (the type carries `SOCK_NONBLOCK` and `SOCK_CLOEXEC` in high bits, so each kind
+/// has four spellings) because a short filter loads faster in every child.
 fn socket_rules(udp: bool) -> Vec<SeccompRule> {
-    let (unix, inet, inet6) = (
-        libc::AF_UNIX as u64,
-        libc::AF_INET as u64,
-        libc::AF_INET6 as u64,
-    );
+    let (inet, inet6) = (libc::AF_INET as u64, libc::AF_INET6 as u64);
     let mut rules = vec![
         rule(vec![cond(0, Op::Eq, libc::AF_UNSPEC as u64)]),
-        rule(vec![cond(0, Op::Gt, unix), cond(0, Op::Lt, inet)]),
         rule(vec![cond(0, Op::Gt, inet), cond(0, Op::Lt, inet6)]),
         rule(vec![cond(0, Op::Gt, inet6)]),
     ];
-    // The type carries SOCK_NONBLOCK / SOCK_CLOEXEC in high bits; the kind is the low nibble.
-    let kinds = [
-        libc::SOCK_DGRAM,
-        libc::SOCK_RAW,
-        libc::SOCK_RDM,
-        libc::SOCK_SEQPACKET,
-        libc::SOCK_DCCP,
-        // SOCK_PACKET (deprecated in libc, still accepted by the kernel).
-        10,
+    let flags = [
+        0,
+        libc::SOCK_NONBLOCK,
+        libc::SOCK_CLOEXEC,
+        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
     ];
+    let mut kinds = vec![libc::SOCK_STREAM];
+    let mut protocols = vec![0, libc::IPPROTO_TCP];
+    if udp {
+        kinds.push(libc::SOCK_DGRAM);
+        protocols.push(libc::IPPROTO_UDP);
+    }
     for family in [inet, inet6] {
-        for kind in kinds {
-            if udp && kind == libc::SOCK_DGRAM {
-                continue;
+        let mut not_a_kind = vec![cond(0, Op::Eq, family)];
+        for kind in &kinds {
+            for flag in flags {
+                not_a_kind.push(cond(1, Op::Ne, (kind | flag) as u64));
             }
-            rules.push(rule(vec![
-                cond(0, Op::Eq, family),
-                cond(1, Op::MaskedEq(0xf), kind as u64),
-            ]));
         }
-        // A stream socket of another protocol than TCP (SCTP, MPTCP…).
-        let stream = libc::SOCK_STREAM as u64;
-        let tcp = libc::IPPROTO_TCP as u64;
-        rules.push(rule(vec![
-            cond(0, Op::Eq, family),
-            cond(1, Op::MaskedEq(0xf), stream),
-            cond(2, Op::Gt, tcp),
-        ]));
-        rules.push(rule(vec![
-            cond(0, Op::Eq, family),
-            cond(1, Op::MaskedEq(0xf), stream),
-            cond(2, Op::Gt, 0),
-            cond(2, Op::Lt, tcp),
-        ]));
+        rules.push(rule(not_a_kind));
+        let mut not_a_protocol = vec![cond(0, Op::Eq, family)];
+        for protocol in &protocols {
+            not_a_protocol.push(cond(2, Op::Ne, *protocol as u64));
+        }
+        rules.push(rule(not_a_protocol));
     }
     rules
 }
