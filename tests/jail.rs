@@ -22,6 +22,24 @@ fn skip_unless(have: bool, what: &str) -> bool {
     !have
 }
 
+fn lacks_landlock() -> bool {
+    skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    )
+}
+
+fn lacks_landlock_net() -> bool {
+    skip_unless(
+        jail::capabilities().landlock_net,
+        "Landlock TCP rules (ABI 4)",
+    )
+}
+
+fn lacks_seccomp() -> bool {
+    skip_unless(jail::capabilities().seccomp, "seccomp filters")
+}
+
 fn plan(w: &World, configure: impl FnOnce(&mut JailConfig)) -> Plan {
     let mut config = JailConfig::default();
     configure(&mut config);
@@ -56,10 +74,7 @@ fn python() -> String {
 
 #[test]
 fn a_write_outside_the_write_roots_fails_with_eacces_and_leaves_nothing() {
-    if skip_unless(
-        jail::capabilities().landlock_fs,
-        "Landlock filesystem rules",
-    ) {
+    if lacks_landlock() {
         return;
     }
     let w = World::new();
@@ -87,10 +102,7 @@ fn a_write_outside_the_write_roots_fails_with_eacces_and_leaves_nothing() {
 
 #[test]
 fn a_write_inside_the_workspace_works_and_reads_of_the_system_work() {
-    if skip_unless(
-        jail::capabilities().landlock_fs,
-        "Landlock filesystem rules",
-    ) {
+    if lacks_landlock() {
         return;
     }
     let w = World::new();
@@ -109,10 +121,7 @@ fn a_write_inside_the_workspace_works_and_reads_of_the_system_work() {
 
 #[test]
 fn reads_outside_the_roots_and_system_secrets_are_refused() {
-    if skip_unless(
-        jail::capabilities().landlock_fs,
-        "Landlock filesystem rules",
-    ) {
+    if lacks_landlock() {
         return;
     }
     let w = World::new();
@@ -180,8 +189,7 @@ fn listen() -> Listener {
 
 #[test]
 fn tcp_connect_to_a_live_listener_is_refused_unless_its_port_is_allowed() {
-    let caps = jail::capabilities();
-    if skip_unless(caps.landlock_net, "Landlock TCP rules (ABI 4)") {
+    if lacks_landlock_net() {
         return;
     }
     let w = World::new();
@@ -236,10 +244,7 @@ fn tcp_connect_to_a_live_listener_is_refused_unless_its_port_is_allowed() {
 
 #[test]
 fn dev_tcp_is_refused() {
-    if skip_unless(
-        jail::capabilities().landlock_net,
-        "Landlock TCP rules (ABI 4)",
-    ) {
+    if lacks_landlock_net() {
         return;
     }
     let w = World::new();
@@ -262,10 +267,7 @@ fn dev_tcp_is_refused() {
 
 #[test]
 fn binding_a_tcp_port_is_refused() {
-    if skip_unless(
-        jail::capabilities().landlock_net,
-        "Landlock TCP rules (ABI 4)",
-    ) {
+    if lacks_landlock_net() {
         return;
     }
     let w = World::new();
@@ -284,7 +286,7 @@ fn binding_a_tcp_port_is_refused() {
 
 #[test]
 fn udp_and_raw_sockets_are_refused_with_eperm() {
-    if skip_unless(jail::capabilities().seccomp, "seccomp filters") {
+    if lacks_seccomp() {
         return;
     }
     let w = World::new();
@@ -322,7 +324,7 @@ fn udp_and_raw_sockets_are_refused_with_eperm() {
 
 #[test]
 fn ptrace_and_namespaces_are_refused() {
-    if skip_unless(jail::capabilities().seccomp, "seccomp filters") {
+    if lacks_seccomp() {
         return;
     }
     let w = World::new();
@@ -540,10 +542,7 @@ fn under_enforce_a_missing_backend_blocks_bash_at_stage_sandbox() {
 
 #[test]
 fn the_bash_tool_runs_in_the_jail() {
-    if skip_unless(
-        jail::capabilities().landlock_fs,
-        "Landlock filesystem rules",
-    ) {
+    if lacks_landlock() {
         return;
     }
     let w = World::new();
