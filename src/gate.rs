@@ -32,7 +32,7 @@ use crate::policy::{
 };
 use crate::sandbox::jail::{Plan, PlanView};
 use crate::sandbox::{ConfinedPath, PathView, Roots, RootsError, TouchedPath};
-use crate::tool::{Arguments, Effect, Output, PathRole, Registry, Tool, ToolError};
+use crate::tool::{Access, Arguments, Effect, Output, PathRole, Registry, Tool, ToolError};
 
 /// Longest message an `invalid` verdict carries, so a model is never flooded.
 const MAX_INVALID_MESSAGE: usize = 2000;
@@ -271,6 +271,7 @@ pub struct Gate {
     posture: Posture,
     explain: bool,
     jail: Arc<Plan>,
+    protected: Vec<std::path::PathBuf>,
 }
 
 impl Gate {
@@ -294,6 +295,7 @@ impl Gate {
             posture,
             explain: false,
             jail,
+            protected: Vec::new(),
         })
     }
 
@@ -306,6 +308,24 @@ impl Gate {
     pub fn explaining(mut self, explain: bool) -> Gate {
         self.explain = explain;
         self
+    }
+
+    /// A gate that refuses, at the sandbox stage, any write to these paths or beneath them: the
+    /// host's own files (the execution record, `reasonix.yaml`, policies in the workspace),
+    /// whatever policy says. Paths are resolved (symlinks followed) now.
+    pub fn protecting(mut self, paths: impl IntoIterator<Item = std::path::PathBuf>) -> Gate {
+        for p in paths {
+            let p = resolve_existing_prefix(&p);
+            if !self.protected.contains(&p) {
+                self.protected.push(p);
+            }
+        }
+        self
+    }
+
+    /// The paths no call may write.
+    pub fn protected(&self) -> &[std::path::PathBuf] {
+        &self.protected
     }
 
     /// The tools this gate admits calls to.
@@ -424,6 +444,26 @@ impl Gate {
                         .map(|e| format!("{:?}: {e}", t.written))
                 })
                 .collect();
+            // The host's own files: a path written, or any word of a shell command that may
+            // change things (the analysis cannot tell which of its words it writes).
+            let host_files = touched
+                .iter()
+                .filter(|t| {
+                    t.access == Access::Write
+                        || (t.role == PathRole::Argument && !class.read_only)
+                })
+                .filter(|t| {
+                    t.forms()
+                        .iter()
+                        .any(|f| self.protected.iter().any(|p| f.starts_with(p)))
+                })
+                .map(|t| {
+                    format!(
+                        "{:?} is the host's own file (the execution record, the run's settings or a policy); no call may change it",
+                        t.written
+                    )
+                });
+            let escapes: Vec<String> = escapes.into_iter().chain(host_files).collect();
             // A process that would run under an `enforce` plan this kernel cannot enforce.
             let refusal = class.bash.as_ref().and_then(|_| self.jail.refusal.clone());
             let escapes: Vec<String> = escapes.into_iter().chain(refusal).collect();
@@ -528,6 +568,25 @@ fn bound(mut text: String, max: usize) -> String {
     text.truncate(cut);
     text.push_str(&format!("… [{} of {total} bytes shown]", cut));
     text
+}
+
+/// `path` with its longest existing prefix canonicalized (a record not yet created still
+/// resolves through the symlinks above it).
+fn resolve_existing_prefix(path: &Path) -> std::path::PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&at) {
+            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 #[cfg(test)]

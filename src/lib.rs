@@ -71,9 +71,12 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod call;
 pub mod gate;
+pub mod lease;
 pub mod policy;
+pub mod record;
 pub mod sandbox;
 pub mod shell;
 pub mod tool;

@@ -262,10 +262,10 @@ fn every_bash_case_yields_its_commands_features_and_classification() {
         if a.analysed != case.understood {
             wrong.push(format!("understood {} ({:?})", a.analysed, a.problems));
         }
-        if let Some(ro) = case.read_only {
-            if a.read_only != ro {
-                wrong.push(format!("read_only {}", a.read_only));
-            }
+        if let Some(ro) = case.read_only
+            && a.read_only != ro
+        {
+            wrong.push(format!("read_only {}", a.read_only));
         }
         let hazards: Vec<&str> = a.hazards.iter().map(|h| h.id).collect();
         for h in case.hazards {

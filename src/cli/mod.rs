@@ -1,12 +1,14 @@
 //! The command line. Each command lives in its own module; this one parses arguments, maps
 //! errors to exit status 2 and prints them the way a user can act on.
 //!
-//! Exit status (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid, 2 usage or
-//! configuration error. clap's own usage errors exit 2 as well.
+//! Exit status of `check` (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
+//! 2 usage or configuration error; of `run`: 0 finished, 3 max steps, 4 provider failed. clap's
+//! own usage errors exit 2 as well.
 
 mod check;
 mod policy;
 mod render;
+mod run;
 mod sandbox;
 
 use std::process::ExitCode;
@@ -32,6 +34,9 @@ struct Cli {
 enum Command {
     /// Dry-run proposed tool calls through the gate and print each verdict.
     Check(check::CheckArgs),
+    /// Run the agent on a prompt: the model proposes calls, the gate judges them, the jail runs
+    /// them, and the execution record says what happened.
+    Run(run::RunArgs),
     /// Test and check policies.
     Policy {
         #[command(subcommand)]
@@ -49,6 +54,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Run(args) => run::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Sandbox { command } => sandbox::run(command),
     };

@@ -509,18 +509,18 @@ fn parse_into(
         Ok(file) => {
             let mut seen = BTreeSet::new();
             for (i, rule) in file.rules.iter().enumerate() {
-                if let Some(id) = &rule.id {
-                    if !seen.insert(id.0.clone()) {
-                        problems.push(PolicyProblem {
-                            file: name.to_owned(),
-                            line: None,
-                            column: None,
-                            message: format!(
-                                "rules[{i}] reuses the id {:?}; rule ids must be unique within a file",
-                                id.0
-                            ),
-                        });
-                    }
+                if let Some(id) = &rule.id
+                    && !seen.insert(id.0.clone())
+                {
+                    problems.push(PolicyProblem {
+                        file: name.to_owned(),
+                        line: None,
+                        column: None,
+                        message: format!(
+                            "rules[{i}] reuses the id {:?}; rule ids must be unique within a file",
+                            id.0
+                        ),
+                    });
                 }
             }
             sources.push(Source {

@@ -54,10 +54,11 @@ pub(crate) fn anchor(
         pattern.push_str("**");
     }
     let mut out = vec![pattern.clone()];
-    if let Some(folder) = pattern.strip_suffix("/**") {
-        if !folder.is_empty() && folder != "**" {
-            out.push(folder.to_owned());
-        }
+    if let Some(folder) = pattern.strip_suffix("/**")
+        && !folder.is_empty()
+        && folder != "**"
+    {
+        out.push(folder.to_owned());
     }
     Ok(out)
 }

@@ -264,12 +264,13 @@ fn option_value(words: &[Word], options: &[&str]) -> Option<String> {
             if let Some(v) = w.text.strip_prefix(&format!("{o}=")) {
                 return Some(v.to_owned());
             }
-            if o.len() == 2 && !o.starts_with("--") {
-                if let Some(v) = w.text.strip_prefix(o) {
-                    if !v.is_empty() && !w.text.starts_with("--") {
-                        return Some(v.to_owned());
-                    }
-                }
+            if o.len() == 2
+                && !o.starts_with("--")
+                && let Some(v) = w.text.strip_prefix(o)
+                && !v.is_empty()
+                && !w.text.starts_with("--")
+            {
+                return Some(v.to_owned());
             }
         }
     }

@@ -1,0 +1,21 @@
+//! The agent loop: a provider proposes calls, the gate judges each, the approver answers asks,
+//! leases serialize writers, the jail runs processes, and the record says what happened.
+//!
+//! ```text
+//! prompt ─► provider (stream) ─► assemble calls ─► gate ─► approve ─► lease ─► execute ─► bound ─► record
+//!              ▲                                                                            │
+//!              └──────────────────────── tool messages (invalid / blocked / failed / result) ┘
+//! ```
+//!
+//! See [`session`] for the turn, [`openai`] and [`script`] for the providers.
+
+pub mod approver;
+pub mod config;
+pub mod openai;
+pub mod provider;
+pub mod script;
+pub mod session;
+
+pub use approver::{Always, Answer, Approver};
+pub use provider::{Event, EventStream, Message, ProposedCall, Provider, ProviderError, Request};
+pub use session::{End, Session, SessionError, Terminal};

@@ -1,0 +1,475 @@
+//! One agent session: the turn loop.
+//!
+//! 1. Build the request from the conversation and the registry's schemas; stream the answer,
+//!    showing text as it arrives and assembling call fragments by index.
+//! 2. A stream that fails (a cut, an HTTP error) ends the run with a provider error: it is
+//!    recorded, and no call of the unfinished answer is judged or run.
+//! 3. No call: the model is done. Otherwise each call goes through the gate, in order.
+//! 4. An `ask` goes to the approver (or is settled by an earlier "allow for the session" of the
+//!    same exact call). A refused or declined call holds nothing and runs nothing.
+//! 5. If every call that may run is read-only, they run at once; otherwise one after the other.
+//!    Each takes its lease first ([`crate::lease`]) and runs on a blocking thread.
+//! 6. Each result is recorded whole (size and sha256) and sent back cut to `result_bytes`, with
+//!    its outcome: `invalid`, `blocked`, `failed` or `succeeded`.
+//! 7. Repeat until the model stops or `max_steps` turns have passed.
+//!
+//! # Cancel safety
+//!
+//! [`Session::run`] is not cancel safe: dropping it while a call runs drops the task's handle,
+//! but the jailed process is killed only by its own timeout, and the record lacks that call's
+//! line. Let a run finish, or end the process.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::approver::{Answer, Approver};
+use super::provider::{Event, Message, ProposedCall, Provider, ProviderError, Request};
+use crate::call::{Call, RawArguments};
+use crate::gate::{Admission, Admitted, Gate, Judgement, Verdict};
+use crate::lease::{Leases, Need};
+use crate::record::{
+    AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, bound,
+    file_digest, now_ms, sha256,
+};
+use crate::tool::{Access, Output, ToolError};
+
+/// Where a session shows its progress.
+pub trait Terminal: Send + Sync {
+    /// More of the model's text.
+    fn text(&self, delta: &str);
+    /// More of the model's reasoning.
+    fn reasoning(&self, _delta: &str) {}
+    /// A call has ended.
+    fn call(&self, admission: &Admission, record: &CallRecord);
+}
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The model stopped proposing calls.
+    Finished,
+    /// `max_steps` turns passed.
+    MaxSteps,
+}
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The provider failed; recorded.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The record could not be written: the run stops rather than go on unrecorded.
+    #[error("cannot write the execution record: {0}")]
+    Record(#[from] std::io::Error),
+}
+
+/// An agent session.
+pub struct Session {
+    gate: Arc<Gate>,
+    provider: Arc<dyn Provider>,
+    approver: Arc<dyn Approver>,
+    recorder: Arc<Recorder>,
+    leases: Arc<Leases>,
+    terminal: Arc<dyn Terminal>,
+    max_steps: usize,
+    result_bytes: usize,
+    messages: Vec<Message>,
+    approved: HashSet<String>,
+}
+
+/// A judged call of the current turn.
+struct Judged {
+    call: ProposedCall,
+    admission: Admission,
+    approval: Option<Approval>,
+    runnable: Option<Admitted>,
+}
+
+/// What running one call produced.
+struct Ran {
+    need: Need,
+    started_ms: u128,
+    duration_ms: u128,
+    result: Result<Output, String>,
+    receipts: Vec<Receipt>,
+}
+
+impl Session {
+    /// A session over a gate. `leases` may be shared with other sessions of the workspace.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        gate: Arc<Gate>,
+        provider: Arc<dyn Provider>,
+        approver: Arc<dyn Approver>,
+        recorder: Arc<Recorder>,
+        leases: Arc<Leases>,
+        terminal: Arc<dyn Terminal>,
+        max_steps: usize,
+        result_bytes: usize,
+    ) -> Session {
+        let system = format!(
+            "You are a coding agent working in the folder {}. Use the tools to read and change it. \
+             Every tool result starts with how the call ended: `invalid` (correct the call), \
+             `blocked` (the host refused it; do not retry it unchanged), `failed` (it ran and \
+             reported an error) or a successful result.",
+            gate.roots().workspace().display()
+        );
+        Session {
+            gate,
+            provider,
+            approver,
+            recorder,
+            leases,
+            terminal,
+            max_steps,
+            result_bytes,
+            messages: vec![Message::System(system)],
+            approved: HashSet::new(),
+        }
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
+    /// fails.
+    pub async fn run(&mut self, prompt: &str) -> Result<End, SessionError> {
+        self.recorder.append(&EventRecord {
+            time_ms: now_ms(),
+            event: "run_started",
+            detail: format!("{} — {}", self.provider.describe(), prompt),
+        })?;
+        self.messages.push(Message::User(prompt.to_owned()));
+        for step in 0..self.max_steps {
+            let calls = match self.turn(step).await {
+                Ok(calls) => calls,
+                Err(e) => {
+                    self.recorder.append(&EventRecord {
+                        time_ms: now_ms(),
+                        event: "provider_error",
+                        detail: e.to_string(),
+                    })?;
+                    return Err(e.into());
+                }
+            };
+            if calls.is_empty() {
+                self.ended("finished")?;
+                return Ok(End::Finished);
+            }
+            self.act(calls).await?;
+        }
+        self.ended("max_steps")?;
+        Ok(End::MaxSteps)
+    }
+
+    fn ended(&self, how: &str) -> std::io::Result<()> {
+        self.recorder.append(&EventRecord {
+            time_ms: now_ms(),
+            event: "run_ended",
+            detail: how.to_owned(),
+        })
+    }
+
+    /// Streams one answer; returns its calls (none: the model is done).
+    async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, ProviderError> {
+        let request = Request {
+            messages: self.messages.clone(),
+            tools: self.gate.registry().schemas(),
+        };
+        let mut stream = self.provider.stream(request);
+        let mut text = String::new();
+        let mut reasoning = String::new();
+        let mut calls: BTreeMap<usize, ProposedCall> = BTreeMap::new();
+        while let Some(event) = stream.next().await {
+            match event? {
+                Event::Text(t) => {
+                    self.terminal.text(&t);
+                    text.push_str(&t);
+                }
+                Event::Reasoning(r) => {
+                    self.terminal.reasoning(&r);
+                    reasoning.push_str(&r);
+                }
+                Event::CallFragment {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                } => {
+                    let call = calls.entry(index).or_default();
+                    if let Some(id) = id {
+                        call.id = id;
+                    }
+                    if let Some(name) = name {
+                        call.name.push_str(&name);
+                    }
+                    call.arguments.push_str(&arguments);
+                }
+                Event::Finish(_) | Event::Usage { .. } => {}
+            }
+        }
+        let calls: Vec<ProposedCall> = calls
+            .into_iter()
+            .map(|(index, mut c)| {
+                if c.id.is_empty() {
+                    c.id = format!("call_{step}_{index}");
+                }
+                c
+            })
+            .collect();
+        self.messages.push(Message::Assistant {
+            content: (!text.is_empty()).then_some(text),
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+            tool_calls: calls.clone(),
+        });
+        Ok(calls)
+    }
+
+    /// Judges, approves and runs the calls of one answer; answers each with a tool message.
+    async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<(), SessionError> {
+        let judged: Vec<Judged> = calls.into_iter().map(|c| self.judge(c)).collect();
+        let times: Vec<u128> = judged.iter().map(|_| now_ms()).collect();
+        let runnable = judged.iter().filter(|j| j.runnable.is_some()).count();
+        let together = runnable > 1
+            && judged
+                .iter()
+                .filter(|j| j.runnable.is_some())
+                .all(|j| j.admission.read_only == Some(true));
+        let mut judged = judged;
+        let mut ran: Vec<Option<Ran>> = Vec::with_capacity(judged.len());
+        if together {
+            let tasks: Vec<_> = judged
+                .iter_mut()
+                .map(|j| {
+                    let admitted = j.runnable.take();
+                    let leases = Arc::clone(&self.leases);
+                    async move {
+                        match admitted {
+                            Some(a) => Some(run_one(a, leases).await),
+                            None => None,
+                        }
+                    }
+                })
+                .collect();
+            ran = futures_util::future::join_all(tasks).await;
+        } else {
+            for j in judged.iter_mut() {
+                let done = match j.runnable.take() {
+                    Some(a) => Some(run_one(a, Arc::clone(&self.leases)).await),
+                    None => None,
+                };
+                ran.push(done);
+            }
+        }
+        for ((j, ran), time_ms) in judged.into_iter().zip(ran).zip(times) {
+            let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
+            let record = CallRecord {
+                time_ms,
+                call_id: j.call.id.clone(),
+                tool: j.call.name.clone(),
+                arguments_sha256: sha256(j.call.arguments.as_bytes()),
+                admission: AdmissionRecord {
+                    verdict: j.admission.verdict,
+                    stage: j.admission.stage,
+                    rules: j.admission.rules.clone(),
+                    reasons: j.admission.reasons.clone(),
+                },
+                approval: j.approval,
+                lease: ran.as_ref().map(|r| r.need.clone()),
+                sandbox: ran.as_ref().and(j.admission.sandbox.clone()),
+                outcome,
+                exit_code,
+                started_ms: ran.as_ref().map(|r| r.started_ms),
+                duration_ms: ran.as_ref().map_or(0, |r| r.duration_ms),
+                result_bytes: full.len(),
+                result_sha256: sha256(full.as_bytes()),
+                receipts: ran.map(|r| r.receipts).unwrap_or_default(),
+            };
+            self.recorder.append(&record)?;
+            self.terminal.call(&j.admission, &record);
+            self.messages.push(Message::Tool {
+                call_id: j.call.id,
+                content: bound(&full, self.result_bytes),
+            });
+        }
+        Ok(())
+    }
+
+    /// The gate, then the approver for an ask.
+    fn judge(&mut self, call: ProposedCall) -> Judged {
+        let judgement = self.gate.admit(&Call {
+            id: Some(call.id.clone()),
+            name: call.name.clone(),
+            arguments: RawArguments::Text(call.arguments.clone()),
+        });
+        match judgement {
+            Judgement::Refused(admission) => Judged {
+                call,
+                admission,
+                approval: None,
+                runnable: None,
+            },
+            Judgement::Allowed(admitted) => Judged {
+                call,
+                admission: admitted.admission().clone(),
+                approval: None,
+                runnable: Some(admitted),
+            },
+            Judgement::Ask(pending) => {
+                let admission = pending.admission().clone();
+                let key = exact_key(&call);
+                let approval = if self.approved.contains(&key) {
+                    Approval::Session
+                } else {
+                    match self.approver.ask(&admission) {
+                        Answer::Once => Approval::AllowOnce,
+                        Answer::Session => {
+                            self.approved.insert(key);
+                            Approval::AllowSession
+                        }
+                        Answer::Deny => Approval::Deny,
+                    }
+                };
+                let runnable = (approval != Approval::Deny).then(|| pending.approve());
+                Judged {
+                    call,
+                    admission,
+                    approval: Some(approval),
+                    runnable,
+                }
+            }
+        }
+    }
+}
+
+/// The exact call an "allow for the session" covers: the tool and its arguments, keys sorted.
+fn exact_key(call: &ProposedCall) -> String {
+    let args = serde_json::from_str::<Value>(&call.arguments)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| call.arguments.clone());
+    format!("{}\u{0}{args}", call.name)
+}
+
+/// The lease a call needs.
+fn need(admission: &Admission) -> Need {
+    if admission.read_only == Some(true) {
+        return Need::Shared;
+    }
+    if admission.bash.is_some() {
+        return Need::Workspace;
+    }
+    let paths: Vec<std::path::PathBuf> = admission
+        .paths
+        .iter()
+        .filter(|p| p.access == Access::Write)
+        .filter_map(|p| p.path.as_ref().map(std::path::PathBuf::from))
+        .collect();
+    Need::Paths(paths)
+}
+
+/// Leases, runs on a blocking thread, and takes receipts.
+async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
+    let admission = admitted.admission().clone();
+    let need = need(&admission);
+    let lease = leases.acquire(need.clone()).await;
+    let files: Vec<String> = match &need {
+        Need::Paths(_) => admission
+            .paths
+            .iter()
+            .filter(|p| p.access == Access::Write)
+            .filter_map(|p| p.path.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let before: Vec<Option<(String, u64)>> =
+        files.iter().map(|f| file_digest(f.as_ref())).collect();
+    let started = Instant::now();
+    let started_ms = now_ms();
+    let result = match tokio::task::spawn_blocking(move || admitted.execute()).await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(e)) => Err(tool_error(&e)),
+        Err(e) => Err(format!("the call's thread failed: {e}")),
+    };
+    let duration_ms = started.elapsed().as_millis();
+    let mut receipts: Vec<Receipt> = files
+        .into_iter()
+        .zip(before)
+        .map(|(path, before)| {
+            let after = file_digest(path.as_ref());
+            Receipt::File {
+                path,
+                before_sha256: before.map(|b| b.0),
+                bytes: after.as_ref().map(|a| a.1),
+                after_sha256: after.map(|a| a.0),
+            }
+        })
+        .collect();
+    if admission.bash.is_some() {
+        receipts.push(Receipt::Process {
+            exit_code: result.as_ref().ok().and_then(|o| o.exit_code),
+            note: "its effects were not observed beyond its exit status",
+        });
+    }
+    drop(lease);
+    Ran {
+        need,
+        started_ms,
+        duration_ms,
+        result,
+        receipts,
+    }
+}
+
+fn tool_error(e: &ToolError) -> String {
+    e.to_string()
+}
+
+/// The outcome, the exit status, and the whole text the model is told.
+fn conclude(j: &Judged, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
+    match ran {
+        None if j.admission.verdict == Verdict::Invalid => (
+            Outcome::Invalid,
+            None,
+            format!(
+                "invalid: {}\nNothing ran. Correct the call and try again.",
+                j.admission.reasons.join("; ")
+            ),
+        ),
+        None if j.approval == Some(Approval::Deny) => (
+            Outcome::Blocked,
+            None,
+            "blocked: a person declined this call. Nothing ran.".into(),
+        ),
+        None => (
+            Outcome::Blocked,
+            None,
+            format!(
+                "blocked by the host ({} at stage {}): {}\nNothing ran; do not retry the same call.",
+                j.admission.verdict,
+                serde_json::to_value(j.admission.stage)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                j.admission.reasons.join("; ")
+            ),
+        ),
+        Some(Ran { result: Err(e), .. }) => (Outcome::Failed, None, format!("failed: {e}")),
+        Some(Ran {
+            result: Ok(output), ..
+        }) => match output.exit_code {
+            Some(code) if code != 0 => (
+                Outcome::Failed,
+                Some(code),
+                format!("failed: {}", output.text),
+            ),
+            code => (Outcome::Succeeded, code, output.text.clone()),
+        },
+    }
+}

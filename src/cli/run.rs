@@ -1,0 +1,377 @@
+//! `reasonix run`: the agent loop on a prompt, with a model behind an OpenAI-compatible API or a
+//! scripted session.
+//!
+//! The model's text streams to stdout; each call's outcome is one line on stderr; the execution
+//! record goes to `--record` (default `.reasonix/record.jsonl` in the workspace).
+//!
+//! Exit status: 0 the model finished, 3 it hit `--max-steps`, 4 the provider failed (recorded),
+//! 2 a usage or configuration error (nothing ran) or the record could not be written (the run
+//! stopped rather than go on unrecorded).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anstyle::{AnsiColor, Style};
+use anyhow::{Context, bail};
+use clap::Args;
+use reasonix::agent::config::RunConfig;
+use reasonix::agent::openai::{
+    DEEPSEEK_KEY, DEEPSEEK_MODEL, DEEPSEEK_URL, OpenAiConfig, OpenAiProvider,
+};
+use reasonix::agent::script::ScriptProvider;
+use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
+use reasonix::lease::Leases;
+use reasonix::record::{CallRecord, Outcome, Recorder};
+use reasonix::{Admission, Gate, PolicySet, Posture, Registry};
+
+use super::render;
+
+/// Exit status when the model hit `--max-steps`.
+const EXIT_MAX_STEPS: u8 = 3;
+/// Exit status when the provider failed.
+const EXIT_PROVIDER: u8 = 4;
+
+const DEFAULT_MAX_STEPS: usize = 30;
+const DEFAULT_RESULT_BYTES: usize = 16 * 1024;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// `deepseek` (the default), `openai` (any OpenAI-compatible API; see --base-url) or
+    /// `script:FILE` (replay a JSON list of assistant turns, no network).
+    #[arg(long, value_name = "P")]
+    provider: Option<String>,
+    /// The model (default: deepseek-chat for deepseek).
+    #[arg(long)]
+    model: Option<String>,
+    /// The API's base URL (default: https://api.deepseek.com for deepseek).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The environment variable holding the API key (default: DEEPSEEK_API_KEY, or
+    /// OPENAI_API_KEY for openai).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The workspace the agent works in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// A YAML or Rego policy file or a folder of them; repeat to merge several. Without any, the
+    /// embedded default policy is used.
+    #[arg(long = "policy", value_name = "PATH")]
+    policies: Vec<PathBuf>,
+    /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
+    #[arg(long = "data", value_name = "FILE")]
+    data: Vec<PathBuf>,
+    /// Nobody answers: every `ask` resolves by the policy's `defaults.unattended`. Implied when
+    /// stdin is not a terminal.
+    #[arg(long)]
+    unattended: bool,
+    /// Only a call an allow rule covers may run: every ask, and every fallback allow, is denied.
+    #[arg(long, conflicts_with = "unattended")]
+    strict: bool,
+    /// Most model turns (default 30).
+    #[arg(long, value_name = "N")]
+    max_steps: Option<usize>,
+    /// What the model sees of one result, in bytes; the rest is cut from the middle (default 16384).
+    #[arg(long, value_name = "BYTES")]
+    result_bytes: Option<usize>,
+    /// The JSONL execution record, appended to (default: .reasonix/record.jsonl in the workspace).
+    #[arg(long, value_name = "PATH")]
+    record: Option<PathBuf>,
+    /// What to ask the agent.
+    #[arg(value_name = "PROMPT")]
+    prompt: String,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("the workspace {} does not exist", workspace.display()))?;
+    let config = RunConfig::load(&workspace).map_err(anyhow::Error::msg)?;
+
+    let policy = if args.policies.is_empty() && args.data.is_empty() {
+        PolicySet::embedded_default()
+    } else {
+        PolicySet::load_with(&args.policies, &args.data, false)
+            .context("the policy does not load; nothing ran")?
+    };
+    let interactive = std::io::stdin().is_terminal() && !args.unattended && !args.strict;
+    let posture = if args.strict {
+        Posture::Strict
+    } else if interactive {
+        Posture::Interactive
+    } else {
+        Posture::Unattended
+    };
+    if posture == Posture::Unattended && !args.unattended {
+        note("stdin is not a terminal: running unattended (asks resolve by defaults.unattended)");
+    }
+
+    let record = args
+        .record
+        .clone()
+        .or(config.record.clone().map(|r| workspace.join(r)))
+        .unwrap_or_else(|| workspace.join(".reasonix/record.jsonl"));
+    let record = absolute(&record)?;
+
+    // The host's own files are not the model's to change, whatever the policy says.
+    let mut protected = vec![record.clone(), workspace.join("reasonix.yaml")];
+    if args.record.is_none() && config.record.is_none() {
+        protected.push(workspace.join(".reasonix"));
+    }
+    for p in args.policies.iter().chain(&args.data) {
+        protected.push(absolute(p)?);
+    }
+    let gate = Gate::new(Registry::with_builtins(), &policy, &workspace, posture)
+        .context("cannot set up the gate")?
+        .protecting(protected);
+
+    let provider = provider(&args, &config, &workspace)?;
+    let recorder = Recorder::open(&record)
+        .with_context(|| format!("cannot open the execution record {}", record.display()))?;
+    let approver: Arc<dyn Approver> = Arc::new(Prompt);
+    let terminal = Arc::new(Screen::default());
+    let mut session = Session::new(
+        Arc::new(gate),
+        provider,
+        approver,
+        Arc::new(recorder),
+        Leases::new(),
+        terminal.clone(),
+        args.max_steps
+            .or(config.max_steps)
+            .unwrap_or(DEFAULT_MAX_STEPS),
+        args.result_bytes
+            .or(config.result_bytes)
+            .unwrap_or(DEFAULT_RESULT_BYTES),
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let ended = runtime.block_on(session.run(&args.prompt));
+    terminal.finish_line();
+    let summary = terminal.summary();
+    let where_ = format!("record: {}", record.display());
+    match ended {
+        Ok(End::Finished) => {
+            note(&format!("finished; {summary}; {where_}"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(End::MaxSteps) => {
+            warn(&format!(
+                "stopped after --max-steps turns with the model still working; {summary}; {where_}"
+            ));
+            Ok(ExitCode::from(EXIT_MAX_STEPS))
+        }
+        Err(SessionError::Provider(e)) => {
+            warn(&format!("the provider failed: {e}; {summary}; {where_}"));
+            Ok(ExitCode::from(EXIT_PROVIDER))
+        }
+        Err(e) => Err(e).context("the run stopped"),
+    }
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
+}
+
+/// The provider from the flags over `reasonix.yaml`.
+fn provider(
+    args: &RunArgs,
+    config: &RunConfig,
+    workspace: &Path,
+) -> anyhow::Result<Arc<dyn Provider>> {
+    let spec = &config.provider;
+    let (kind, script) = match args.provider.as_deref() {
+        Some(p) => match p.split_once(':') {
+            Some(("script", file)) => ("script".to_owned(), Some(PathBuf::from(file))),
+            _ => (p.to_owned(), None),
+        },
+        None => (
+            spec.kind.clone().unwrap_or_else(|| "deepseek".into()),
+            spec.script.as_ref().map(|s| workspace.join(s)),
+        ),
+    };
+    match kind.as_str() {
+        "script" => {
+            let Some(file) = script else {
+                bail!(
+                    "a script provider needs its file: --provider script:FILE, or provider.script in reasonix.yaml"
+                );
+            };
+            Ok(Arc::new(ScriptProvider::load(&file)?))
+        }
+        "deepseek" | "openai" => {
+            let deepseek = kind == "deepseek";
+            let base_url = args.base_url.clone().or(spec.base_url.clone());
+            let model = args.model.clone().or(spec.model.clone());
+            let key_env = args.api_key_env.clone().or(spec.api_key_env.clone());
+            let (base_url, model, key_env) = if deepseek {
+                (
+                    base_url.unwrap_or_else(|| DEEPSEEK_URL.into()),
+                    model.unwrap_or_else(|| DEEPSEEK_MODEL.into()),
+                    key_env.unwrap_or_else(|| DEEPSEEK_KEY.into()),
+                )
+            } else {
+                let Some(model) = model else {
+                    bail!("--provider openai needs --model (or provider.model in reasonix.yaml)");
+                };
+                (
+                    base_url.unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                    model,
+                    key_env.unwrap_or_else(|| "OPENAI_API_KEY".into()),
+                )
+            };
+            let provider = OpenAiProvider::new(OpenAiConfig {
+                base_url,
+                model,
+                key_env,
+                ..OpenAiConfig::default()
+            })?;
+            Ok(Arc::new(provider))
+        }
+        other => bail!("unknown provider {other:?}; use deepseek, openai or script:FILE"),
+    }
+}
+
+fn note(text: &str) {
+    let dim = Style::new().dimmed();
+    let _ = writeln!(anstream::stderr(), "{dim}reasonix: {text}{dim:#}");
+}
+
+fn warn(text: &str) {
+    let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+    let _ = writeln!(anstream::stderr(), "{style}reasonix{style:#}: {text}");
+}
+
+/// The person at the terminal.
+struct Prompt;
+
+impl Approver for Prompt {
+    /// Shows the analysis and asks on stderr; reads the answer from stdin. Anything but an
+    /// explicit yes is a deny, and so is end of input.
+    fn ask(&self, admission: &Admission) -> Answer {
+        let mut err = anstream::stderr().lock();
+        let label = Style::new().bold();
+        let _ = writeln!(err);
+        let _ = render::admission(&mut err, admission);
+        loop {
+            let _ = write!(
+                err,
+                "{label}Run it?{label:#} [o]nce, [s]ession (this exact call again without asking), [d]eny: "
+            );
+            let _ = err.flush();
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => return Answer::Deny,
+                Ok(_) => {}
+            }
+            match line.trim().to_lowercase().as_str() {
+                "o" | "once" | "y" | "yes" => return Answer::Once,
+                "s" | "session" => return Answer::Session,
+                "d" | "deny" | "n" | "no" => return Answer::Deny,
+                _ => continue,
+            }
+        }
+    }
+}
+
+/// Streams text to stdout and one line per call to stderr.
+#[derive(Default)]
+struct Screen {
+    counts: Mutex<[usize; 4]>,
+    mid_line: Mutex<bool>,
+}
+
+impl Screen {
+    fn finish_line(&self) {
+        let mut mid = self.mid_line.lock().unwrap_or_else(|p| p.into_inner());
+        if *mid {
+            let _ = writeln!(anstream::stdout());
+            *mid = false;
+        }
+    }
+
+    fn summary(&self) -> String {
+        let c = *self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        format!(
+            "{} calls: {} succeeded, {} failed, {} blocked, {} invalid",
+            c.iter().sum::<usize>(),
+            c[3],
+            c[2],
+            c[1],
+            c[0]
+        )
+    }
+}
+
+impl Terminal for Screen {
+    fn text(&self, delta: &str) {
+        let mut out = anstream::stdout().lock();
+        let _ = out.write_all(delta.as_bytes());
+        let _ = out.flush();
+        *self.mid_line.lock().unwrap_or_else(|p| p.into_inner()) = !delta.ends_with('\n');
+    }
+
+    fn reasoning(&self, delta: &str) {
+        let dim = Style::new().dimmed();
+        let mut err = anstream::stderr().lock();
+        let _ = write!(err, "{dim}{delta}{dim:#}");
+        let _ = err.flush();
+    }
+
+    fn call(&self, admission: &Admission, record: &CallRecord) {
+        self.finish_line();
+        let slot = match record.outcome {
+            Outcome::Invalid => 0,
+            Outcome::Blocked => 1,
+            Outcome::Failed => 2,
+            Outcome::Succeeded => 3,
+        };
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())[slot] += 1;
+        let color = match record.outcome {
+            Outcome::Succeeded => AnsiColor::Green,
+            Outcome::Failed => AnsiColor::Red,
+            Outcome::Blocked => AnsiColor::Yellow,
+            Outcome::Invalid => AnsiColor::Magenta,
+        };
+        let style = Style::new().bold().fg_color(Some(color.into()));
+        let dim = Style::new().dimmed();
+        let why = match record.outcome {
+            Outcome::Blocked | Outcome::Invalid => admission
+                .reasons
+                .first()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default(),
+            Outcome::Failed => record
+                .exit_code
+                .map(|c| format!(" — exit {c}"))
+                .unwrap_or_default(),
+            Outcome::Succeeded => String::new(),
+        };
+        let mut why = why;
+        if why.len() > 200 {
+            let mut end = 200;
+            while !why.is_char_boundary(end) {
+                end -= 1;
+            }
+            why.truncate(end);
+            why.push('…');
+        }
+        let _ = writeln!(
+            anstream::stderr(),
+            "{style}{:<9}{style:#} {} {dim}[{}] {} {} ms{dim:#}{why}",
+            record.outcome.as_str(),
+            record.tool,
+            record.call_id,
+            admission.verdict,
+            record.duration_ms,
+        );
+    }
+}

@@ -1,0 +1,359 @@
+//! The execution record: one JSON line per call — what was proposed, what the gate decided, who
+//! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
+//! Append-only, each line written whole and `fsync`ed before the next call goes on.
+//!
+//! A receipt says only what was seen: a file writer's carries the path's sha256 before and after
+//! and its size; a shell command's says its effects were not observed beyond its exit status.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::gate::{Stage, Verdict};
+use crate::lease::Need;
+use crate::policy::RuleHit;
+use crate::sandbox::jail::PlanView;
+
+/// How a call ended. Never blurred: a block is not a failure, and only what ran can succeed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The model must correct its call; nothing ran.
+    Invalid,
+    /// The host decided it must not run (deny, an unanswered or declined ask, the sandbox).
+    Blocked,
+    /// It ran and reported an error (a non-zero exit status included).
+    Failed,
+    /// It ran and succeeded.
+    Succeeded,
+}
+
+impl Outcome {
+    /// The name used in records and tool messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Invalid => "invalid",
+            Outcome::Blocked => "blocked",
+            Outcome::Failed => "failed",
+            Outcome::Succeeded => "succeeded",
+        }
+    }
+}
+
+/// Who let an `ask` through, or refused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// A person allowed this one call.
+    AllowOnce,
+    /// A person allowed this exact call for the rest of the session.
+    AllowSession,
+    /// An earlier "allow for the session" of the same call.
+    Session,
+    /// A person declined.
+    Deny,
+}
+
+/// What was observed of a call's effects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Receipt {
+    /// A file a writer touched.
+    File {
+        /// The resolved path.
+        path: String,
+        /// Its sha256 before the call (`null`: it did not exist).
+        before_sha256: Option<String>,
+        /// Its sha256 after (`null`: it does not exist).
+        after_sha256: Option<String>,
+        /// Its size after, in bytes.
+        bytes: Option<u64>,
+    },
+    /// A process whose effects were not observed.
+    Process {
+        /// Its exit status.
+        exit_code: Option<i32>,
+        /// What the receipt does not claim.
+        note: &'static str,
+    },
+}
+
+/// The gate's conclusion, as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdmissionRecord {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The stage that settled it.
+    pub stage: Stage,
+    /// The rules that matched.
+    pub rules: Vec<RuleHit>,
+    /// Why.
+    pub reasons: Vec<String>,
+}
+
+/// One call, as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallRecord {
+    /// Milliseconds since the Unix epoch, when the call was judged.
+    pub time_ms: u128,
+    /// The provider's id of the call.
+    pub call_id: String,
+    /// The tool as called.
+    pub tool: String,
+    /// sha256 of the arguments as the model wrote them.
+    pub arguments_sha256: String,
+    /// What the gate concluded.
+    pub admission: AdmissionRecord,
+    /// Who let an ask through, or refused it.
+    pub approval: Option<Approval>,
+    /// The lease held while it ran.
+    pub lease: Option<Need>,
+    /// The jail a bash call ran in.
+    pub sandbox: Option<PlanView>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// A process's exit status.
+    pub exit_code: Option<i32>,
+    /// Milliseconds since the Unix epoch, when it began to run, its lease held (`null`: it did
+    /// not run).
+    pub started_ms: Option<u128>,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u128,
+    /// The size of the whole result, in bytes (what the model saw may be cut).
+    pub result_bytes: usize,
+    /// sha256 of the whole result.
+    pub result_sha256: String,
+    /// What was observed of its effects.
+    pub receipts: Vec<Receipt>,
+}
+
+/// A line that is not a call: the start and end of a run, a provider error.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventRecord {
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u128,
+    /// `run_started`, `run_ended`, `provider_error`.
+    pub event: &'static str,
+    /// What happened.
+    pub detail: String,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+/// Lowercase hex sha256.
+pub fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// sha256 and size of a file, if it is one.
+pub fn file_digest(path: &Path) -> Option<(String, u64)> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some((sha256(&bytes), bytes.len() as u64))
+}
+
+/// The append-only record.
+///
+/// Before each append it checks that the file at its path is still the one it opened and still
+/// has exactly the bytes it wrote: a record replaced, truncated or written to by anything else
+/// (a shell command the jail let write the workspace) stops the run with an error instead of
+/// going on as if the record were whole.
+pub struct Recorder {
+    path: PathBuf,
+    file: Mutex<Open>,
+}
+
+struct Open {
+    file: File,
+    id: (u64, u64),
+    len: u64,
+}
+
+impl Recorder {
+    /// Opens (creating it and its folders) the record at `path` for appending, and holds an
+    /// exclusive lock on it until dropped: two runs never share a record.
+    pub fn open(path: &Path) -> std::io::Result<Recorder> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        // One writer at a time: a second run on the same record would look like tampering.
+        if let Err(e) = file.try_lock() {
+            return Err(std::io::Error::other(match e {
+                std::fs::TryLockError::WouldBlock => format!(
+                    "{} is the record of another run still going; give this run its own with --record",
+                    path.display()
+                ),
+                std::fs::TryLockError::Error(e) => format!("cannot lock {}: {e}", path.display()),
+            }));
+        }
+        let meta = file.metadata()?;
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            file: Mutex::new(Open {
+                file,
+                id: (meta.dev(), meta.ino()),
+                len: meta.len(),
+            }),
+        })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one line, whole, and syncs it to disk.
+    pub fn append(&self, line: &impl Serialize) -> std::io::Result<()> {
+        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        let mut open = match self.file.lock() {
+            Ok(f) => f,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let now = std::fs::metadata(&self.path).ok();
+        if now.as_ref().map(|m| ((m.dev(), m.ino()), m.len())) != Some((open.id, open.len)) {
+            return Err(std::io::Error::other(format!(
+                "the execution record {} was changed by something other than reasonix (replaced, \
+                 truncated or written to); the run stops rather than record on top of it",
+                self.path.display()
+            )));
+        }
+        open.file.write_all(&bytes)?;
+        open.file.sync_data()?;
+        open.len += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// Cuts `text` to its head and tail past `limit` bytes, with a marker saying how much was cut
+/// and the true size.
+pub fn bound(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let floor = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let head = floor(limit / 2);
+    let mut tail = text.len() - (limit - limit / 2);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes elided; the result was {} bytes in all …]\n{}",
+        &text[..head],
+        tail - head,
+        text.len(),
+        &text[tail..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bound_keeps_head_and_tail_and_the_true_size() {
+        assert_eq!(bound("short", 10), "short");
+        let long = "a".repeat(50) + &"z".repeat(50);
+        let b = bound(&long, 20);
+        assert!(
+            b.starts_with(
+                "aaaaaaaaaa\n[… 80 bytes elided; the result was 100 bytes in all …]\nzzzzzzzzzz"
+            ),
+            "{b}"
+        );
+        let wide = "é".repeat(30);
+        assert!(bound(&wide, 11).contains("bytes elided"));
+    }
+
+    #[test]
+    fn lines_are_appended_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/record.jsonl");
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"a": 1})).unwrap();
+        r.append(&serde_json::json!({"b": 2})).unwrap();
+        drop(r);
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"c": 3})).unwrap();
+        let e = Recorder::open(&path).err().unwrap();
+        assert!(e.to_string().contains("another run"), "{e}");
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+    }
+
+    #[test]
+    fn a_record_changed_behind_its_back_stops_the_recorder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"a": 1})).unwrap();
+        // Truncated.
+        std::fs::write(&path, "").unwrap();
+        let e = r.append(&serde_json::json!({"b": 2})).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("changed by something other than reasonix"),
+            "{e}"
+        );
+
+        // Appended to by someone else.
+        drop(r);
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"c": 3})).unwrap();
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"forged\":1}\n")
+            .unwrap();
+        assert!(r.append(&serde_json::json!({"d": 4})).is_err());
+
+        // Replaced by another file.
+        drop(r);
+        let r = Recorder::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "").unwrap();
+        assert!(r.append(&serde_json::json!({"e": 5})).is_err());
+
+        // Deleted.
+        drop(r);
+        let r = Recorder::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(r.append(&serde_json::json!({"f": 6})).is_err());
+    }
+
+    #[test]
+    fn digests_are_sha256() {
+        assert_eq!(
+            sha256(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

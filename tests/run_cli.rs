@@ -1,0 +1,298 @@
+//! `reasonix run` as a user runs it: the scripted example session, exit statuses, the provider
+//! over HTTP against the mock server, configuration errors.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::World;
+use common::mock::{self, Mock, Reply};
+use serde_json::Value;
+
+fn example(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A world whose workspace is a copy of `examples/workspace`.
+fn example_world() -> World {
+    let w = World::new();
+    for entry in ["notes.md", ".env", "src/main.rs"] {
+        let text =
+            std::fs::read_to_string(example("examples/workspace/").to_owned() + entry).unwrap();
+        w.file(entry, &text);
+    }
+    w
+}
+
+fn record(w: &World) -> Vec<Value> {
+    std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_example_session_exercises_every_outcome() {
+    let w = example_world();
+    let ws = w.ws.to_str().unwrap();
+    let script = format!("script:{}", example("examples/session/session.json"));
+    let policy = example("examples/session/policy.yaml");
+    let (code, stdout, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            &script,
+            "--policy",
+            &policy,
+            "--workspace",
+            ws,
+            "--unattended",
+            "Tidy the notes",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("I'll look around first") && stdout.contains("Done:"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("10 calls: 4 succeeded, 1 failed, 3 blocked, 2 invalid"),
+        "{stderr}"
+    );
+
+    let lines = record(&w);
+    let outcomes: Vec<&str> = lines.iter().filter_map(|l| l["outcome"].as_str()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            "succeeded",
+            "succeeded",
+            "invalid",
+            "invalid",
+            "blocked",
+            "blocked",
+            "blocked",
+            "failed",
+            "succeeded",
+            "succeeded"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("notes/plan.md")).unwrap(),
+        "1. ship reasonix run\n"
+    );
+    assert!(
+        std::fs::read_to_string(w.ws.join("notes.md"))
+            .unwrap()
+            .contains("DONE: ship")
+    );
+    assert!(
+        !w.root.join("escaped.txt").exists(),
+        "the escape was refused"
+    );
+    assert_eq!(lines.last().unwrap()["event"], "run_ended");
+}
+
+#[test]
+fn exit_status_says_how_the_run_ended() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let script = w.root.join("s.json");
+    std::fs::write(
+        &script,
+        r#"[{"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}, {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}]"#,
+    )
+    .unwrap();
+    let provider = format!("script:{}", script.display());
+    let (code, _, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            &provider,
+            "--workspace",
+            ws,
+            "--max-steps",
+            "1",
+            "go",
+        ],
+        "",
+    );
+    assert_eq!(code, 3, "max steps: {stderr}");
+    assert!(stderr.contains("--max-steps"), "{stderr}");
+    assert!(
+        stderr.contains("running unattended"),
+        "no terminal on stdin is said: {stderr}"
+    );
+
+    // A missing script, an unknown provider, a missing key: configuration errors, nothing ran.
+    let (code, _, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            "script:/nonexistent.json",
+            "--workspace",
+            ws,
+            "go",
+        ],
+        "",
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("cannot read the script /nonexistent.json"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = w.run(&["run", "--provider", "gpt", "--workspace", ws, "go"], "");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown provider \"gpt\""), "{stderr}");
+    let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args(["run", "--workspace", ws, "go"])
+        .env_remove("DEEPSEEK_API_KEY")
+        .env("HOME", &w.home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no API key: set DEEPSEEK_API_KEY"));
+}
+
+#[test]
+fn a_broken_reasonix_yaml_is_named_with_its_line() {
+    let w = World::new();
+    w.file(
+        "reasonix.yaml",
+        "provider:\n  kind: script\n  scirpt: s.json\n",
+    );
+    let (code, _, stderr) = w.run(&["run", "--workspace", w.ws.to_str().unwrap(), "go"], "");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("reasonix.yaml:3:") && stderr.contains("scirpt"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn reasonix_yaml_configures_the_run_and_the_model_cannot_rewrite_it() {
+    let w = World::new();
+    w.file(
+        "reasonix.yaml",
+        "provider:\n  kind: script\n  script: session.json\nrecord: log/record.jsonl\n",
+    );
+    w.file(
+        "session.json",
+        r#"[{"tool_calls": [
+            {"name": "write_file", "arguments": {"path": "reasonix.yaml", "content": "provider: {kind: openai}\n"}},
+            {"name": "write_file", "arguments": {"path": "log/record.jsonl", "content": ""}}
+        ]}]"#,
+    );
+    let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
+    let (code, _, stderr) = w.run(
+        &[
+            "run",
+            "--workspace",
+            w.ws.to_str().unwrap(),
+            "--policy",
+            &allow_all,
+            "go",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<Value> = std::fs::read_to_string(w.ws.join("log/record.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let calls: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("outcome").is_some())
+        .collect();
+    assert_eq!(calls.len(), 2);
+    for c in calls {
+        assert_eq!(c["outcome"], "blocked", "{c}");
+        assert!(
+            c["admission"]["reasons"][0]
+                .as_str()
+                .unwrap()
+                .contains("host's own file"),
+            "{c}"
+        );
+    }
+    assert!(
+        std::fs::read_to_string(w.ws.join("reasonix.yaml"))
+            .unwrap()
+            .contains("kind: script")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
+    let mut pieces = vec![mock::text("Let me write")];
+    pieces.push(mock::fragment(
+        0,
+        Some("c1"),
+        Some("write_file"),
+        r#"{"path": "half.txt", "content": "#,
+    ));
+    let server = Mock::start(vec![Reply::Stream(pieces)]).await;
+    let url = server.url.clone();
+    let (w, code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+        let w = World::new();
+        let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
+        let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+            .args([
+                "run",
+                "--provider",
+                "openai",
+                "--model",
+                "m",
+                "--base-url",
+                &url,
+            ])
+            .args([
+                "--api-key-env",
+                "MOCK_KEY",
+                "--policy",
+                &allow_all,
+                "--workspace",
+            ])
+            .arg(&w.ws)
+            .arg("write half.txt")
+            .env("MOCK_KEY", "k")
+            .env("HOME", &w.home)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let code = out.status.code();
+        (
+            w,
+            code,
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stdout.contains("Let me write"),
+        "text streamed before the cut: {stdout}"
+    );
+    assert!(
+        stderr.contains("the provider failed") && stderr.contains("cut"),
+        "{stderr}"
+    );
+    assert!(!w.ws.join("half.txt").exists());
+    let lines = record(&w);
+    assert!(
+        lines.iter().all(|l| l.get("outcome").is_none()),
+        "no call recorded"
+    );
+    assert_eq!(lines.last().unwrap()["event"], "provider_error");
+    assert_eq!(server.bodies()[0]["model"], "m");
+}
