@@ -787,3 +787,28 @@ fn scripted_calls_accept_objects_and_strings() {
     let bad = serde_json::from_value::<Turn>(json!({"txt": "typo"}));
     assert!(bad.is_err(), "unknown fields in a script are errors");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_move_leases_and_receipts_both_ends() {
+    let rig = Rig::new();
+    rig.world.file("a.txt", "moved\n");
+    let provider = script(json!([{"tool_calls": [
+        {"name": "move_file", "arguments": {"source_path": "a.txt", "destination_path": "b.txt"}}
+    ]}]));
+    let mut session = rig.simple(rig.gate(Some(ALLOW_ALL), Posture::Interactive), provider);
+    session.run("move").await.unwrap();
+    let call = &rig.calls()[0];
+    assert_eq!(call["outcome"], "succeeded", "{call}");
+    let ws = rig.world.ws.display().to_string();
+    assert_eq!(
+        call["lease"],
+        json!({"kind": "paths", "paths": [format!("{ws}/a.txt"), format!("{ws}/b.txt")]})
+    );
+    let digest = sha256(b"moved\n");
+    assert_eq!(call["receipts"][0]["path"], format!("{ws}/a.txt"));
+    assert_eq!(call["receipts"][0]["before_sha256"], digest);
+    assert!(call["receipts"][0]["after_sha256"].is_null());
+    assert_eq!(call["receipts"][1]["path"], format!("{ws}/b.txt"));
+    assert!(call["receipts"][1]["before_sha256"].is_null());
+    assert_eq!(call["receipts"][1]["after_sha256"], digest);
+}

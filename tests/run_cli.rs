@@ -296,3 +296,58 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
     assert_eq!(lines.last().unwrap()["event"], "provider_error");
     assert_eq!(server.bodies()[0]["model"], "m");
 }
+
+/// On a terminal a person answers: an unknown answer asks again, `o` runs the call once, `d`
+/// declines it.
+#[test]
+fn on_a_terminal_a_person_answers_each_ask() {
+    use std::io::Write as _;
+    let w = World::new();
+    let script = w.root.join("s.json");
+    std::fs::write(
+        &script,
+        r#"[{"tool_calls": [{"name": "write_file", "arguments": {"path": "yes.txt", "content": "y"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "no.txt", "content": "n"}}]}]"#,
+    )
+    .unwrap();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    master.write_all(b"maybe\no\nd\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args([
+            "run",
+            "--provider",
+            &format!("script:{}", script.display()),
+            "--workspace",
+        ])
+        .arg(&w.ws)
+        .arg("write")
+        .stdin(std::process::Stdio::from(pty.slave))
+        .env("HOME", &w.home)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("running unattended"), "{stderr}");
+    assert_eq!(
+        stderr.matches("Run it?").count(),
+        3,
+        "asked again after an unknown answer: {stderr}"
+    );
+    assert!(
+        stderr.contains("ASK") && stderr.contains("defaults.writer is ask"),
+        "the analysis is shown: {stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(w.ws.join("yes.txt")).unwrap(), "y");
+    assert!(!w.ws.join("no.txt").exists());
+    let approvals: Vec<Value> = record(&w)
+        .iter()
+        .filter(|l| l.get("outcome").is_some())
+        .map(|l| l["approval"].clone())
+        .collect();
+    assert_eq!(
+        approvals,
+        [serde_json::json!("allow_once"), serde_json::json!("deny")]
+    );
+}
