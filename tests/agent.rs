@@ -96,6 +96,12 @@ impl Rig {
         )
     }
 
+    /// Runs a session on the mock that must fail, and returns why.
+    async fn fails(&self, gate: &Arc<Gate>, mock: &Mock) -> SessionError {
+        let mut session = self.simple(Arc::clone(gate), openai(mock));
+        session.run("hi").await.unwrap_err()
+    }
+
     /// Every line of the record.
     fn lines(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.record)
@@ -304,11 +310,7 @@ async fn http_errors_are_named_and_429_and_5xx_are_retried() {
         None,
     )])
     .await;
-    let err = rig
-        .simple(Arc::clone(&gate), openai(&mock))
-        .run("hi")
-        .await
-        .unwrap_err();
+    let err = rig.fails(&gate, &mock).await;
     assert!(
         matches!(err, SessionError::Provider(ProviderError::Unauthorized(_))),
         "{err:?}"
@@ -318,11 +320,7 @@ async fn http_errors_are_named_and_429_and_5xx_are_retried() {
 
     let body = r#"{"error":{"message":"Model Not Exist"}}"#;
     let mock = Mock::start(vec![Reply::Status(400, body.into(), None)]).await;
-    let err = rig
-        .simple(Arc::clone(&gate), openai(&mock))
-        .run("hi")
-        .await
-        .unwrap_err();
+    let err = rig.fails(&gate, &mock).await;
     assert!(err.to_string().contains("\"mock-model\""), "{err}");
 
     let mock = Mock::start(vec![
@@ -345,11 +343,7 @@ async fn http_errors_are_named_and_429_and_5xx_are_retried() {
         Reply::Status(500, "still down".into(), None),
     ])
     .await;
-    let err = rig
-        .simple(Arc::clone(&gate), openai(&mock))
-        .run("hi")
-        .await
-        .unwrap_err();
+    let err = rig.fails(&gate, &mock).await;
     assert!(
         err.to_string().contains("500") && err.to_string().contains("still down"),
         "{err}"
