@@ -561,10 +561,7 @@ fn bound(mut text: String, max: usize) -> String {
         return text;
     }
     let total = text.len();
-    let mut cut = max;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = text.floor_char_boundary(max);
     text.truncate(cut);
     text.push_str(&format!("… [{} of {total} bytes shown]", cut));
     text

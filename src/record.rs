@@ -250,17 +250,8 @@ pub fn bound(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_owned();
     }
-    let floor = |mut i: usize| {
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    };
-    let head = floor(limit / 2);
-    let mut tail = text.len() - (limit - limit / 2);
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let head = text.floor_char_boundary(limit / 2);
+    let tail = text.ceil_char_boundary(text.len() - (limit - limit / 2));
     format!(
         "{}\n[… {} bytes elided; the result was {} bytes in all …]\n{}",
         &text[..head],

@@ -135,11 +135,7 @@ fn bounded(text: &str) -> String {
     if t.len() <= 500 {
         return t.to_owned();
     }
-    let mut end = 500;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &t[..end])
+    format!("{}…", &t[..t.floor_char_boundary(500)])
 }
 
 impl Provider for OpenAiProvider {

@@ -357,11 +357,7 @@ impl Terminal for Screen {
         };
         let mut why = why;
         if why.len() > 200 {
-            let mut end = 200;
-            while !why.is_char_boundary(end) {
-                end -= 1;
-            }
-            why.truncate(end);
+            why.truncate(why.floor_char_boundary(200));
             why.push('…');
         }
         let _ = writeln!(

@@ -198,10 +198,7 @@ pub fn proposes(calls: &[(&str, &str, &str)], step: usize) -> Reply {
 pub fn split_writes(events: Vec<String>) -> Vec<String> {
     let mut pieces = Vec::new();
     for e in events {
-        let mut mid = e.len() / 2;
-        while !e.is_char_boundary(mid) {
-            mid += 1;
-        }
+        let mid = e.ceil_char_boundary(e.len() / 2);
         pieces.push(e[..mid].to_owned());
         pieces.push(e[mid..].to_owned());
     }

@@ -60,14 +60,7 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
 
 /// Cuts text to `max` bytes on a character boundary.
 fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// How a confined path is shown to the model (see [`ConfinedPath::shown`]).
