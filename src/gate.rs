@@ -31,6 +31,7 @@ use crate::policy::{
     RuleHit, Unattended,
 };
 use crate::sandbox::jail::{Plan, PlanView};
+use crate::sandbox::resolve::resolve;
 use crate::sandbox::{ConfinedPath, PathView, Roots, RootsError, TouchedPath};
 use crate::tool::{Access, Arguments, Effect, Output, PathRole, Registry, Tool, ToolError};
 
@@ -312,10 +313,16 @@ impl Gate {
 
     /// A gate that refuses, at the sandbox stage, any write to these paths or beneath them: the
     /// host's own files (the execution record, `reasonix.yaml`, policies in the workspace),
-    /// whatever policy says. Paths are resolved (symlinks followed) now.
+    /// whatever policy says. Paths are resolved (`~`, `..`, symlinks) now, relative to the
+    /// workspace.
     pub fn protecting(mut self, paths: impl IntoIterator<Item = std::path::PathBuf>) -> Gate {
         for p in paths {
-            let p = resolve_existing_prefix(&p);
+            // Resolved like any path a call names, so the forms a call's paths are compared in
+            // match; a path that cannot be resolved is kept as given.
+            let resolved = p.to_str().and_then(|written| {
+                resolve(written, self.roots.workspace(), self.roots.home()).ok()
+            });
+            let p = resolved.map_or(p, |r| r.resolved);
             if !self.protected.contains(&p) {
                 self.protected.push(p);
             }
@@ -565,25 +572,6 @@ fn bound(mut text: String, max: usize) -> String {
     text.truncate(cut);
     text.push_str(&format!("… [{} of {total} bytes shown]", cut));
     text
-}
-
-/// `path` with its longest existing prefix canonicalized (a record not yet created still
-/// resolves through the symlinks above it).
-fn resolve_existing_prefix(path: &Path) -> std::path::PathBuf {
-    let mut rest = Vec::new();
-    let mut at = path.to_path_buf();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&at) {
-            return rest.iter().rev().fold(real, |acc, part| acc.join(part));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                at = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 #[cfg(test)]
