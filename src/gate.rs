@@ -95,6 +95,18 @@ pub enum Stage {
     Approve,
 }
 
+impl Stage {
+    /// The name used in output (the same as its serialized form).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Validate => "validate",
+            Stage::Policy => "policy",
+            Stage::Sandbox => "sandbox",
+            Stage::Approve => "approve",
+        }
+    }
+}
+
 /// Everything the gate concluded about a call: what `reasonix check` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct Admission {

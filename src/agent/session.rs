@@ -20,6 +20,7 @@
 //! line. Let a run finish, or end the process.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,7 +36,7 @@ use crate::record::{
     AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, bound,
     file_digest, now_ms, sha256,
 };
-use crate::tool::{Access, Output, ToolError};
+use crate::tool::{Access, Output};
 
 /// Where a session shows its progress.
 pub trait Terminal: Send + Sync {
@@ -84,6 +85,8 @@ pub struct Session {
 
 /// A judged call of the current turn.
 struct Judged {
+    /// When the gate judged it (ms since the Unix epoch).
+    time_ms: u128,
     call: ProposedCall,
     admission: Admission,
     approval: Option<Approval>,
@@ -234,44 +237,38 @@ impl Session {
 
     /// Judges, approves and runs the calls of one answer; answers each with a tool message.
     async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<(), SessionError> {
-        let judged: Vec<Judged> = calls.into_iter().map(|c| self.judge(c)).collect();
-        let times: Vec<u128> = judged.iter().map(|_| now_ms()).collect();
-        let runnable = judged.iter().filter(|j| j.runnable.is_some()).count();
-        let together = runnable > 1
-            && judged
-                .iter()
-                .filter(|j| j.runnable.is_some())
-                .all(|j| j.admission.read_only == Some(true));
-        let mut judged = judged;
-        let mut ran: Vec<Option<Ran>> = Vec::with_capacity(judged.len());
-        if together {
-            let tasks: Vec<_> = judged
-                .iter_mut()
-                .map(|j| {
-                    let admitted = j.runnable.take();
-                    let leases = Arc::clone(&self.leases);
-                    async move {
-                        match admitted {
-                            Some(a) => Some(run_one(a, leases).await),
-                            None => None,
-                        }
+        let mut judged: Vec<Judged> = calls.into_iter().map(|c| self.judge(c)).collect();
+        let together = judged
+            .iter()
+            .filter(|j| j.runnable.is_some())
+            .all(|j| j.admission.read_only == Some(true));
+        // Futures are lazy: joined, they run at once; awaited one by one, in order.
+        let runs: Vec<_> = judged
+            .iter_mut()
+            .map(|j| {
+                let admitted = j.runnable.take();
+                let leases = Arc::clone(&self.leases);
+                async move {
+                    match admitted {
+                        Some(a) => Some(run_one(a, leases).await),
+                        None => None,
                     }
-                })
-                .collect();
-            ran = futures_util::future::join_all(tasks).await;
+                }
+            })
+            .collect();
+        let ran: Vec<Option<Ran>> = if together {
+            futures_util::future::join_all(runs).await
         } else {
-            for j in judged.iter_mut() {
-                let done = match j.runnable.take() {
-                    Some(a) => Some(run_one(a, Arc::clone(&self.leases)).await),
-                    None => None,
-                };
-                ran.push(done);
+            let mut ran = Vec::with_capacity(runs.len());
+            for run in runs {
+                ran.push(run.await);
             }
-        }
-        for ((j, ran), time_ms) in judged.into_iter().zip(ran).zip(times) {
+            ran
+        };
+        for (j, ran) in judged.into_iter().zip(ran) {
             let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
             let record = CallRecord {
-                time_ms,
+                time_ms: j.time_ms,
                 call_id: j.call.id.clone(),
                 tool: j.call.name.clone(),
                 arguments_sha256: sha256(j.call.arguments.as_bytes()),
@@ -309,26 +306,16 @@ impl Session {
             name: call.name.clone(),
             arguments: RawArguments::Text(call.arguments.clone()),
         });
-        match judgement {
-            Judgement::Refused(admission) => Judged {
-                call,
-                admission,
-                approval: None,
-                runnable: None,
-            },
-            Judgement::Allowed(admitted) => Judged {
-                call,
-                admission: admitted.admission().clone(),
-                approval: None,
-                runnable: Some(admitted),
-            },
+        let time_ms = now_ms();
+        let (admission, approval, runnable) = match judgement {
+            Judgement::Refused(admission) => (admission, None, None),
+            Judgement::Allowed(admitted) => (admitted.admission().clone(), None, Some(admitted)),
             Judgement::Ask(pending) => {
-                let admission = pending.admission().clone();
                 let key = exact_key(&call);
                 let approval = if self.approved.contains(&key) {
                     Approval::Session
                 } else {
-                    match self.approver.ask(&admission) {
+                    match self.approver.ask(pending.admission()) {
                         Answer::Once => Approval::AllowOnce,
                         Answer::Session => {
                             self.approved.insert(key);
@@ -337,14 +324,17 @@ impl Session {
                         Answer::Deny => Approval::Deny,
                     }
                 };
+                let admission = pending.admission().clone();
                 let runnable = (approval != Approval::Deny).then(|| pending.approve());
-                Judged {
-                    call,
-                    admission,
-                    approval: Some(approval),
-                    runnable,
-                }
+                (admission, Some(approval), runnable)
             }
+        };
+        Judged {
+            time_ms,
+            call,
+            admission,
+            approval,
+            runnable,
         }
     }
 }
@@ -365,11 +355,11 @@ fn need(admission: &Admission) -> Need {
     if admission.bash.is_some() {
         return Need::Workspace;
     }
-    let paths: Vec<std::path::PathBuf> = admission
+    let paths: Vec<PathBuf> = admission
         .paths
         .iter()
         .filter(|p| p.access == Access::Write)
-        .filter_map(|p| p.path.as_ref().map(std::path::PathBuf::from))
+        .filter_map(|p| p.path.as_ref().map(PathBuf::from))
         .collect();
     Need::Paths(paths)
 }
@@ -379,32 +369,26 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
     let admission = admitted.admission().clone();
     let need = need(&admission);
     let lease = leases.acquire(need.clone()).await;
-    let files: Vec<String> = match &need {
-        Need::Paths(_) => admission
-            .paths
-            .iter()
-            .filter(|p| p.access == Access::Write)
-            .filter_map(|p| p.path.clone())
-            .collect(),
-        _ => Vec::new(),
+    let files: &[PathBuf] = match &need {
+        Need::Paths(paths) => paths,
+        _ => &[],
     };
-    let before: Vec<Option<(String, u64)>> =
-        files.iter().map(|f| file_digest(f.as_ref())).collect();
+    let before: Vec<Option<(String, u64)>> = files.iter().map(|f| file_digest(f)).collect();
     let started = Instant::now();
     let started_ms = now_ms();
     let result = match tokio::task::spawn_blocking(move || admitted.execute()).await {
         Ok(Ok(output)) => Ok(output),
-        Ok(Err(e)) => Err(tool_error(&e)),
+        Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(format!("the call's thread failed: {e}")),
     };
     let duration_ms = started.elapsed().as_millis();
     let mut receipts: Vec<Receipt> = files
-        .into_iter()
+        .iter()
         .zip(before)
         .map(|(path, before)| {
-            let after = file_digest(path.as_ref());
+            let after = file_digest(path);
             Receipt::File {
-                path,
+                path: path.display().to_string(),
                 before_sha256: before.map(|b| b.0),
                 bytes: after.as_ref().map(|a| a.1),
                 after_sha256: after.map(|a| a.0),
@@ -425,10 +409,6 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
         result,
         receipts,
     }
-}
-
-fn tool_error(e: &ToolError) -> String {
-    e.to_string()
 }
 
 /// The outcome, the exit status, and the whole text the model is told.
@@ -453,10 +433,7 @@ fn conclude(j: &Judged, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
             format!(
                 "blocked by the host ({} at stage {}): {}\nNothing ran; do not retry the same call.",
                 j.admission.verdict,
-                serde_json::to_value(j.admission.stage)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                j.admission.stage.as_str(),
                 j.admission.reasons.join("; ")
             ),
         ),

@@ -31,7 +31,7 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
     if let Some(id) = &a.id {
         write!(out, " {dim}[{id}]{dim:#}")?;
     }
-    writeln!(out, " {dim}stage {}{dim:#} — {first}", stage_name(a))?;
+    writeln!(out, " {dim}stage {}{dim:#} — {first}", a.stage.as_str())?;
     for reason in a.reasons.iter().skip(1) {
         writeln!(out, "  {label}also{label:#}    {reason}")?;
     }
@@ -166,10 +166,6 @@ fn bash_lines(out: &mut dyn Write, bash: &serde_json::Value) -> io::Result<()> {
         writeln!(out, "  {warn}problem{warn:#} {}", p.as_str().unwrap_or(""))?;
     }
     Ok(())
-}
-
-fn stage_name(a: &Admission) -> String {
-    serde_name(&a.stage)
 }
 
 /// The serde name of a unit enum value (`"target"` for `PathRole::Target`).
