@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use reasonix::{Gate, PolicySet, Posture, Registry, Verdict};
+use reasonix::{Gate, Posture, Registry, Verdict};
 
 use super::render;
 
@@ -52,16 +52,8 @@ fn parse_posture(s: &str) -> Result<Posture, String> {
 }
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let policy = if args.policies.is_empty() && args.data.is_empty() {
-        PolicySet::embedded_default()
-    } else {
-        PolicySet::load_with(&args.policies, &args.data, false)
-            .context("the policy does not load; nothing was checked")?
-    };
-    let workspace = match args.workspace {
-        Some(w) => w,
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
+    let policy = super::policy(&args.policies, &args.data, "; nothing was checked")?;
+    let workspace = super::workspace(args.workspace.as_deref())?;
     let gate = Gate::new(Registry::with_builtins(), &policy, &workspace, args.posture)
         .context("cannot set up the gate")?
         .explaining(args.explain);

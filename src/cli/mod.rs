@@ -11,9 +11,12 @@ mod render;
 mod run;
 mod sandbox;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use reasonix::PolicySet;
 
 /// Exit status for a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
@@ -72,4 +75,22 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_CONFIG)
         }
     }
+}
+
+/// `--workspace`, or the current folder.
+fn workspace(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match flag {
+        Some(w) => Ok(w.to_path_buf()),
+        None => std::env::current_dir().context("cannot read the current folder"),
+    }
+}
+
+/// The `--policy` and `--data` files, or the embedded default policy when none is given.
+/// `refused` says what a policy that does not load stops.
+fn policy(policies: &[PathBuf], data: &[PathBuf], refused: &str) -> anyhow::Result<PolicySet> {
+    if policies.is_empty() && data.is_empty() {
+        return Ok(PolicySet::embedded_default());
+    }
+    PolicySet::load_with(policies, data, false)
+        .with_context(|| format!("the policy does not load{refused}"))
 }

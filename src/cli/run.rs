@@ -24,7 +24,7 @@ use reasonix::agent::script::ScriptProvider;
 use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
 use reasonix::lease::Leases;
 use reasonix::record::{CallRecord, Outcome, Recorder};
-use reasonix::{Admission, Gate, PolicySet, Posture, Registry};
+use reasonix::{Admission, Gate, Posture, Registry};
 
 use super::render;
 
@@ -84,21 +84,13 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
+    let workspace = super::workspace(args.workspace.as_deref())?;
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("the workspace {} does not exist", workspace.display()))?;
     let config = RunConfig::load(&workspace).map_err(anyhow::Error::msg)?;
 
-    let policy = if args.policies.is_empty() && args.data.is_empty() {
-        PolicySet::embedded_default()
-    } else {
-        PolicySet::load_with(&args.policies, &args.data, false)
-            .context("the policy does not load; nothing ran")?
-    };
+    let policy = super::policy(&args.policies, &args.data, "; nothing ran")?;
     let interactive = std::io::stdin().is_terminal() && !args.unattended && !args.strict;
     let posture = if args.strict {
         Posture::Strict

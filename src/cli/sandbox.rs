@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use reasonix::PolicySet;
 use reasonix::sandbox::Roots;
 use reasonix::sandbox::jail::{self, Capture, NetRule, Plan};
 use serde_json::json;
@@ -46,11 +45,7 @@ pub struct ExecArgs {
 }
 
 fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
-    let policy = if args.policies.is_empty() {
-        PolicySet::embedded_default()
-    } else {
-        PolicySet::load(&args.policies).context("the policy does not load")?
-    };
+    let policy = super::policy(&args.policies, &[], "")?;
     let mut config = policy.jail();
     for rule in &args.allow_net {
         let rule = NetRule::try_from(rule.clone()).map_err(anyhow::Error::msg)?;
@@ -58,10 +53,7 @@ fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
             config.network.push(rule);
         }
     }
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
+    let workspace = super::workspace(args.workspace.as_deref())?;
     let roots = Roots::new(&workspace).context("cannot use the workspace")?;
     Ok(Plan::new(&config, roots.workspace(), roots.home()))
 }
