@@ -104,11 +104,7 @@ impl Rig {
 
     /// Every line of the record.
     fn lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.record)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        common::jsonl(&self.record)
     }
 
     /// The record's call lines.

@@ -30,11 +30,7 @@ fn example_world() -> World {
 }
 
 fn record(w: &World) -> Vec<Value> {
-    std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::jsonl(&w.ws.join(".reasonix/record.jsonl"))
 }
 
 #[test]
@@ -203,11 +199,7 @@ fn reasonix_yaml_configures_the_run_and_the_model_cannot_rewrite_it() {
         "",
     );
     assert_eq!(code, 0, "{stderr}");
-    let lines: Vec<Value> = std::fs::read_to_string(w.ws.join("log/record.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = common::jsonl(&w.ws.join("log/record.jsonl"));
     let calls: Vec<&Value> = lines
         .iter()
         .filter(|l| l.get("outcome").is_some())

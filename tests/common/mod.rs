@@ -144,3 +144,12 @@ pub fn reasons(v: &Value) -> String {
         })
         .unwrap_or_default()
 }
+
+/// Every line of a JSONL file (an execution record), parsed.
+pub fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
