@@ -342,11 +342,6 @@ impl Gate {
         self
     }
 
-    /// The paths no call may write.
-    pub fn protected(&self) -> &[std::path::PathBuf] {
-        &self.protected
-    }
-
     /// The tools this gate admits calls to.
     pub fn registry(&self) -> &Registry {
         &self.registry
