@@ -80,6 +80,7 @@ pub mod record;
 pub mod sandbox;
 pub mod shell;
 pub mod tool;
+pub mod vocab;
 
 pub use call::Call;
 pub use gate::{Admission, Gate, Judgement, Stage, Verdict};

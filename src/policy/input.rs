@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::Posture;
 use crate::sandbox::{PathView, Roots};
 use crate::shell::Analysis;
-use crate::tool::Effect;
+use crate::vocab::Effect;
 
 /// Where a tool comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -56,7 +56,7 @@ pub struct Root {
     /// The folder, canonical.
     pub path: String,
     /// `write` (read and write) or `read`.
-    pub access: crate::tool::Access,
+    pub access: crate::vocab::Access,
 }
 
 /// The session the call belongs to.

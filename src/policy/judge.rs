@@ -13,7 +13,7 @@ use super::rego::Rego;
 use super::{Decision, Defaults};
 use crate::sandbox::TouchedPath;
 use crate::shell::{Analysis, Normalized};
-use crate::tool::{Access, Effect, PathRole};
+use crate::vocab::{Access, Effect, PathRole};
 
 /// One rule, compiled.
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::Decision;
 use super::commands::{ExactSpec, PatternSpec};
-use crate::tool::Effect;
+use crate::vocab::Effect;
 
 /// One policy file as written.
 #[derive(Clone, Debug, Deserialize)]

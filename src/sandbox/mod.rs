@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::tool::{Access, PathRequest, PathRole};
+use crate::vocab::{Access, PathRequest, PathRole};
 pub use beneath::ConfinedPath;
 pub use resolve::{Resolution, ResolveError};
 

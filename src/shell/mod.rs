@@ -39,7 +39,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::tool::{Effect, PathRequest, PathRole};
+use crate::vocab::{Effect, PathRequest, PathRole};
 pub use options::Normalized;
 pub use word::{Dynamic, Word};
 

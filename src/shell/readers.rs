@@ -13,7 +13,7 @@
 
 use super::hazards::find_option;
 use super::{Analysis, Command, Dynamic, RedirectKind};
-use crate::tool::Effect;
+use crate::vocab::Effect;
 
 /// How a reader stays read-only.
 #[derive(Clone, Copy)]

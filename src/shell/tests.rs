@@ -1,7 +1,7 @@
 //! Unit tests of the analysis as a whole: its JSON shape and the paths it hands the gate.
 
 use super::*;
-use crate::tool::Access;
+use crate::vocab::Access;
 
 #[test]
 fn the_json_carries_argv_features_redirects_and_dynamic_words() {
