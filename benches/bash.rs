@@ -3,7 +3,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reasonix::shell::Analysis;
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 use std::hint::black_box;
 
 /// 100 bytes: a pipeline, a chain and a redirection.
@@ -41,13 +41,12 @@ fn analysis(c: &mut Criterion) {
     });
 
     let dir = tempfile::tempdir().expect("workspace");
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &PolicySet::embedded_default(),
-        dir.path(),
-        Posture::Interactive,
-    )
-    .expect("gate");
+    let policy = PolicySet::embedded_default();
+    let gate = Gate::builder(Registry::with_builtins(), &policy, dir.path())
+        .posture(Posture::Interactive)
+        .host_files(HostFiles::for_workspace(dir.path()))
+        .build()
+        .expect("gate");
     let call = serde_json::json!({"name": "bash", "arguments": {"command": SHORT}}).to_string();
     c.bench_function("admit bash 100 B", |b| {
         b.iter(|| gate.admit_text(black_box(&call)))

@@ -4,7 +4,7 @@
 //! loaded beside the YAML default, to measure what Rego adds.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -14,7 +14,11 @@ fn admission(c: &mut Criterion) {
     std::fs::create_dir_all(ws.join("src/deep")).expect("folders");
     std::fs::write(ws.join("src/deep/lib.rs"), "fn main() {}\n").expect("file");
     let gate = |policy: &PolicySet| {
-        Gate::new(Registry::with_builtins(), policy, ws, Posture::Interactive).expect("gate")
+        Gate::builder(Registry::with_builtins(), policy, ws)
+            .posture(Posture::Interactive)
+            .host_files(HostFiles::for_workspace(ws))
+            .build()
+            .expect("gate")
     };
     let yaml = gate(&PolicySet::embedded_default());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");

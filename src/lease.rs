@@ -9,12 +9,20 @@
 //!
 //! Leases are shared between sessions through an `Arc<Leases>`, so two agents in one workspace
 //! serialize their conflicting writes too.
+//!
+//! The lease travels with the call: an [`Admitted`] becomes a [`Leased`] only by taking its
+//! lease ([`Admitted::lease`]), and only a [`Leased`] can execute (`crate::execute`). So no code
+//! path runs a call without holding what it needs, and a call holds nothing before it is
+//! admitted.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
+
+use crate::gate::{Admission, Admitted, Parts};
+use crate::vocab::Access;
 use tokio::sync::{OwnedMutexGuard, OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
 /// What a call needs.
@@ -98,6 +106,65 @@ impl Leases {
                 }
             }
         }
+    }
+}
+
+/// The lease an admitted call needs: shared for a read-only call, the workspace for a bash
+/// command that may change things, each written path for a file writer.
+pub fn need(admission: &Admission) -> Need {
+    if admission.read_only == Some(true) {
+        return Need::Shared;
+    }
+    if admission.bash.is_some() {
+        return Need::Workspace;
+    }
+    let paths: Vec<PathBuf> = admission
+        .paths
+        .iter()
+        .filter(|p| p.access == Access::Write)
+        .filter_map(|p| p.path.as_ref().map(PathBuf::from))
+        .collect();
+    Need::Paths(paths)
+}
+
+/// An admitted call holding its lease: the only thing that can execute (`Leased::execute`).
+pub struct Leased {
+    pub(crate) parts: Parts,
+    pub(crate) lease: Lease,
+}
+
+impl Leased {
+    /// What the gate concluded.
+    pub fn admission(&self) -> &Admission {
+        &self.parts.admission
+    }
+
+    /// What is held.
+    pub fn need(&self) -> &Need {
+        &self.lease.need
+    }
+}
+
+impl Admitted {
+    /// The lease this call will take.
+    pub fn need(&self) -> Need {
+        need(self.admission())
+    }
+
+    /// Waits for the call's lease and holds it: the call may now execute.
+    pub async fn lease(self, leases: &Leases) -> Leased {
+        let lease = leases.acquire(self.need()).await;
+        Leased {
+            parts: self.into_parts(),
+            lease,
+        }
+    }
+
+    /// [`Admitted::lease`] for code that is not async (tests, a CLI without a runtime). It must
+    /// not be called from inside an async runtime.
+    pub fn lease_blocking(self, leases: &Leases) -> std::io::Result<Leased> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+        Ok(runtime.block_on(self.lease(leases)))
     }
 }
 

@@ -4,16 +4,16 @@
 //! One call, traced to its verdict:
 //!
 //! ```
-//! use reasonix::{Gate, Posture, PolicySet, Registry, Verdict};
+//! use reasonix::{Gate, HostFiles, Posture, PolicySet, Registry, Verdict};
 //!
 //! let workspace = tempfile::tempdir().unwrap();
-//! let gate = Gate::new(
-//!     Registry::with_builtins(),
-//!     &PolicySet::embedded_default(),
-//!     workspace.path(),
-//!     Posture::Interactive,
-//! )
-//! .unwrap();
+//! let policy = PolicySet::embedded_default();
+//! let gate = Gate::builder(Registry::with_builtins(), &policy, workspace.path())
+//!     .posture(Posture::Interactive)
+//!     // The host's own files (record, settings, policies): no call may change them.
+//!     .host_files(HostFiles::for_workspace(workspace.path()))
+//!     .build()
+//!     .unwrap();
 //!
 //! // Reads inside the workspace fall back to `defaults.read_only: allow`.
 //! let read = gate.admit_text(r#"{"name":"read_file","arguments":{"path":"notes.md"}}"#);
@@ -73,16 +73,21 @@
 
 pub mod agent;
 pub mod call;
+pub mod execute;
 pub mod gate;
+pub mod host;
 pub mod lease;
 pub mod policy;
 pub mod record;
 pub mod sandbox;
 pub mod shell;
+pub mod text;
 pub mod tool;
 pub mod vocab;
 
 pub use call::Call;
 pub use gate::{Admission, Gate, Judgement, Stage, Verdict};
+pub use host::HostFiles;
 pub use policy::{PolicySet, Posture};
-pub use tool::{Effect, Registry, Tool};
+pub use tool::{Registry, Tool};
+pub use vocab::Effect;

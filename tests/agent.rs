@@ -443,10 +443,7 @@ async fn the_hosts_own_files_are_protected_whatever_the_policy() {
     let record_dir = rig.world.ws.join(".reasonix");
     std::fs::create_dir_all(&record_dir).unwrap();
     std::fs::write(record_dir.join("record.jsonl"), "").unwrap();
-    let gate = rig
-        .world
-        .yaml_gate(ALLOW_ALL)
-        .protecting([record_dir.clone()]);
+    let gate = rig.world.yaml_gate(ALLOW_ALL);
     for call in [
         json!({"name": "write_file", "arguments": {"path": ".reasonix/record.jsonl", "content": ""}}),
         json!({"name": "delete_file", "arguments": {"path": ".reasonix/record.jsonl"}}),

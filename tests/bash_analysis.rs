@@ -6,7 +6,7 @@ mod common;
 
 use common::World;
 use reasonix::shell::{Analysis, Feature};
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{PolicySet, Posture, Registry};
 use serde_json::json;
 
 /// Expected facts about one script. `commands` lists argv per simple command in the order the
@@ -431,13 +431,12 @@ fn bash_calls_get_their_verdicts() {
     let mut failures = Vec::new();
     for (policy, posture, script, want) in VERDICTS {
         let policy = if *policy == "dev" { &dev } else { &default };
-        let gate = Gate::new(
+        let gate = common::gate_over(
             Registry::with_builtins(),
             policy,
             &w.ws,
             posture.parse::<Posture>().unwrap(),
-        )
-        .unwrap();
+        );
         let call = json!({"name": "bash", "arguments": {"command": script}});
         let a = gate.admit_text(&call.to_string()).into_admission();
         if a.verdict.as_str() != *want {

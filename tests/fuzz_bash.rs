@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use reasonix::shell::{Analysis, Feature};
-use reasonix::{Gate, PolicySet, Posture, Registry, Verdict};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry, Verdict};
 
 const ALLOW_EVERYTHING: &str = r#"
 version: 1
@@ -26,13 +26,11 @@ rules:
 static GATE: LazyLock<(tempfile::TempDir, Gate)> = LazyLock::new(|| {
     let dir = tempfile::tempdir().expect("temporary workspace");
     let policy = PolicySet::from_yaml("allow-everything.yaml", ALLOW_EVERYTHING).expect("policy");
-    let gate = Gate::new(
-        Registry::with_builtins(),
-        &policy,
-        dir.path(),
-        Posture::Interactive,
-    )
-    .expect("gate");
+    let gate = Gate::builder(Registry::with_builtins(), &policy, dir.path())
+        .posture(Posture::Interactive)
+        .host_files(HostFiles::for_workspace(dir.path()))
+        .build()
+        .expect("gate");
     (dir, gate)
 });
 

@@ -13,7 +13,7 @@ use common::World;
 use reasonix::sandbox::jail::{
     self, Capture, JailConfig, Limits, Mode, NetRule, Outcome, Plan, RunResult,
 };
-use reasonix::{Gate, Judgement, PolicySet, Posture, Registry};
+use reasonix::{Judgement, PolicySet, Posture, Registry};
 
 fn skip_unless(have: bool, what: &str) -> bool {
     if !have {
@@ -547,7 +547,7 @@ fn the_bash_tool_runs_in_the_jail() {
     }
     let w = World::new();
     let set = PolicySet::from_yaml("p.yaml", "version: 1\ndefaults:\n  writer: allow\n").unwrap();
-    let gate = Gate::new(Registry::with_builtins(), &set, &w.ws, Posture::Interactive).unwrap();
+    let gate = common::gate_over(Registry::with_builtins(), &set, &w.ws, Posture::Interactive);
     let escape = w.outside.join("escaped.txt");
     // Policy cannot see where `$F` points; the jail still stops the write.
     let call = serde_json::json!({"name": "bash", "arguments": {"command": format!("F={}; echo x > \"$F\"; echo made > in.txt; exit 3", escape.display())}});
@@ -556,7 +556,7 @@ fn the_bash_tool_runs_in_the_jail() {
         Judgement::Ask(p) => p.approve(),
         Judgement::Refused(a) => panic!("{:?}", a.reasons),
     };
-    let out = admitted.execute().unwrap();
+    let out = common::execute(admitted).unwrap();
     assert_eq!(out.exit_code, Some(3));
     assert!(out.text.starts_with("exit status 3\n"), "{}", out.text);
     assert!(out.text.contains("Permission denied"), "{}", out.text);

@@ -4,7 +4,7 @@
 mod common;
 
 use common::World;
-use reasonix::{PolicySet, Posture};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
@@ -18,9 +18,13 @@ fn every_input_document_matches_the_schema() {
     let w = World::new();
     w.file("src/a.rs", "fn main() {}\n");
     w.link("link", "src");
-    let gate = w
-        .gate(&PolicySet::embedded_default(), Posture::Unattended)
-        .explaining(true);
+    let policy = PolicySet::embedded_default();
+    let gate = Gate::builder(Registry::with_builtins(), &policy, &w.ws)
+        .posture(Posture::Unattended)
+        .explain(true)
+        .host_files(HostFiles::for_workspace(&w.ws))
+        .build()
+        .unwrap();
     let calls = [
         json!({"name":"read_file","arguments":{"path":"src/a.rs","offset":1,"limit":5}}),
         json!({"name":"write_file","arguments":{"path":"link/new.rs","content":"x"}}),

@@ -47,7 +47,7 @@ fn write_through_a_folder_swapped_for_a_symlink_is_refused() {
             .starts_with(&w.outside)
     );
 
-    let err = call.execute().expect_err("the write must fail");
+    let err = common::execute(call).expect_err("the write must fail");
     assert!(err.to_string().contains("symbolic links"), "{err}");
     assert!(
         !w.outside.join("notes.txt").exists(),
@@ -76,7 +76,7 @@ fn read_through_a_folder_swapped_for_a_symlink_is_refused() {
         "SECRET\n"
     );
 
-    let err = call.execute().expect_err("the read must fail");
+    let err = common::execute(call).expect_err("the read must fail");
     assert!(!err.to_string().contains("SECRET"));
 }
 
@@ -94,7 +94,7 @@ fn a_file_swapped_for_a_symlink_is_not_written_through() {
     std::fs::remove_file(w.ws.join("target.txt")).unwrap();
     std::os::unix::fs::symlink(w.outside.join("victim"), w.ws.join("target.txt")).unwrap();
 
-    assert!(call.execute().is_err());
+    assert!(common::execute(call).is_err());
     assert_eq!(
         std::fs::read_to_string(w.outside.join("victim")).unwrap(),
         "untouched\n"
@@ -114,7 +114,7 @@ fn delete_through_a_folder_swapped_for_a_symlink_is_refused() {
 
     swap_for_link(&w, "dir", &w.outside);
 
-    assert!(call.execute().is_err());
+    assert!(common::execute(call).is_err());
     assert!(w.outside.join("old.txt").exists());
 }
 
@@ -131,7 +131,7 @@ fn move_into_a_folder_swapped_for_a_symlink_is_refused() {
 
     swap_for_link(&w, "dest", &w.outside);
 
-    assert!(call.execute().is_err());
+    assert!(common::execute(call).is_err());
     assert!(!w.outside.join("a.txt").exists());
     assert!(w.ws.join("a.txt").exists(), "the source stays where it was");
 }
@@ -145,7 +145,7 @@ fn without_a_swap_the_same_calls_succeed() {
         &gate,
         serde_json::json!({"name":"write_file","arguments":{"path":"dir/notes.txt","content":"new"}}),
     );
-    call.execute().unwrap();
+    common::execute(call).unwrap();
     assert_eq!(
         std::fs::read_to_string(w.ws.join("dir/notes.txt")).unwrap(),
         "new"

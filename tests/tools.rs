@@ -17,7 +17,9 @@ fn gate(w: &World) -> Gate {
 fn run(gate: &Gate, name: &str, args: Value) -> Result<String, String> {
     let call = json!({"name": name, "arguments": args}).to_string();
     match gate.admit_text(&call) {
-        Judgement::Allowed(a) => a.execute().map(|o| o.text).map_err(|e| e.to_string()),
+        Judgement::Allowed(a) => common::execute(a)
+            .map(|o| o.text)
+            .map_err(|e| e.to_string()),
         other => panic!("{call} was not admitted: {:?}", other.admission()),
     }
 }
@@ -289,7 +291,7 @@ fn bash_runs_in_the_workspace_and_reports_its_status_and_output() {
     let Judgement::Allowed(admitted) = j else {
         panic!("an analysed writer under writer: allow is allowed")
     };
-    let out = admitted.execute().unwrap();
+    let out = common::execute(admitted).unwrap();
     assert_eq!(out.exit_code, Some(4));
     assert_eq!(
         out.text,
@@ -307,7 +309,7 @@ fn bash_timeout_ms_is_honoured() {
         panic!("allowed")
     };
     let started = std::time::Instant::now();
-    let out = admitted.execute().unwrap();
+    let out = common::execute(admitted).unwrap();
     assert_eq!(out.exit_code, Some(124));
     assert!(out.text.starts_with("timed out after"), "{}", out.text);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));

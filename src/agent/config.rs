@@ -66,18 +66,23 @@ impl RunConfig {
         }
     }
 
-    /// The workspace's file over the user's, either may be missing. An unreadable or invalid
-    /// file is an error naming it (and its line).
-    pub fn load(workspace: &Path) -> Result<RunConfig, String> {
+    /// Where the settings are read from, the workspace's file first; either may be missing.
+    /// Both are host files no call may change.
+    pub fn files(workspace: &Path) -> Vec<PathBuf> {
         let user = std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
             .map(|c| c.join("reasonix/reasonix.yaml"));
+        std::iter::once(workspace.join("reasonix.yaml"))
+            .chain(user)
+            .collect()
+    }
+
+    /// The workspace's file over the user's, either may be missing. An unreadable or invalid
+    /// file is an error naming it (and its line).
+    pub fn load(workspace: &Path) -> Result<RunConfig, String> {
         let mut config = RunConfig::default();
-        for path in [Some(workspace.join("reasonix.yaml")), user]
-            .into_iter()
-            .flatten()
-        {
+        for path in RunConfig::files(workspace) {
             if !path.exists() {
                 continue;
             }

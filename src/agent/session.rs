@@ -36,7 +36,7 @@ use crate::record::{
     AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, bound,
     file_digest, now_ms, sha256,
 };
-use crate::tool::{Access, Output};
+use crate::tool::Output;
 
 /// Where a session shows its progress.
 pub trait Terminal: Send + Sync {
@@ -84,7 +84,7 @@ pub struct Session {
 }
 
 /// A judged call of the current turn.
-struct Judged {
+struct Decided {
     /// When the gate judged it (ms since the Unix epoch).
     time_ms: u128,
     call: ProposedCall,
@@ -237,7 +237,7 @@ impl Session {
 
     /// Judges, approves and runs the calls of one answer; answers each with a tool message.
     async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<(), SessionError> {
-        let mut judged: Vec<Judged> = calls.into_iter().map(|c| self.judge(c)).collect();
+        let mut judged: Vec<Decided> = calls.into_iter().map(|c| self.judge(c)).collect();
         let together = judged
             .iter()
             .filter(|j| j.runnable.is_some())
@@ -300,7 +300,7 @@ impl Session {
     }
 
     /// The gate, then the approver for an ask.
-    fn judge(&mut self, call: ProposedCall) -> Judged {
+    fn judge(&mut self, call: ProposedCall) -> Decided {
         let judgement = self.gate.admit(&Call {
             id: Some(call.id.clone()),
             name: call.name.clone(),
@@ -329,7 +329,7 @@ impl Session {
                 (admission, Some(approval), runnable)
             }
         };
-        Judged {
+        Decided {
             time_ms,
             call,
             admission,
@@ -347,28 +347,11 @@ fn exact_key(call: &ProposedCall) -> String {
     format!("{}\u{0}{args}", call.name)
 }
 
-/// The lease a call needs.
-fn need(admission: &Admission) -> Need {
-    if admission.read_only == Some(true) {
-        return Need::Shared;
-    }
-    if admission.bash.is_some() {
-        return Need::Workspace;
-    }
-    let paths: Vec<PathBuf> = admission
-        .paths
-        .iter()
-        .filter(|p| p.access == Access::Write)
-        .filter_map(|p| p.path.as_ref().map(PathBuf::from))
-        .collect();
-    Need::Paths(paths)
-}
-
 /// Leases, runs on a blocking thread, and takes receipts.
 async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
-    let admission = admitted.admission().clone();
-    let need = need(&admission);
-    let lease = leases.acquire(need.clone()).await;
+    let leased = admitted.lease(&leases).await;
+    let admission = leased.admission().clone();
+    let need = leased.need().clone();
     let files: &[PathBuf] = match &need {
         Need::Paths(paths) => paths,
         _ => &[],
@@ -376,10 +359,12 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
     let before: Vec<Option<(String, u64)>> = files.iter().map(|f| file_digest(f)).collect();
     let started = Instant::now();
     let started_ms = now_ms();
-    let result = match tokio::task::spawn_blocking(move || admitted.execute()).await {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(format!("the call's thread failed: {e}")),
+    let (result, lease) = match tokio::task::spawn_blocking(move || leased.execute()).await {
+        Ok(executed) => (
+            executed.result.map_err(|e| e.to_string()),
+            Some(executed.lease),
+        ),
+        Err(e) => (Err(format!("the call's thread failed: {e}")), None),
     };
     let duration_ms = started.elapsed().as_millis();
     let mut receipts: Vec<Receipt> = files
@@ -412,7 +397,7 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
 }
 
 /// The outcome, the exit status, and the whole text the model is told.
-fn conclude(j: &Judged, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
+fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
     match ran {
         None if j.admission.verdict == Verdict::Invalid => (
             Outcome::Invalid,

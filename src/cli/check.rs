@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use reasonix::{Gate, Posture, Registry, Verdict};
+use reasonix::{Posture, Verdict};
 
 use super::render;
 
@@ -54,9 +54,15 @@ fn parse_posture(s: &str) -> Result<Posture, String> {
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let policy = super::policy(&args.policies, &args.data, "; nothing was checked")?;
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let gate = Gate::new(Registry::with_builtins(), &policy, &workspace, args.posture)
-        .context("cannot set up the gate")?
-        .explaining(args.explain);
+    let (gate, _) = super::gate(super::GateSpec {
+        workspace: &workspace,
+        policy: &policy,
+        policies: &args.policies,
+        data: &args.data,
+        record: None,
+        posture: args.posture,
+        explain: args.explain,
+    })?;
 
     let mut worst: Option<Verdict> = None;
     let stdout = anstream::stdout();

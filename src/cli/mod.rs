@@ -16,7 +16,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use reasonix::PolicySet;
+use reasonix::agent::config::RunConfig;
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
@@ -93,4 +94,59 @@ fn policy(policies: &[PathBuf], data: &[PathBuf], refused: &str) -> anyhow::Resu
     }
     PolicySet::load_with(policies, data, false)
         .with_context(|| format!("the policy does not load{refused}"))
+}
+
+/// What every entry point needs to build its gate.
+struct GateSpec<'a> {
+    /// The workspace, as given.
+    workspace: &'a Path,
+    /// The policies in force.
+    policy: &'a PolicySet,
+    /// The `--policy` paths (host files).
+    policies: &'a [PathBuf],
+    /// The `--data` paths (host files).
+    data: &'a [PathBuf],
+    /// `--record`, if given.
+    record: Option<&'a Path>,
+    /// Who answers asks.
+    posture: Posture,
+    /// `--explain`.
+    explain: bool,
+}
+
+/// The one way the command line builds a gate, for `check`, `run` and `policy test` alike: the
+/// workspace's settings (`reasonix.yaml`) name the record, and the record, the settings and the
+/// policy and data files are the host's own files no call may change. So a dry run protects
+/// exactly what a live run protects. Returns the gate with its settings.
+fn gate(spec: GateSpec<'_>) -> anyhow::Result<(Gate, RunConfig)> {
+    let workspace = spec
+        .workspace
+        .canonicalize()
+        .with_context(|| format!("the workspace {} does not exist", spec.workspace.display()))?;
+    let settings = RunConfig::load(&workspace).map_err(anyhow::Error::msg)?;
+    let record = match (spec.record, &settings.record) {
+        (Some(r), _) => Some(absolute(r)?),
+        (None, Some(r)) => Some(workspace.join(r)),
+        (None, None) => None,
+    };
+    let mut host = HostFiles::for_workspace(&workspace);
+    if let Some(record) = record {
+        host = host.with_record(record);
+    }
+    let mut files = RunConfig::files(&workspace);
+    for p in spec.policies.iter().chain(spec.data) {
+        files.push(absolute(p)?);
+    }
+    let gate = Gate::builder(Registry::with_builtins(), spec.policy, &workspace)
+        .posture(spec.posture)
+        .explain(spec.explain)
+        .host_files(host.with_files(files))
+        .build()
+        .context("cannot set up the gate")?;
+    Ok((gate, settings))
+}
+
+/// `p` made absolute from the current folder.
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
 }

@@ -18,7 +18,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use reasonix::policy::rego::TestOutcome;
 use reasonix::policy::{is_case_file, is_test_module};
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::{PolicySet, Posture};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -27,7 +27,7 @@ pub enum PolicyCommand {
     /// Run Rego `test_*` rules and `*.cases.yaml` files.
     Test(TestArgs),
     /// Load policies, report problems with file and line, list the rules found.
-    Check(CheckArgs),
+    Check(PolicyCheckArgs),
 }
 
 #[derive(Args)]
@@ -41,7 +41,7 @@ pub struct TestArgs {
 }
 
 #[derive(Args)]
-pub struct CheckArgs {
+pub struct PolicyCheckArgs {
     /// Policy files or folders.
     #[arg(value_name = "PATH", required = true)]
     paths: Vec<PathBuf>,
@@ -57,7 +57,7 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+fn check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     let set =
         PolicySet::load_with(&args.paths, &args.data, false).context("the policy does not load")?;
     let mut out = anstream::stdout();
@@ -264,13 +264,16 @@ fn run_case_file(
             }
             std::fs::write(&target, content)?;
         }
-        let gate = Gate::new(
-            Registry::with_builtins(),
-            &set,
-            workspace.path(),
-            case.posture.unwrap_or_default(),
-        )
-        .with_context(|| format!("{} {name}: cannot set up the gate", file.display()))?;
+        let (gate, _) = super::gate(super::GateSpec {
+            workspace: workspace.path(),
+            policy: &set,
+            policies: &policies,
+            data,
+            record: None,
+            posture: case.posture.unwrap_or_default(),
+            explain: false,
+        })
+        .with_context(|| format!("{} {name}", file.display()))?;
         let admission = gate.admit_text(&case.call.to_string()).into_admission();
         if admission.verdict.as_str() == case.expect.as_str() {
             tally.passed += 1;

@@ -24,7 +24,7 @@ use reasonix::agent::script::ScriptProvider;
 use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
 use reasonix::lease::Leases;
 use reasonix::record::{CallRecord, Outcome, Recorder};
-use reasonix::{Admission, Gate, Posture, Registry};
+use reasonix::{Admission, Posture};
 
 use super::render;
 
@@ -85,11 +85,6 @@ pub struct RunArgs {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let workspace = workspace
-        .canonicalize()
-        .with_context(|| format!("the workspace {} does not exist", workspace.display()))?;
-    let config = RunConfig::load(&workspace).map_err(anyhow::Error::msg)?;
-
     let policy = super::policy(&args.policies, &args.data, "; nothing ran")?;
     let interactive = std::io::stdin().is_terminal() && !args.unattended && !args.strict;
     let posture = if args.strict {
@@ -103,24 +98,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         note("stdin is not a terminal: running unattended (asks resolve by defaults.unattended)");
     }
 
-    let record = args
-        .record
-        .clone()
-        .or(config.record.clone().map(|r| workspace.join(r)))
-        .unwrap_or_else(|| workspace.join(".reasonix/record.jsonl"));
-    let record = absolute(&record)?;
-
-    // The host's own files are not the model's to change, whatever the policy says.
-    let mut protected = vec![record.clone(), workspace.join("reasonix.yaml")];
-    if args.record.is_none() && config.record.is_none() {
-        protected.push(workspace.join(".reasonix"));
-    }
-    for p in args.policies.iter().chain(&args.data) {
-        protected.push(absolute(p)?);
-    }
-    let gate = Gate::new(Registry::with_builtins(), &policy, &workspace, posture)
-        .context("cannot set up the gate")?
-        .protecting(protected);
+    let (gate, config) = super::gate(super::GateSpec {
+        workspace: &workspace,
+        policy: &policy,
+        policies: &args.policies,
+        data: &args.data,
+        record: args.record.as_deref(),
+        posture,
+        explain: false,
+    })?;
+    let record = gate.host_files().record().to_path_buf();
+    let workspace = gate.roots().workspace().to_path_buf();
 
     let provider = provider(&args, &config, &workspace)?;
     let recorder = Recorder::open(&record)
@@ -167,10 +155,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => Err(e).context("the run stopped"),
     }
-}
-
-fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
-    std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
 }
 
 /// The provider from the flags over `reasonix.yaml`.

@@ -117,6 +117,8 @@ pub struct Judged {
     pub hits: Vec<RuleHit>,
     /// Why, in words.
     pub reasons: Vec<String>,
+    /// Set when step 5 capped the decision at ask: why a person is needed.
+    pub needs_person: Option<String>,
 }
 
 /// Paths that deny or ask rules protect from one call (see [`CompiledPolicy::withholding`]).
@@ -358,6 +360,7 @@ impl CompiledPolicy {
                 fallback: None,
                 hits: rule_hits,
                 reasons,
+                needs_person: None,
             },
             None => {
                 let mut read_only = facts.read_only;
@@ -398,6 +401,7 @@ impl CompiledPolicy {
                     fallback: Some(fallback),
                     hits: rule_hits,
                     reasons,
+                    needs_person: None,
                 }
             }
         };
@@ -427,7 +431,8 @@ impl CompiledPolicy {
             };
             if let Some(why) = cap {
                 judged.decision = Decision::Ask;
-                judged.reasons.insert(0, why);
+                judged.reasons.insert(0, why.clone());
+                judged.needs_person = Some(why);
                 for hit in &mut judged.hits {
                     hit.decisive = false;
                 }

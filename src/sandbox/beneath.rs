@@ -201,11 +201,35 @@ impl ConfinedPath {
         }
         Ok((dir, name))
     }
+}
+
+/// A confined path admitted for writing: the only way to change, rename or remove a file.
+///
+/// The gate makes one only for a path a call was admitted to write ([`Access::Write`]); a path
+/// admitted for reading stays a [`ConfinedPath`], which has no method that changes anything. So
+/// a read admission cannot write, move or delete, whatever the tool that holds it tries.
+///
+/// [`Access::Write`]: crate::vocab::Access::Write
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritePath(ConfinedPath);
+
+impl std::ops::Deref for WritePath {
+    type Target = ConfinedPath;
+    fn deref(&self) -> &ConfinedPath {
+        &self.0
+    }
+}
+
+impl WritePath {
+    /// Grants write access to a path the gate admitted for writing.
+    pub(crate) fn grant(path: ConfinedPath) -> WritePath {
+        WritePath(path)
+    }
 
     /// Replaces the file's content atomically, creating it (and its folders) when missing.
     /// An existing file keeps its permission bits.
     pub fn write_atomic(&self, bytes: &[u8]) -> io::Result<()> {
-        let (dir, name) = self.parent(true)?;
+        let (dir, name) = self.0.parent(true)?;
         let keep_mode =
             match nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(st) => match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
@@ -247,16 +271,16 @@ impl ConfinedPath {
 
     /// Removes the file (never a folder).
     pub fn remove_file(&self) -> io::Result<()> {
-        let (dir, name) = self.parent(false)?;
+        let (dir, name) = self.0.parent(false)?;
         nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
             .map_err(errno)?;
         File::from(dir).sync_all()
     }
 
     /// Renames this path to `to`, creating `to`'s folders; refuses to replace an existing `to`.
-    pub fn rename_to(&self, to: &ConfinedPath) -> io::Result<()> {
-        let (from_dir, from_name) = self.parent(false)?;
-        let (to_dir, to_name) = to.parent(true)?;
+    pub fn rename_to(&self, to: &WritePath) -> io::Result<()> {
+        let (from_dir, from_name) = self.0.parent(false)?;
+        let (to_dir, to_name) = to.0.parent(true)?;
         nix::fcntl::renameat2(
             &from_dir,
             from_name,

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::vocab::{Access, PathRequest, PathRole};
-pub use beneath::ConfinedPath;
+pub use beneath::{ConfinedPath, WritePath};
 pub use resolve::{Resolution, ResolveError};
 
 /// Most paths one shell glob may expand to before the call is treated as unresolvable.

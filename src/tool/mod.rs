@@ -5,18 +5,21 @@
 //! arguments: it never touches the filesystem. Path resolution (symlinks, `..`, `~`) is the
 //! sandbox's job, so every tool's paths are resolved by the same code.
 //!
-//! Execution takes an [`Admitted`] value, which only the gate can construct: a tool cannot be
-//! run by any path that skips validation, policy or approval.
+//! Execution takes an [`Invocation`], which only the crate's execute stage makes, from a leased
+//! admission of this very tool: a tool cannot be run by any path that skips validation, policy,
+//! approval or the lease, nor with another call's admission, nor twice.
 
 pub mod builtin;
+mod invocation;
 mod registry;
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-pub use crate::gate::Admitted;
 pub use crate::vocab::{Access, Effect, PathRequest, PathRole};
+pub(crate) use invocation::Grant;
+pub use invocation::Invocation;
 pub use registry::{Registered, Registry, RegistryError, ToolSchema};
 
 /// What a concrete, validated call would do: the tool's answer to `classify`.
@@ -170,7 +173,8 @@ impl ToolError {
 ///
 /// `classify` must report every path the call touches and every effect it may have; the gate
 /// judges nothing else. `execute` receives the admitted call and performs its effects through
-/// the confined paths the gate resolved ([`Admitted::path`]), never through the raw arguments.
+/// the confined paths the gate resolved ([`Invocation::path`], [`Invocation::writable`]), never
+/// through the raw arguments.
 pub trait Tool: Send + Sync + 'static {
     /// The name the model calls it by: `^[a-zA-Z0-9_-]{1,64}$`.
     fn name(&self) -> &str;
@@ -183,5 +187,5 @@ pub trait Tool: Send + Sync + 'static {
     /// What a concrete, validated call does.
     fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError>;
     /// Performs an admitted call.
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError>;
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError>;
 }

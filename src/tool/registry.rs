@@ -14,10 +14,12 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::Tool;
+use crate::policy::input::ToolSource;
 
 /// A tool with its canonical schema and compiled validator.
 pub struct Registered {
     tool: Arc<dyn Tool>,
+    source: ToolSource,
     schema: Value,
     validator: jsonschema::Validator,
 }
@@ -26,6 +28,11 @@ impl Registered {
     /// The tool.
     pub fn tool(&self) -> &Arc<dyn Tool> {
         &self.tool
+    }
+
+    /// Where it comes from: one of the builtin tools, or added by an extension.
+    pub fn source(&self) -> ToolSource {
+        self.source
     }
 
     /// Its canonical schema.
@@ -104,15 +111,20 @@ impl Registry {
         for tool in super::builtin::all() {
             // The builtin schemas and names are constants covered by
             // `builtin_tools_register_cleanly`; a failure here is a bug in this crate.
-            if let Err(e) = registry.add(tool) {
+            if let Err(e) = registry.insert(tool, ToolSource::Builtin) {
                 unreachable!("builtin tool failed to register: {e}");
             }
         }
         registry
     }
 
-    /// Adds a tool; refuses a duplicate name, a bad name or a schema that does not compile.
+    /// Adds a tool from outside the crate (an extension); refuses a duplicate name, a bad name
+    /// or a schema that does not compile. Policies see it as `target.source: extension`.
     pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, ToolSource::Extension)
+    }
+
+    fn insert(&mut self, tool: Arc<dyn Tool>, source: ToolSource) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
         if !valid_name(&name) {
             return Err(RegistryError::BadName(name));
@@ -133,6 +145,7 @@ impl Registry {
             name,
             Registered {
                 tool,
+                source,
                 schema,
                 validator,
             },
@@ -203,7 +216,7 @@ fn canonicalize(schema: Value) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{Admitted, Arguments, Classification, ClassifyError, Output, ToolError};
+    use crate::tool::{Arguments, Classification, ClassifyError, Invocation, Output, ToolError};
     use serde_json::json;
 
     struct Fake {
@@ -227,7 +240,7 @@ mod tests {
         fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
             Ok(Classification::reads(vec![]))
         }
-        fn execute(&self, _: &Admitted) -> Result<Output, ToolError> {
+        fn execute(&self, _: &Invocation) -> Result<Output, ToolError> {
             Ok(Output::text(""))
         }
     }

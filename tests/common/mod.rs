@@ -9,7 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use reasonix::{Gate, PolicySet, Posture, Registry};
+use reasonix::gate::Admitted;
+use reasonix::lease::Leases;
+use reasonix::tool::{Output, ToolError};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 use serde_json::Value;
 
 /// A policy under which every fallback allows: tests of the tools themselves use it.
@@ -122,7 +125,7 @@ impl World {
 impl World {
     /// A gate over this workspace with the builtin tools.
     pub fn gate(&self, policy: &PolicySet, posture: Posture) -> Gate {
-        Gate::new(Registry::with_builtins(), policy, &self.ws, posture).unwrap()
+        gate_over(Registry::with_builtins(), policy, &self.ws, posture)
     }
 
     /// An interactive gate over one YAML policy given as text.
@@ -152,4 +155,27 @@ pub fn jsonl(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
+}
+
+/// A gate over `workspace` with the default host files, as every entry point builds one.
+pub fn gate_over(
+    registry: Registry,
+    policy: &PolicySet,
+    workspace: &Path,
+    posture: Posture,
+) -> Gate {
+    Gate::builder(registry, policy, workspace)
+        .posture(posture)
+        .host_files(HostFiles::for_workspace(workspace))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Leases an admitted call on a lease manager of its own and executes it.
+pub fn execute(admitted: Admitted) -> Result<Output, ToolError> {
+    admitted
+        .lease_blocking(&Leases::new())
+        .expect("a runtime for the lease")
+        .execute()
+        .result
 }

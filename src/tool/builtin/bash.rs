@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::sandbox::jail::{self, Capture, Outcome};
 use crate::shell::Analysis;
-use crate::tool::{Admitted, Arguments, Classification, ClassifyError, Output, Tool, ToolError};
+use crate::tool::{Arguments, Classification, ClassifyError, Invocation, Output, Tool, ToolError};
 
 pub(super) struct Bash;
 
@@ -42,7 +42,7 @@ impl Tool for Bash {
         let command = args.required_str("command")?;
         Ok(Classification::shell(Analysis::of(command)))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
         let args = call.arguments();
         let command = args.str("command").unwrap_or_default();
         let plan = call.jail();

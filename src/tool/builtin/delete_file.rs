@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Effect, Output, PathRequest, PathRole,
+    Arguments, Classification, ClassifyError, Effect, Invocation, Output, PathRequest, PathRole,
     Tool, ToolError,
 };
 
@@ -33,8 +33,8 @@ impl Tool for DeleteFile {
             vec![PathRequest::write(path, PathRole::Target)],
         ))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
-        let path = call.path(0)?;
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let path = call.writable(0)?;
         path.remove_file()
             .map_err(|e| ToolError::io("delete", &path.absolute(), e))?;
         Ok(Output::text(format!("deleted {}", shown(path))))

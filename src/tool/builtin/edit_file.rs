@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Effect, Output, PathRequest, PathRole,
+    Arguments, Classification, ClassifyError, Effect, Invocation, Output, PathRequest, PathRole,
     Tool, ToolError,
 };
 
@@ -53,8 +53,8 @@ impl Tool for EditFile {
             vec![PathRequest::write(path, PathRole::Target)],
         ))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
-        let path = call.path(0)?;
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let path = call.writable(0)?;
         let name = path.absolute();
         let args = call.arguments();
         let mut bytes = Vec::new();

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::walk::walk;
 use super::{object_schema, path_property};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Output, PathRequest, PathRole, Tool,
+    Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, Tool,
     ToolError,
 };
 
@@ -96,7 +96,7 @@ impl Tool for GlobTool {
             PathRole::Target,
         )]))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
         let folder = call.path(0)?;
         let (_, rest) = base(call.arguments()).map_err(|e| ToolError::Refused(e.0))?;
         let matcher = GlobBuilder::new(&rest)

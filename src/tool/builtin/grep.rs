@@ -15,7 +15,7 @@ use super::walk::walk;
 use super::{cut, object_schema, path_property};
 use crate::sandbox::ConfinedPath;
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Output, PathRequest, PathRole, Tool,
+    Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, Tool,
     ToolError,
 };
 
@@ -61,7 +61,7 @@ impl Tool for Grep {
             PathRole::Target,
         )]))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
         let base = call.path(0)?;
         let args = call.arguments();
         let pattern = args.str("pattern").unwrap_or_default();
@@ -139,10 +139,7 @@ fn search(matcher: &RegexMatcher, path: &ConfinedPath, hits: &mut Hits) -> std::
         &file,
         Lossy(|line_number, line| {
             let line = line.trim_end_matches(['\n', '\r']);
-            let mut text = format!("{shown}:{line_number}:{}", cut(line, MAX_LINE));
-            if line.len() > MAX_LINE {
-                text.push_str(" …[line cut]");
-            }
+            let text = format!("{shown}:{line_number}:{}", cut(line, MAX_LINE));
             hits.lines.push(text);
             Ok(hits.lines.len() < MAX_MATCHES)
         }),

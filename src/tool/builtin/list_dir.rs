@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Output, PathRequest, PathRole, Tool,
+    Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, Tool,
     ToolError,
 };
 
@@ -41,7 +41,7 @@ impl Tool for ListDir {
             PathRole::Target,
         )]))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
         let path = call.path(0)?;
         let name = path.absolute();
         let io = |e: nix::Error| {

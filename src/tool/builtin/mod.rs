@@ -58,9 +58,9 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
     Value::Object(schema)
 }
 
-/// Cuts text to `max` bytes on a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    &text[..text.floor_char_boundary(max)]
+/// Cuts one line of a file to `max` bytes, saying so.
+fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    crate::text::shorten(text, max, crate::text::Keep::Head)
 }
 
 /// How a confined path is shown to the model (see [`ConfinedPath::shown`]).

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Effect, Output, PathRequest, PathRole,
+    Arguments, Classification, ClassifyError, Effect, Invocation, Output, PathRequest, PathRole,
     Tool, ToolError,
 };
 
@@ -42,9 +42,9 @@ impl Tool for MoveFile {
             ],
         ))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
-        let source = call.path(0)?;
-        let destination = call.path(1)?;
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let source = call.writable(0)?;
+        let destination = call.writable(1)?;
         source
             .rename_to(destination)
             .map_err(|e| ToolError::io("move", &source.absolute(), e))?;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Output, PathRequest, PathRole, Tool,
+    Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, Tool,
     ToolError,
 };
 
@@ -47,7 +47,7 @@ impl Tool for ReadFile {
             PathRole::Target,
         )]))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
         let path = call.path(0)?;
         let name = path.absolute();
         let file = path
@@ -83,10 +83,7 @@ impl Tool for ReadFile {
                 continue;
             }
             shown_lines += 1;
-            out.push_str(super::cut(line, MAX_LINE));
-            if line.len() > MAX_LINE {
-                out.push_str(" …[line cut]");
-            }
+            out.push_str(&super::cut(line, MAX_LINE));
             out.push('\n');
         }
         let last = offset + shown_lines;

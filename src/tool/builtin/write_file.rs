@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{object_schema, path_property, shown};
 use crate::tool::{
-    Admitted, Arguments, Classification, ClassifyError, Effect, Output, PathRequest, PathRole,
+    Arguments, Classification, ClassifyError, Effect, Invocation, Output, PathRequest, PathRole,
     Tool, ToolError,
 };
 
@@ -38,8 +38,8 @@ impl Tool for WriteFile {
             vec![PathRequest::write(path, PathRole::Target)],
         ))
     }
-    fn execute(&self, call: &Admitted) -> Result<Output, ToolError> {
-        let path = call.path(0)?;
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let path = call.writable(0)?;
         let content = call.arguments().str("content").unwrap_or_default();
         path.write_atomic(content.as_bytes())
             .map_err(|e| ToolError::io("write", &path.absolute(), e))?;

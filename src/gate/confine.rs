@@ -1,0 +1,85 @@
+//! Stage 6, **sandbox**: whatever policy said, a call is refused when
+//!
+//! 1. a path it reads or writes (not a shell word that may name a file: the jail confines what
+//!    a command really opens) lies outside every root it may use, or did not resolve;
+//! 2. it would change the host's own files, or a folder that holds one ([`crate::host`]);
+//! 3. it starts a process under an `enforce` jail plan this kernel cannot enforce.
+//!
+//! This runs before approval so that nobody is asked about a call that could not run. A policy
+//! deny is reported as it is (stage `policy`): the rule a security team wrote is what the user
+//! sees.
+
+use super::judge::Ruled;
+use super::verdict::{Stage, Verdict};
+use crate::host::{Protected, Reach};
+use crate::sandbox::jail::Plan;
+use crate::vocab::{Access, PathRole};
+
+/// A judged call with the confinement verdict folded in.
+pub(super) struct Confined {
+    pub ruled: Ruled,
+    pub verdict: Verdict,
+    pub stage: Stage,
+    pub reasons: Vec<String>,
+}
+
+/// Applies the sandbox's refusals to the policy's verdict.
+pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &Plan) -> Confined {
+    let mut verdict = Verdict::from(ruled.ruling.decision);
+    let mut stage = Stage::Policy;
+    let mut reasons = ruled.ruling.reasons.clone();
+    if verdict != Verdict::Deny {
+        let refusals = refusals(&ruled, host, jail);
+        if !refusals.is_empty() {
+            verdict = Verdict::Deny;
+            stage = Stage::Sandbox;
+            reasons = refusals
+                .into_iter()
+                .chain(reasons.into_iter().map(|r| format!("(policy alone: {r})")))
+                .collect();
+        }
+    }
+    Confined {
+        ruled,
+        verdict,
+        stage,
+        reasons,
+    }
+}
+
+/// Every reason the sandbox refuses the call, in the order of the module doc.
+fn refusals(ruled: &Ruled, host: &Protected, jail: &Plan) -> Vec<String> {
+    let class = &ruled.resolved.class;
+    let touched = &ruled.resolved.touched;
+    let mut out: Vec<String> = touched
+        .iter()
+        .filter(|t| t.role != PathRole::Argument)
+        .filter_map(|t| {
+            t.placement
+                .as_ref()
+                .err()
+                .map(|e| format!("{:?}: {e}", t.written))
+        })
+        .collect();
+    for t in touched {
+        let reach = if t.access == Access::Write {
+            Reach::Changes
+        } else if t.role == PathRole::Argument && !class.read_only {
+            // The analysis cannot tell which of a command's words it writes.
+            Reach::Names
+        } else {
+            continue;
+        };
+        if let Some(why) = t.forms().iter().find_map(|f| host.conflict(f, reach))
+            && !out.contains(&why)
+        {
+            out.push(why);
+        }
+    }
+    if class.bash.is_some()
+        && let Some(why) = jail.refusal.as_deref()
+    {
+        out.push(why.to_owned());
+    }
+    out
+}

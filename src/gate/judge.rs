@@ -1,0 +1,63 @@
+//! Stage 5, **policy**: YAML rules and Rego modules vote on the resolved call; any deny > any
+//! ask > an allow that covers the whole call > the fallback, and what the analysis could not
+//! vouch for is capped at ask ([`crate::policy`]). The policy input document is built here, from
+//! what the earlier stages produced, never from the raw call.
+
+use super::resolve::Resolved;
+use crate::policy::input::{PolicyInput, Session, Target};
+use crate::policy::{CompiledPolicy, Facts, Judged};
+use crate::sandbox::TouchedPath;
+
+/// A resolved call and the policy's ruling on it.
+pub(super) struct Ruled {
+    pub resolved: Resolved,
+    pub ruling: Judged,
+    /// The policy input document, when Rego needs it or the gate explains.
+    pub input: Option<PolicyInput>,
+}
+
+/// Lets the policy vote.
+pub(super) fn judge(
+    resolved: Resolved,
+    policy: &CompiledPolicy,
+    session: &Session,
+    explain: bool,
+) -> Ruled {
+    let Resolved {
+        call,
+        class,
+        touched,
+    } = &resolved;
+    let input = (explain || policy.has_rego()).then(|| PolicyInput {
+        tool: call.name.clone(),
+        arguments: call.arguments.as_map().clone(),
+        target: Target {
+            tool: call.name.clone(),
+            via: None,
+            source: call.source,
+            read_only: call.tool.read_only(),
+        },
+        effects: class.effects.iter().copied().collect(),
+        paths: touched.iter().map(TouchedPath::view).collect(),
+        bash: class.bash.clone(),
+        session: session.clone(),
+    });
+    let input_json = match (&input, policy.has_rego()) {
+        (Some(input), true) => serde_json::to_string(input).ok(),
+        _ => None,
+    };
+    let ruling = policy.judge(&Facts {
+        input: input_json.as_deref(),
+        tool: &call.name,
+        effects: &class.effects,
+        paths: touched,
+        read_only: class.read_only,
+        analysed: class.analysed,
+        bash: class.bash.as_ref(),
+    });
+    Ruled {
+        resolved,
+        ruling,
+        input,
+    }
+}

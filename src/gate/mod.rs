@@ -1,0 +1,283 @@
+//! The admission gate: one function from a proposed call to a judgement, stage by stage.
+//!
+//! [`Gate::admit`] is the list of its stages. Each stage is a function in its own module that
+//! takes the previous stage's value by value and returns the next, so no stage can be skipped or
+//! reordered without a type error:
+//!
+//! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
+//! 2. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
+//!    `invalid`. Nothing after this point sees an invalid call.
+//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches.
+//! 4. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
+//! 5. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
+//!    not vouch for is capped at ask.
+//! 6. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
+//!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
+//!    said. (This runs before approval so that nobody is asked about a call that could not run.)
+//! 7. **approve** (`approve`): the posture decides what an `ask` becomes.
+//!
+//! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
+//! one, and it is bound to the one tool that was judged; it runs only once leased
+//! ([`crate::lease`]). `reasonix check` calls exactly this code and stops before the lease.
+//!
+//! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
+//! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
+
+mod approve;
+mod classify;
+mod confine;
+mod judge;
+mod resolve;
+mod validate;
+mod verdict;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::call::Call;
+use crate::host::{HostFiles, Protected};
+use crate::policy::input::Session;
+use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
+use crate::sandbox::jail::Plan;
+use crate::sandbox::{Roots, RootsError, TouchedPath, WritePath};
+use crate::tool::{Grant, Registry};
+use crate::vocab::{Access, PathRole};
+use approve::Approved;
+use validate::Invalid;
+pub(crate) use verdict::Parts;
+pub use verdict::{Admission, Admitted, Judgement, Pending, Stage, Verdict};
+
+/// Why a gate could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GateError {
+    /// The workspace is unusable.
+    #[error(transparent)]
+    Roots(#[from] RootsError),
+    /// A policy does not compile for this workspace.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+/// The admission gate for one workspace, registry, policy and posture. Immutable once built.
+pub struct Gate {
+    registry: Arc<Registry>,
+    policy: Arc<CompiledPolicy>,
+    roots: Roots,
+    posture: Posture,
+    explain: bool,
+    jail: Arc<Plan>,
+    host: HostFiles,
+    protected: Protected,
+    session: Session,
+}
+
+/// A gate still being configured; `H` is [`HostFiles`] once they are given, and only then can
+/// it [`build`](GateBuilder::build).
+#[must_use]
+pub struct GateBuilder<'p, H> {
+    registry: Registry,
+    policy: &'p PolicySet,
+    workspace: &'p Path,
+    posture: Posture,
+    explain: bool,
+    host: H,
+}
+
+/// The host's files are not given yet: a [`GateBuilder`] in this state cannot build.
+pub struct NeedsHostFiles;
+
+impl Gate {
+    /// Starts a gate over `workspace` (which must exist) with these tools and policies; give it
+    /// the host's files ([`GateBuilder::host_files`]), then build it.
+    pub fn builder<'p>(
+        registry: Registry,
+        policy: &'p PolicySet,
+        workspace: &'p Path,
+    ) -> GateBuilder<'p, NeedsHostFiles> {
+        GateBuilder {
+            registry,
+            policy,
+            workspace,
+            posture: Posture::default(),
+            explain: false,
+            host: NeedsHostFiles,
+        }
+    }
+}
+
+impl<'p, H> GateBuilder<'p, H> {
+    /// Who answers an `ask` (default: interactive).
+    pub fn posture(mut self, posture: Posture) -> Self {
+        self.posture = posture;
+        self
+    }
+
+    /// Attach the policy input document to every admission (`--explain`).
+    pub fn explain(mut self, explain: bool) -> Self {
+        self.explain = explain;
+        self
+    }
+
+    /// The host's own files, which no call may change ([`crate::host`]).
+    pub fn host_files(self, host: HostFiles) -> GateBuilder<'p, HostFiles> {
+        GateBuilder {
+            registry: self.registry,
+            policy: self.policy,
+            workspace: self.workspace,
+            posture: self.posture,
+            explain: self.explain,
+            host,
+        }
+    }
+}
+
+impl GateBuilder<'_, HostFiles> {
+    /// Compiles the policy for the workspace and plans the jail.
+    pub fn build(self) -> Result<Gate, GateError> {
+        let jail_config = self.policy.jail();
+        let roots = Roots::new(self.workspace)?;
+        let (write, read) = jail_config.roots(roots.home());
+        let roots = roots.with(&write, &read);
+        let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
+        let policy = Arc::new(self.policy.compile(&roots)?);
+        let protected = self.host.resolve(roots.workspace(), roots.home());
+        let session = Session::new(self.posture, &roots);
+        Ok(Gate {
+            registry: Arc::new(self.registry),
+            policy,
+            roots,
+            posture: self.posture,
+            explain: self.explain,
+            jail,
+            host: self.host,
+            protected,
+            session,
+        })
+    }
+}
+
+impl Gate {
+    /// The jail plan bash calls run under.
+    pub fn jail(&self) -> &Plan {
+        &self.jail
+    }
+
+    /// The tools this gate admits calls to.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The roots file tools are confined to.
+    pub fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
+    /// The posture.
+    pub fn posture(&self) -> Posture {
+        self.posture
+    }
+
+    /// The host's own files this gate protects.
+    pub fn host_files(&self) -> &HostFiles {
+        &self.host
+    }
+
+    /// Judges a call given as JSON text (a CALL argument or one JSONL line).
+    pub fn admit_text(&self, text: &str) -> Judgement {
+        match Call::parse(text) {
+            Ok(call) => self.admit(&call),
+            Err((id, e)) => {
+                Judgement::Refused(Admission::invalid(id, None, &e.to_string(), self.posture))
+            }
+        }
+    }
+
+    /// Judges a parsed call. See the module doc for the stages.
+    pub fn admit(&self, call: &Call) -> Judgement {
+        match self.stages(call) {
+            Ok(judgement) => judgement,
+            Err(Invalid { id, tool, message }) => {
+                Judgement::Refused(Admission::invalid(id, tool, &message, self.posture))
+            }
+        }
+    }
+
+    /// The stages, in order.
+    fn stages(&self, call: &Call) -> Result<Judgement, Invalid> {
+        let validated = validate::validate(&self.registry, call)?;
+        let classified = classify::classify(validated)?;
+        let resolved = resolve::resolve(classified, &self.roots);
+        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        let confined = confine::confine(ruled, &self.protected, &self.jail);
+        let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        Ok(self.seal(approved))
+    }
+
+    /// The verdict as output, and the token when the call may run.
+    fn seal(&self, approved: Approved) -> Judgement {
+        let Approved { confined } = approved;
+        let ruled = confined.ruled;
+        let resolved = ruled.resolved;
+        let (call, class, touched) = (resolved.call, resolved.class, resolved.touched);
+        let verdict = confined.verdict;
+        let admission = Admission {
+            id: call.id,
+            tool: Some(call.name.clone()),
+            verdict,
+            stage: confined.stage,
+            reasons: confined.reasons,
+            rules: ruled.ruling.hits,
+            fallback: ruled.ruling.fallback,
+            effects: class.effects.iter().copied().collect(),
+            paths: touched.iter().map(TouchedPath::view).collect(),
+            read_only: Some(class.read_only),
+            bash: class
+                .bash
+                .as_ref()
+                .and_then(|b| serde_json::to_value(b).ok()),
+            posture: self.posture,
+            input: ruled.input.filter(|_| self.explain),
+            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
+        };
+        if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
+            return Judgement::Refused(admission);
+        }
+        let mut grants = Vec::with_capacity(touched.len());
+        for t in touched.into_iter().filter(|t| t.role != PathRole::Argument) {
+            match t.placement {
+                Ok(p) if t.access == Access::Write => {
+                    grants.push(Grant::Write(WritePath::grant(p)));
+                }
+                Ok(p) => grants.push(Grant::Read(p)),
+                // The sandbox stage refused every call with an unplaced path.
+                Err(_) => return Judgement::Refused(admission),
+            }
+        }
+        let withheld = self.policy.withholding(&call.name, &class.effects);
+        let admitted = Admitted::new(Parts {
+            admission,
+            tool: call.tool,
+            arguments: call.arguments,
+            grants,
+            withheld,
+            jail: Arc::clone(&self.jail),
+        });
+        if verdict == Verdict::Allow {
+            Judgement::Allowed(admitted)
+        } else {
+            Judgement::Ask(Pending::new(admitted))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Gate>();
+    }
+}

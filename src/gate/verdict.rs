@@ -1,0 +1,289 @@
+//! What the gate concludes about a call ([`Admission`], [`Verdict`], [`Stage`]) and the values it
+//! hands out: a [`Judgement`] holding either a refusal or a token — [`Admitted`] (may run now) or
+//! [`Pending`] (may run once a person approves). Only this module's parent can make a token: its
+//! fields are private and it has no public constructor.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::policy::input::PolicyInput;
+use crate::policy::{Decision, Fallback, PathFilter, Posture, RuleHit};
+use crate::sandbox::PathView;
+use crate::sandbox::jail::{Plan, PlanView};
+use crate::text::{Keep, shorten};
+use crate::tool::{Arguments, Grant, Tool};
+use crate::vocab::Effect;
+
+/// Longest message an `invalid` verdict carries, so a model is never flooded.
+const MAX_INVALID_MESSAGE: usize = 2000;
+
+/// The verdict on a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// It may run.
+    Allow,
+    /// A person must approve it.
+    Ask,
+    /// It must not run.
+    Deny,
+    /// The model must correct it; nothing was resolved or run.
+    Invalid,
+}
+
+impl Verdict {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+            Verdict::Invalid => "invalid",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Decision> for Verdict {
+    fn from(d: Decision) -> Verdict {
+        match d {
+            Decision::Allow => Verdict::Allow,
+            Decision::Ask => Verdict::Ask,
+            Decision::Deny => Verdict::Deny,
+        }
+    }
+}
+
+/// The stage that settled the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Stage {
+    /// Parsing or validation.
+    Validate,
+    /// Policy rules or the fallback.
+    Policy,
+    /// Path confinement, the host's own files, or a jail that cannot be enforced.
+    Sandbox,
+    /// The posture (unattended or strict).
+    Approve,
+}
+
+impl Stage {
+    /// The name used in output (the same as its serialized form).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Validate => "validate",
+            Stage::Policy => "policy",
+            Stage::Sandbox => "sandbox",
+            Stage::Approve => "approve",
+        }
+    }
+}
+
+/// Everything the gate concluded about a call: what `reasonix check` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct Admission {
+    /// The call's id, when it had one.
+    pub id: Option<String>,
+    /// The tool as called; `null` when the envelope could not be read.
+    pub tool: Option<String>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The stage that settled it.
+    pub stage: Stage,
+    /// Why, in words; the first reason is the deciding one.
+    pub reasons: Vec<String>,
+    /// The rules that matched, decisive ones first.
+    pub rules: Vec<RuleHit>,
+    /// The fallback that decided, when no rule did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+    /// The call's effects.
+    pub effects: Vec<Effect>,
+    /// Every path it touches.
+    pub paths: Vec<PathView>,
+    /// Whether the call changes nothing (`null` for an invalid call).
+    pub read_only: Option<bool>,
+    /// The bash analysis; `null` for other tools.
+    pub bash: Option<Value>,
+    /// The posture the verdict was reached under.
+    pub posture: Posture,
+    /// The policy input document, when the gate explains (`reasonix check --explain`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<PolicyInput>,
+    /// The jail a bash call would run in; `null` for other tools.
+    pub sandbox: Option<PlanView>,
+}
+
+impl Admission {
+    /// The admission of a call that could not be read or validated.
+    pub(crate) fn invalid(
+        id: Option<String>,
+        tool: Option<String>,
+        message: &str,
+        posture: Posture,
+    ) -> Admission {
+        Admission {
+            id,
+            tool,
+            verdict: Verdict::Invalid,
+            stage: Stage::Validate,
+            reasons: vec![shorten(message, MAX_INVALID_MESSAGE, Keep::Head).into_owned()],
+            rules: Vec::new(),
+            fallback: None,
+            effects: Vec::new(),
+            paths: Vec::new(),
+            read_only: None,
+            bash: None,
+            posture,
+            input: None,
+            sandbox: None,
+        }
+    }
+}
+
+/// The gate's answer.
+pub enum Judgement {
+    /// It may run now.
+    Allowed(Admitted),
+    /// It may run once a person approves.
+    Ask(Pending),
+    /// It must not run (`deny` or `invalid`).
+    Refused(Admission),
+}
+
+impl Judgement {
+    /// What the gate concluded, whatever the outcome.
+    pub fn admission(&self) -> &Admission {
+        match self {
+            Judgement::Allowed(a) => &a.admission,
+            Judgement::Ask(p) => &p.0.admission,
+            Judgement::Refused(a) => a,
+        }
+    }
+
+    /// The conclusion, dropping any token.
+    pub fn into_admission(self) -> Admission {
+        match self {
+            Judgement::Allowed(a) => a.admission,
+            Judgement::Ask(p) => p.0.admission,
+            Judgement::Refused(a) => a,
+        }
+    }
+}
+
+/// The right to run one call, bound to the one tool that was judged: made only by the gate,
+/// consumed by taking its lease (`Admitted::lease`), which alone can execute it.
+pub struct Admitted {
+    admission: Admission,
+    tool: Arc<dyn Tool>,
+    arguments: Arguments,
+    grants: Vec<Grant>,
+    withheld: PathFilter,
+    jail: Arc<Plan>,
+}
+
+/// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute).
+pub(crate) struct Parts {
+    pub admission: Admission,
+    pub tool: Arc<dyn Tool>,
+    pub arguments: Arguments,
+    pub grants: Vec<Grant>,
+    pub withheld: PathFilter,
+    pub jail: Arc<Plan>,
+}
+
+impl Admitted {
+    pub(super) fn new(parts: Parts) -> Admitted {
+        let Parts {
+            admission,
+            tool,
+            arguments,
+            grants,
+            withheld,
+            jail,
+        } = parts;
+        Admitted {
+            admission,
+            tool,
+            arguments,
+            grants,
+            withheld,
+            jail,
+        }
+    }
+
+    /// What the gate concluded.
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// The validated arguments.
+    pub fn arguments(&self) -> &Arguments {
+        &self.arguments
+    }
+
+    /// Takes the token apart: only the lease stage does, to carry it to execution.
+    pub(crate) fn into_parts(self) -> Parts {
+        Parts {
+            admission: self.admission,
+            tool: self.tool,
+            arguments: self.arguments,
+            grants: self.grants,
+            withheld: self.withheld,
+            jail: self.jail,
+        }
+    }
+}
+
+/// A call waiting for a person's approval. It holds no lease and runs nothing until approved.
+pub struct Pending(Admitted);
+
+impl Pending {
+    pub(super) fn new(admitted: Admitted) -> Pending {
+        Pending(admitted)
+    }
+
+    /// What the gate concluded.
+    pub fn admission(&self) -> &Admission {
+        &self.0.admission
+    }
+
+    /// A person approved this exact call: it may run.
+    pub fn approve(self) -> Admitted {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_message_is_bounded() {
+        let a = Admission::invalid(None, None, &"x".repeat(5000), Posture::Interactive);
+        assert!(a.reasons[0].len() < 2100);
+        assert!(
+            a.reasons[0].contains("[2000 of 5000 bytes shown]"),
+            "{}",
+            a.reasons[0]
+        );
+    }
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Admission>();
+        check::<Admitted>();
+        check::<Pending>();
+    }
+}
