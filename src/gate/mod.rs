@@ -27,6 +27,7 @@ mod approve;
 mod classify;
 mod confine;
 mod judge;
+mod misuse;
 mod resolve;
 mod validate;
 mod verdict;
