@@ -244,41 +244,9 @@ impl Recorder {
     }
 }
 
-/// Cuts `text` to its head and tail past `limit` bytes, with a marker saying how much was cut
-/// and the true size.
-pub fn bound(text: &str, limit: usize) -> String {
-    if text.len() <= limit {
-        return text.to_owned();
-    }
-    let head = text.floor_char_boundary(limit / 2);
-    let tail = text.ceil_char_boundary(text.len() - (limit - limit / 2));
-    format!(
-        "{}\n[… {} bytes elided; the result was {} bytes in all …]\n{}",
-        &text[..head],
-        tail - head,
-        text.len(),
-        &text[tail..]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bound_keeps_head_and_tail_and_the_true_size() {
-        assert_eq!(bound("short", 10), "short");
-        let long = "a".repeat(50) + &"z".repeat(50);
-        let b = bound(&long, 20);
-        assert!(
-            b.starts_with(
-                "aaaaaaaaaa\n[… 80 bytes elided; the result was 100 bytes in all …]\nzzzzzzzzzz"
-            ),
-            "{b}"
-        );
-        let wide = "é".repeat(30);
-        assert!(bound(&wide, 11).contains("bytes elided"));
-    }
 
     #[test]
     fn lines_are_appended_whole() {

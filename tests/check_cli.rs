@@ -390,3 +390,25 @@ fn the_workspace_defaults_to_the_current_folder() {
         "{stdout}"
     );
 }
+
+#[test]
+fn text_output_shows_escape_sequences_and_bidi_overrides_instead_of_obeying_them() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let call = json!({"id": "c\u{1b}[31m", "name": "bash", "arguments": {"command": "cat \u{202e}vne.x\u{1b}[8m hidden\u{9b}"}});
+    let (_, stdout, _) = w.run(
+        &["check", "--workspace", ws, "--explain", &call.to_string()],
+        "",
+    );
+    for bad in ['\u{1b}', '\u{202e}', '\u{9b}'] {
+        assert!(
+            !stdout.contains(bad),
+            "{bad:?} reached the terminal: {stdout:?}"
+        );
+    }
+    assert!(
+        stdout.contains(r"cat \u{202e}vne.x\x1b[8m hidden\u{9b}"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r"[c\x1b[31m]"), "{stdout}");
+}

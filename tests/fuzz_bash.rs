@@ -1,7 +1,8 @@
 //! Property test of the bash analysis: random scripts built from shell tokens and random text.
 //! The analysis must never panic, must give the same answer twice, and the gate must never
-//! allow a script the analysis did not understand — even under a policy that allows every
-//! command, every path and every fallback.
+//! allow a script the analysis did not understand or that holds a hazard — even under a policy
+//! that allows every command, every path and every fallback, and whose unattended default is
+//! allow — under each of the three postures.
 //!
 //! `PROPTEST_CASES` sets how many scripts are tried (the README says how long it ran).
 
@@ -23,15 +24,21 @@ rules:
     paths: ["/**"]
 "#;
 
-static GATE: LazyLock<(tempfile::TempDir, Gate)> = LazyLock::new(|| {
+/// One gate per posture, over one workspace.
+static GATES: LazyLock<(tempfile::TempDir, Vec<Gate>)> = LazyLock::new(|| {
     let dir = tempfile::tempdir().expect("temporary workspace");
     let policy = PolicySet::from_yaml("allow-everything.yaml", ALLOW_EVERYTHING).expect("policy");
-    let gate = Gate::builder(Registry::with_builtins(), &policy, dir.path())
-        .posture(Posture::Interactive)
-        .host_files(HostFiles::for_workspace(dir.path()))
-        .build()
-        .expect("gate");
-    (dir, gate)
+    let gates = [Posture::Interactive, Posture::Unattended, Posture::Strict]
+        .into_iter()
+        .map(|posture| {
+            Gate::builder(Registry::with_builtins(), &policy, dir.path())
+                .posture(posture)
+                .host_files(HostFiles::for_workspace(dir.path()))
+                .build()
+                .expect("gate")
+        })
+        .collect();
+    (dir, gates)
 });
 
 const TOKENS: &[&str] = &[
@@ -162,13 +169,16 @@ proptest! {
         if analysis.features.contains(&Feature::ParseError) {
             prop_assert!(!analysis.analysed, "a parse error is never understood");
         }
-        let call = serde_json::json!({"name": "bash", "arguments": {"command": script}});
-        let verdict = GATE.1.admit_text(&call.to_string()).into_admission().verdict;
-        if !analysis.analysed {
-            prop_assert_ne!(verdict, Verdict::Allow, "{:?} was not understood: {:?}", script, analysis.problems);
-        }
-        if !analysis.hazards.is_empty() {
-            prop_assert_ne!(verdict, Verdict::Allow, "{:?} has hazards {:?}", script, analysis.hazards);
+        let call = serde_json::json!({"name": "bash", "arguments": {"command": script}}).to_string();
+        for gate in &GATES.1 {
+            let verdict = gate.admit_text(&call).into_admission().verdict;
+            let posture = gate.posture();
+            if !analysis.analysed {
+                prop_assert_ne!(verdict, Verdict::Allow, "{:?} was not understood ({}): {:?}", script, posture, analysis.problems);
+            }
+            if !analysis.hazards.is_empty() {
+                prop_assert_ne!(verdict, Verdict::Allow, "{:?} has hazards ({}): {:?}", script, posture, analysis.hazards);
+            }
         }
     }
 }

@@ -343,3 +343,54 @@ fn on_a_terminal_a_person_answers_each_ask() {
         [serde_json::json!("allow_once"), serde_json::json!("deny")]
     );
 }
+
+/// A command that carries terminal escapes cannot rewrite the prompt a person answers: the
+/// escape sequence, the carriage return and the right-to-left override are shown, not obeyed.
+#[test]
+fn the_prompt_shows_escape_sequences_instead_of_obeying_them() {
+    use std::io::Write as _;
+    let w = World::new();
+    let script = w.root.join("s.json");
+    // Clear the line, go back to its first column, and print an innocent-looking command; and a file
+    // name whose right-to-left override would show `evil.sh` as `hs.live`.
+    let command = "rm -rf ~/project\u{1b}[2K\u{1b}[1Gecho hello \u{202e}hs.live";
+    std::fs::write(
+        &script,
+        serde_json::json!([{"text": "ok\u{1b}]0;pwned\u{7}", "tool_calls": [{"name": "bash", "arguments": {"command": command}}]}])
+            .to_string(),
+    )
+    .unwrap();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    master.write_all(b"d\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args([
+            "run",
+            "--provider",
+            &format!("script:{}", script.display()),
+            "--workspace",
+        ])
+        .arg(&w.ws)
+        .arg("go")
+        .stdin(std::process::Stdio::from(pty.slave))
+        .env("HOME", &w.home)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stderr.contains("Run it?"), "{stderr}");
+    for (name, text) in [("stderr", &stderr), ("stdout", &stdout)] {
+        assert!(
+            !text.contains('\u{1b}'),
+            "an escape reached the terminal on {name}: {text:?}"
+        );
+        assert!(
+            !text.contains('\u{202e}'),
+            "a bidi override reached {name}: {text:?}"
+        );
+    }
+    assert!(stderr.contains(r"\x1b[2K\x1b[1Gecho hello"), "{stderr}");
+    assert!(stderr.contains(r"\u{202e}hs.live"), "{stderr}");
+    assert!(stdout.contains(r"ok\x1b]0;pwned\x07"), "{stdout}");
+}

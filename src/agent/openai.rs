@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::provider::{Event, EventStream, Message, Provider, ProviderError, Request};
+use crate::text::{Keep, shorten};
 
 /// The DeepSeek defaults.
 pub const DEEPSEEK_URL: &str = "https://api.deepseek.com";
@@ -131,11 +132,7 @@ fn message(m: &Message) -> Value {
 }
 
 fn bounded(text: &str) -> String {
-    let t = text.trim();
-    if t.len() <= 500 {
-        return t.to_owned();
-    }
-    format!("{}…", &t[..t.floor_char_boundary(500)])
+    shorten(text.trim(), 500, Keep::Head).into_owned()
 }
 
 impl Provider for OpenAiProvider {

@@ -33,9 +33,10 @@ use crate::call::{Call, RawArguments};
 use crate::gate::{Admission, Admitted, Gate, Judgement, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
-    AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, bound,
-    file_digest, now_ms, sha256,
+    AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, file_digest,
+    now_ms, sha256,
 };
+use crate::text::{Keep, shorten};
 use crate::tool::Output;
 
 /// Where a session shows its progress.
@@ -293,7 +294,7 @@ impl Session {
             self.terminal.call(&j.admission, &record);
             self.messages.push(Message::Tool {
                 call_id: j.call.id,
-                content: bound(&full, self.result_bytes),
+                content: shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
             });
         }
         Ok(())

@@ -1,9 +1,15 @@
 //! Text output for people: one coloured line with the verdict and why, then the rules, the
 //! resolved paths and the effects. Colour goes away on a pipe or with `NO_COLOR` (anstream).
+//!
+//! Everything a model controls — the tool name, the id, argv, paths, reasons that quote them —
+//! passes through [`visible`] first: a control character, an escape sequence or a
+//! bidirectional override is shown as an escape, never interpreted by the terminal, so a command
+//! cannot rewrite what the person approving it sees.
 
 use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
+use reasonix::text::{visible, visible_lines};
 use reasonix::{Admission, Verdict};
 
 fn verdict_style(v: Verdict) -> Style {
@@ -21,19 +27,19 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
     let vs = verdict_style(a.verdict);
     let dim = Style::new().dimmed();
     let label = Style::new().bold();
-    let tool = a.tool.as_deref().unwrap_or("(unreadable call)");
-    let first = a.reasons.first().map(String::as_str).unwrap_or("");
+    let tool = visible(a.tool.as_deref().unwrap_or("(unreadable call)"));
+    let first = visible(a.reasons.first().map(String::as_str).unwrap_or(""));
     write!(
         out,
         "{vs}{:<7}{vs:#} {label}{tool}{label:#}",
         a.verdict.as_str().to_uppercase()
     )?;
     if let Some(id) = &a.id {
-        write!(out, " {dim}[{id}]{dim:#}")?;
+        write!(out, " {dim}[{}]{dim:#}", visible(id))?;
     }
     writeln!(out, " {dim}stage {}{dim:#} — {first}", a.stage.as_str())?;
     for reason in a.reasons.iter().skip(1) {
-        writeln!(out, "  {label}also{label:#}    {reason}")?;
+        writeln!(out, "  {label}also{label:#}    {}", visible(reason))?;
     }
     for rule in &a.rules {
         let (open, close) = if rule.decisive {
@@ -44,7 +50,9 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         writeln!(
             out,
             "  {label}rule{label:#}    {open}{} {} {dim}{}{dim:#}{close}",
-            rule.decision, rule.id, rule.source
+            rule.decision,
+            visible(&rule.id),
+            visible(&rule.source)
         )?;
     }
     for p in &a.paths {
@@ -56,10 +64,10 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         let resolved = p.path.as_deref().unwrap_or("(unresolved)");
         let mut notes = Vec::new();
         if p.written != resolved {
-            notes.push(format!("written {:?}", p.written));
+            notes.push(format!("written {}", visible(&p.written)));
         }
         for link in &p.symlinks {
-            notes.push(format!("via symlink {link}"));
+            notes.push(format!("via symlink {}", visible(link)));
         }
         if !p.inside_workspace {
             notes.push("outside the workspace".into());
@@ -74,9 +82,10 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {label}path{label:#}    {} {} {resolved}{notes}",
+            "  {label}path{label:#}    {} {} {}{notes}",
             serde_name(&p.role),
-            serde_name(&p.access)
+            serde_name(&p.access),
+            visible(resolved)
         )?;
     }
     if !a.effects.is_empty() {
@@ -113,7 +122,7 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
         let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
         writeln!(out, "  {label}input{label:#}")?;
         for line in pretty.lines() {
-            writeln!(out, "    {line}")?;
+            writeln!(out, "    {}", visible_lines(line))?;
         }
     }
     Ok(())
@@ -136,7 +145,7 @@ fn bash_lines(out: &mut dyn Write, bash: &serde_json::Value) -> io::Result<()> {
                 .as_array()
                 .map(|a| a.iter().filter_map(|w| w.as_str()).collect())
                 .unwrap_or_default();
-            let text = argv.join(" ");
+            let text = visible(&argv.join(" ")).into_owned();
             if c.get("wrapper").and_then(|w| w.as_bool()) == Some(true) {
                 format!("({text})")
             } else {
@@ -159,11 +168,15 @@ fn bash_lines(out: &mut dyn Write, bash: &serde_json::Value) -> io::Result<()> {
             out,
             "  {warn}hazard{warn:#}  {} — {}",
             h["id"].as_str().unwrap_or(""),
-            h["detail"].as_str().unwrap_or("")
+            visible(h["detail"].as_str().unwrap_or(""))
         )?;
     }
     for p in list("problems") {
-        writeln!(out, "  {warn}problem{warn:#} {}", p.as_str().unwrap_or(""))?;
+        writeln!(
+            out,
+            "  {warn}problem{warn:#} {}",
+            visible(p.as_str().unwrap_or(""))
+        )?;
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ use reasonix::agent::script::ScriptProvider;
 use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
 use reasonix::lease::Leases;
 use reasonix::record::{CallRecord, Outcome, Recorder};
+use reasonix::text::{Keep, shorten, visible, visible_lines};
 use reasonix::{Admission, Posture};
 
 use super::render;
@@ -218,12 +219,20 @@ fn provider(
 
 fn note(text: &str) {
     let dim = Style::new().dimmed();
-    let _ = writeln!(anstream::stderr(), "{dim}reasonix: {text}{dim:#}");
+    let _ = writeln!(
+        anstream::stderr(),
+        "{dim}reasonix: {}{dim:#}",
+        visible(text)
+    );
 }
 
 fn warn(text: &str) {
     let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
-    let _ = writeln!(anstream::stderr(), "{style}reasonix{style:#}: {text}");
+    let _ = writeln!(
+        anstream::stderr(),
+        "{style}reasonix{style:#}: {}",
+        visible(text)
+    );
 }
 
 /// The person at the terminal.
@@ -290,7 +299,7 @@ impl Screen {
 impl Terminal for Screen {
     fn text(&self, delta: &str) {
         let mut out = anstream::stdout().lock();
-        let _ = out.write_all(delta.as_bytes());
+        let _ = out.write_all(visible_lines(delta).as_bytes());
         let _ = out.flush();
         *self.mid_line.lock().unwrap_or_else(|p| p.into_inner()) = !delta.ends_with('\n');
     }
@@ -298,7 +307,7 @@ impl Terminal for Screen {
     fn reasoning(&self, delta: &str) {
         let dim = Style::new().dimmed();
         let mut err = anstream::stderr().lock();
-        let _ = write!(err, "{dim}{delta}{dim:#}");
+        let _ = write!(err, "{dim}{}{dim:#}", visible_lines(delta));
         let _ = err.flush();
     }
 
@@ -323,7 +332,7 @@ impl Terminal for Screen {
             Outcome::Blocked | Outcome::Invalid => admission
                 .reasons
                 .first()
-                .map(|r| format!(" — {r}"))
+                .map(|r| format!(" — {}", shorten(&visible(r), 200, Keep::Head)))
                 .unwrap_or_default(),
             Outcome::Failed => record
                 .exit_code
@@ -331,17 +340,12 @@ impl Terminal for Screen {
                 .unwrap_or_default(),
             Outcome::Succeeded => String::new(),
         };
-        let mut why = why;
-        if why.len() > 200 {
-            why.truncate(why.floor_char_boundary(200));
-            why.push('…');
-        }
         let _ = writeln!(
             anstream::stderr(),
             "{style}{:<9}{style:#} {} {dim}[{}] {} {} ms{dim:#}{why}",
             record.outcome.as_str(),
-            record.tool,
-            record.call_id,
+            visible(&record.tool),
+            visible(&record.call_id),
             admission.verdict,
             record.duration_ms,
         );
