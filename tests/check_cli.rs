@@ -4,7 +4,7 @@
 mod common;
 
 use common::{World, reasons};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Every kind of malformed call, with a word its message must contain.
 const MALFORMED: &[(&str, &str)] = &[
@@ -411,4 +411,126 @@ fn text_output_shows_escape_sequences_and_bidi_overrides_instead_of_obeying_them
         "{stdout}"
     );
     assert!(stdout.contains(r"[c\x1b[31m]"), "{stdout}");
+}
+
+#[test]
+fn a_stream_is_judged_line_by_line_whatever_the_bad_bytes() {
+    let w = World::new();
+    let mut stdin = Vec::new();
+    stdin.extend_from_slice(b"\xef\xbb\xbf");
+    stdin.extend_from_slice(br#"{"name":"read_file","arguments":{"path":"a"}}"#);
+    stdin.extend_from_slice(b"\n{\n  \"name\": \"read_file\"\n}\n\xff\xfe not utf-8\r\n\n");
+    stdin.extend_from_slice(br#"{"name":"read_file","arguments":{"path":".env"}}"#);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args(["check", "--format", "json", "--workspace"])
+        .arg(&w.ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(&stdin)?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let v: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<(u64, &str)> = v
+        .iter()
+        .map(|v| (v["line"].as_u64().unwrap(), v["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "allow"),
+            (2, "invalid"),
+            (3, "invalid"),
+            (4, "invalid"),
+            (5, "invalid"),
+            (7, "deny")
+        ],
+        "the BOM is ignored, each line judged alone, the blank line 6 skipped"
+    );
+    assert!(
+        common::reasons(&v[1]).contains("one call per line"),
+        "{}",
+        v[1]
+    );
+    assert!(
+        common::reasons(&v[2]).contains("at line 3 column"),
+        "{}",
+        v[2]
+    );
+    assert!(
+        common::reasons(&v[4]).contains("line 5 is not UTF-8"),
+        "{}",
+        v[4]
+    );
+    assert_eq!(out.status.code(), Some(30));
+    // Every verdict has the same keys.
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert!(v.iter().all(|x| keys(x) == keys(&v[0])), "{v:?}");
+    assert!(v[1]["fallback"].is_null() && v[1]["input"].is_null());
+}
+
+#[test]
+fn a_closed_pipe_stops_check_quietly() {
+    let w = World::new();
+    let line = r#"{"name":"read_file","arguments":{"path":"a"}}"#.to_owned() + "\n";
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args(["check", "--workspace"])
+        .arg(&w.ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader takes one line and goes away, as `| head -1` does.
+    drop(child.stdout.take());
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        for _ in 0..20_000 {
+            if stdin.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "nothing said about the pipe: {stderr}");
+}
+
+#[test]
+fn a_program_sending_one_call_at_a_time_gets_each_verdict_at_once() {
+    use std::io::{BufRead as _, Write as _};
+    let w = World::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args(["check", "--format", "json", "--workspace"])
+        .arg(&w.ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for (i, path) in ["a", ".env", "b"].iter().enumerate() {
+        writeln!(
+            stdin,
+            r#"{{"name":"read_file","arguments":{{"path":"{path}"}}}}"#
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+        // The verdict comes while stdin is still open: no buffering holds it back.
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["line"], i + 1);
+    }
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(20));
 }

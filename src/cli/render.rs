@@ -22,8 +22,8 @@ fn verdict_style(v: Verdict) -> Style {
     Style::new().bold().fg_color(Some(color.into()))
 }
 
-/// Writes one admission.
-pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
+/// Writes one admission; `line` is the line of the input it answers, if it came from a stream.
+pub fn admission(out: &mut dyn Write, a: &Admission, line: Option<usize>) -> io::Result<()> {
     let vs = verdict_style(a.verdict);
     let dim = Style::new().dimmed();
     let label = Style::new().bold();
@@ -36,6 +36,9 @@ pub fn admission(out: &mut dyn Write, a: &Admission) -> io::Result<()> {
     )?;
     if let Some(id) = &a.id {
         write!(out, " {dim}[{}]{dim:#}", visible(id))?;
+    }
+    if let Some(n) = line {
+        write!(out, " {dim}line {n}{dim:#}")?;
     }
     writeln!(out, " {dim}stage {}{dim:#} — {first}", a.stage.as_str())?;
     for reason in a.reasons.iter().skip(1) {

@@ -245,7 +245,7 @@ impl Approver for Prompt {
         let mut err = anstream::stderr().lock();
         let label = Style::new().bold();
         let _ = writeln!(err);
-        let _ = render::admission(&mut err, admission);
+        let _ = render::admission(&mut err, admission, None);
         loop {
             let _ = write!(
                 err,

@@ -105,7 +105,6 @@ pub struct Admission {
     /// The rules that matched, decisive ones first.
     pub rules: Vec<RuleHit>,
     /// The fallback that decided, when no rule did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
     /// The call's effects.
     pub effects: Vec<Effect>,
@@ -118,13 +117,17 @@ pub struct Admission {
     /// The posture the verdict was reached under.
     pub posture: Posture,
     /// The policy input document, when the gate explains (`reasonix check --explain`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<PolicyInput>,
     /// The jail a bash call would run in; `null` for other tools.
     pub sandbox: Option<PlanView>,
 }
 
 impl Admission {
+    /// The admission of input that is not even a call (a line that is not UTF-8): `invalid`.
+    pub fn unreadable(why: String, posture: Posture) -> Admission {
+        Admission::invalid(None, None, &why, posture)
+    }
+
     /// The admission of a call that could not be read or validated.
     pub(crate) fn invalid(
         id: Option<String>,
