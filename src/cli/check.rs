@@ -136,6 +136,10 @@ struct Line<'a> {
     admission: &'a Admission,
 }
 
+/// Judges one call (or says why a line is not one) and writes its verdict.
+type Judge<'a> =
+    dyn FnMut(Result<&str, String>, Option<usize>, &mut dyn Write) -> std::io::Result<()> + 'a;
+
 /// Judges each line of a JSONL stream on its own: a line that is not UTF-8 is an `invalid`
 /// verdict like any other bad line, a UTF-8 byte order mark before the first line is ignored, a
 /// blank line is skipped. Output is flushed whenever no complete line is waiting, so a program
@@ -143,11 +147,7 @@ struct Line<'a> {
 fn stream(
     input: BufReader<impl Read>,
     out: &mut dyn Write,
-    judge: &mut dyn FnMut(
-        Result<&str, String>,
-        Option<usize>,
-        &mut dyn Write,
-    ) -> std::io::Result<()>,
+    judge: &mut Judge<'_>,
 ) -> std::io::Result<()> {
     let mut input = input;
     let mut buf = Vec::new();
