@@ -479,7 +479,10 @@ impl Gate {
                 });
             let escapes: Vec<String> = escapes.into_iter().chain(host_files).collect();
             // A process that would run under an `enforce` plan this kernel cannot enforce.
-            let refusal = class.bash.as_ref().and_then(|_| self.jail.refusal.clone());
+            let refusal = class
+                .bash
+                .as_ref()
+                .and_then(|_| self.jail.refusal().map(str::to_owned));
             let escapes: Vec<String> = escapes.into_iter().chain(refusal).collect();
             if !escapes.is_empty() {
                 verdict = Verdict::Deny;
