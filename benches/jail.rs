@@ -1,12 +1,12 @@
-//! Spawning `true`: bare (std::process, output to /dev/null), through `jail::run` with the jail
-//! off (same pipes, watchdog, private temporary folder), and jailed under `enforce` (Landlock,
-//! seccomp, limits, capability drop, pids cgroup). `benches/bubblewrap.sh` runs the same
-//! command under bubblewrap for comparison.
+//! Spawning `true`: bare (std::process, output to /dev/null), through
+//! `jail::danger::exec_unjudged` with the jail off (same pipes, watchdog, private temporary
+//! folder), and jailed under `enforce` (Landlock, seccomp, limits, capability drop, pids
+//! cgroup). `benches/bubblewrap.sh` runs the same command under bubblewrap for comparison.
 
 use std::process::{Command, Stdio};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use reasonix::sandbox::jail::{self, Capture, JailConfig, Mode, Plan};
+use reasonix::sandbox::jail::{Capture, JailConfig, Mode, Plan, danger};
 
 fn spawn(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("workspace");
@@ -22,7 +22,7 @@ fn spawn(c: &mut Criterion) {
     let off = plan(Mode::Off);
     let enforce = plan(Mode::Enforce);
     let argv = ["true".to_owned()];
-    assert!(jail::run(&enforce, &argv, None, Capture::Bounded(1024)).is_ok());
+    assert!(danger::exec_unjudged(&enforce, &argv, None, Capture::Bounded(1024)).is_ok());
 
     c.bench_function("spawn true, bare", |b| {
         b.iter(|| {
@@ -35,10 +35,12 @@ fn spawn(c: &mut Criterion) {
         })
     });
     c.bench_function("spawn true, jail off", |b| {
-        b.iter(|| jail::run(&off, &argv, None, Capture::Bounded(1024)).expect("run"))
+        b.iter(|| danger::exec_unjudged(&off, &argv, None, Capture::Bounded(1024)).expect("run"))
     });
     c.bench_function("spawn true, jailed", |b| {
-        b.iter(|| jail::run(&enforce, &argv, None, Capture::Bounded(1024)).expect("run"))
+        b.iter(|| {
+            danger::exec_unjudged(&enforce, &argv, None, Capture::Bounded(1024)).expect("run")
+        })
     });
 }
 

@@ -151,13 +151,11 @@ fn tool_messages(body: &Value) -> Vec<(String, String)> {
 }
 
 fn lacks_jail(gate: &Gate) -> bool {
-    match &gate.jail().refusal {
-        Some(why) => {
-            eprintln!("SKIPPED: bash cannot run jailed on this kernel ({why}); the test needs it");
-            true
-        }
-        None => false,
-    }
+    let refusal = gate.jail().refusal();
+    common::skip_unless(
+        refusal.is_none(),
+        &format!("a jail bash can run in ({})", refusal.unwrap_or_default()),
+    )
 }
 
 /// [start, end) of each call that ran, in record order.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use reasonix::sandbox::Roots;
-use reasonix::sandbox::jail::{self, Capture, NetRule, Plan};
+use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, danger};
 use serde_json::json;
 
 #[derive(Subcommand)]
@@ -72,8 +72,12 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
         SandboxCommand::Exec(args) => {
             let plan = plan(&args.plan)?;
             let timeout = args.timeout_ms.map(Duration::from_millis);
-            match jail::run(&plan, &args.command, timeout, Capture::Inherit) {
+            // The user's own command, typed at a terminal: no gate judges it, the jail applies.
+            match danger::exec_unjudged(&plan, &args.command, timeout, Capture::Inherit) {
                 Ok(result) => {
+                    if let Some(line) = result.not_enforced_line() {
+                        eprintln!("reasonix: {line}");
+                    }
                     if result.outcome == jail::Outcome::TimedOut {
                         eprintln!(
                             "reasonix: timed out after {} ms; the process group was killed",

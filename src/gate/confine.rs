@@ -77,7 +77,7 @@ fn refusals(ruled: &Ruled, host: &Protected, jail: &Plan) -> Vec<String> {
         }
     }
     if class.bash.is_some()
-        && let Some(why) = jail.refusal.as_deref()
+        && let Some(why) = jail.refusal()
     {
         out.push(why.to_owned());
     }

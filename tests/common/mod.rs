@@ -135,6 +135,28 @@ impl World {
     }
 }
 
+/// Whether a test must skip because this machine lacks `what` (`have` is false): it says so on
+/// stderr with a `SKIPPED` line, which libtest hides when the test passes. With
+/// `REASONIX_NO_SKIP=1` (CI sets it) it panics instead: there, a skip is a failure.
+///
+/// ```ignore
+/// if skip_unless(jail::capabilities().seccomp, "seccomp filters") {
+///     return;
+/// }
+/// ```
+pub fn skip_unless(have: bool, what: &str) -> bool {
+    if have {
+        return false;
+    }
+    if std::env::var("REASONIX_NO_SKIP").as_deref() == Ok("1") {
+        panic!(
+            "this machine lacks {what}, which the test needs; REASONIX_NO_SKIP=1 is set, and CI counts a skip as a failure"
+        );
+    }
+    eprintln!("SKIPPED: this machine lacks {what}; the test needs it");
+    true
+}
+
 /// The reasons of a verdict, joined.
 pub fn reasons(v: &Value) -> String {
     v["reasons"]

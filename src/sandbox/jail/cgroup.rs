@@ -4,7 +4,8 @@
 //!
 //! cgroup v2 (a `pids` controller enabled in the unified hierarchy) and v1 (`/sys/fs/cgroup/pids`)
 //! are both used when writable. Where neither is, the run falls back to `RLIMIT_NPROC` and the
-//! process group, and the plan says so.
+//! process group, and the plan says so. Where one is but a run's own cannot be made, `enforce`
+//! refuses that run and `best_effort` falls back for it and says so in the run's result.
 
 use std::fs;
 use std::os::fd::OwnedFd;

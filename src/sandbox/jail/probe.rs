@@ -1,6 +1,12 @@
 //! What this machine can enforce, found by asking the kernel (once per process): the Landlock
 //! ABI and which of its parts work, whether a seccomp filter can be installed, and whether a
-//! pids cgroup can be made for a run.
+//! pids cgroup can be made for a run, and whether Reasonix may empty a child's capability
+//! bounding set.
+//!
+//! [`capabilities`] is the probed value, once per process; a [`Capabilities`] is a plain value
+//! too, so a plan can be computed for capabilities this machine lacks
+//! ([`super::Plan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
+//! machine that has everything.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -29,6 +35,10 @@ pub struct Capabilities {
     pub cgroup_pids: Option<PathBuf>,
     /// The user id Reasonix runs as (`RLIMIT_NPROC` does not bind root).
     pub uid: u32,
+    /// Reasonix holds `CAP_SETPCAP` (in its effective set): it can empty a child's capability
+    /// bounding set and lock `SECBIT_NOROOT`. Without it, the child's capability sets are still
+    /// emptied, and `no_new_privs` keeps exec from granting any back.
+    pub cap_setpcap: bool,
 }
 
 /// The capabilities of this machine, probed once.
@@ -60,7 +70,25 @@ fn probe() -> Capabilities {
         seccomp: super::seccomp::works(),
         cgroup_pids: super::cgroup::available(),
         uid: nix::unistd::getuid().as_raw(),
+        cap_setpcap: holds_cap_setpcap(),
     }
+}
+
+/// `CAP_SETPCAP` in the effective set of the calling thread, read from `/proc`.
+fn holds_cap_setpcap() -> bool {
+    const CAP_SETPCAP: u32 = 8;
+    std::fs::read_to_string("/proc/thread-self/status")
+        .ok()
+        .and_then(|status| effective_set(&status))
+        .is_some_and(|set| set & (1 << CAP_SETPCAP) != 0)
+}
+
+/// The `CapEff:` line of a `/proc/<pid>/status`, as a bit set.
+fn effective_set(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
 }
 
 fn supports_fs(abi: ABI) -> bool {
@@ -85,4 +113,17 @@ fn supports_scope() -> bool {
         .scope(Scope::from_all(ABI::V6))
         .and_then(|r| r.create())
         .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_set;
+
+    #[test]
+    fn the_effective_set_is_read_from_its_status_line() {
+        let status = "Name:\tx\nCapPrm:\t0000000000000100\nCapEff:\t0000000000000100\n";
+        assert_eq!(effective_set(status), Some(1 << 8));
+        assert_eq!(effective_set("CapEff:\t0000000000000000\n"), Some(0));
+        assert_eq!(effective_set("Name:\tx\n"), None);
+    }
 }

@@ -71,13 +71,29 @@ pub struct RunResult {
     pub stderr_bytes: u64,
     /// How long it ran.
     pub duration: Duration,
+    /// What the plan promised and this run could not apply (under `best_effort`; `enforce`
+    /// refuses the run instead), in words. Empty when the run kept every promise.
+    pub not_enforced: Vec<String>,
+}
+
+impl RunResult {
+    /// One line for the reader of the output, when this run did not apply all of its plan.
+    pub fn not_enforced_line(&self) -> Option<String> {
+        (!self.not_enforced.is_empty()).then(|| {
+            format!(
+                "not enforced for this run: {}",
+                self.not_enforced.join("; ")
+            )
+        })
+    }
 }
 
 /// Why a process did not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
-    /// The plan refuses to run anything (enforce without a full backend).
+    /// The plan refuses to run anything (enforce without a full backend), or a part it promises
+    /// could not be set up for this run under `enforce`. Nothing was started.
     #[error("{0}")]
     Refused(String),
     /// Preparing the jail failed.
@@ -189,17 +205,71 @@ fn environment(tmp: &std::path::Path) -> Vec<(String, String)> {
     env
 }
 
-/// Leaves the program about to be run — even by root — without any capability: uid 0 without
-/// `CAP_DAC_OVERRIDE`, `CAP_SYS_PTRACE`, `CAP_NET_ADMIN`… is an ordinary user for every check but
-/// file ownership. (Landlock itself lets a process with `CAP_SYS_PTRACE` read
-/// `/proc/<pid>/environ` of processes outside the sandbox; without this, a root-run command
-/// could read Reasonix's own environment.)
+/// How a child loses its capabilities between fork and exec, decided with the plan (before any
+/// fork) from whether Reasonix holds `CAP_SETPCAP`, so that the plan's words and the hook are one
+/// decision.
 ///
-/// Two calls: `SECBIT_NOROOT` (locked) so that exec does not hand root its capabilities back,
-/// then `capset` to empty the permitted, effective and inheritable sets (which empties the
-/// ambient set too). A process without `CAP_SETPCAP` — not root — has no capability to lose.
-/// Called between fork and exec: system calls only, on the stack.
-fn drop_capabilities() -> std::io::Result<()> {
+/// Either way the permitted, effective and inheritable sets are emptied with `capset` (which
+/// empties the ambient set too): lowering one's own sets is always permitted. Uid 0 without any
+/// capability is an ordinary user for every check but file ownership. (Landlock itself lets a
+/// process with `CAP_SYS_PTRACE` read `/proc/<pid>/environ` of processes outside the sandbox;
+/// without this, a root-run command could read Reasonix's own environment.) Exec cannot give a
+/// capability back: `no_new_privs` (set before exec) limits what exec grants — to root, to a
+/// setuid program, to file capabilities — to the permitted set the process already has, which
+/// is empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CapDrop {
+    /// Reasonix holds `CAP_SETPCAP`: also drop every capability from 0 to `last` out of the
+    /// bounding set, and lock `SECBIT_NOROOT` so that exec does not treat root as privileged.
+    Full {
+        /// The highest capability number (`/proc/sys/kernel/cap_last_cap`).
+        last: u32,
+    },
+    /// It does not (the common case for a user other than root): the bounding set cannot be
+    /// changed and stays as it is; the sets are still emptied.
+    SetsOnly,
+}
+
+impl CapDrop {
+    /// The drop a plan computed for `caps` applies.
+    pub(super) fn for_capabilities(caps: &super::Capabilities) -> CapDrop {
+        if caps.cap_setpcap {
+            CapDrop::Full {
+                last: highest_capability(),
+            }
+        } else {
+            CapDrop::SetsOnly
+        }
+    }
+
+    /// The plan's words for it.
+    pub(super) fn words(self, uid: u32) -> String {
+        const BOUNDING_KEPT: &str =
+            "the bounding set stays as it is (emptying it needs CAP_SETPCAP, which Reasonix lacks)";
+        match (self, uid) {
+            (CapDrop::Full { .. }, _) => "capabilities: the bounding, permitted, effective, inheritable and ambient sets are emptied and SECBIT_NOROOT is locked, so the process runs without any, root too".into(),
+            (CapDrop::SetsOnly, 0) => format!("capabilities: the permitted, effective, inheritable and ambient sets are emptied, so root runs without any, and no_new_privs keeps exec from giving any back; {BOUNDING_KEPT}"),
+            (CapDrop::SetsOnly, _) => format!("capabilities: the permitted, effective, inheritable and ambient sets are emptied, and no_new_privs keeps setuid programs and file capabilities from granting any; {BOUNDING_KEPT}"),
+        }
+    }
+}
+
+/// The highest capability number this kernel knows, read before any fork from
+/// `/proc/sys/kernel/cap_last_cap`. If it cannot be read: 63 (the most a capability set holds),
+/// and the hook stops at the first number the kernel calls invalid.
+fn highest_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|n| *n < 64)
+        .unwrap_or(63)
+}
+
+/// Applies a [`CapDrop`]. Called between fork and exec: system calls only, on the stack
+/// (`io::Error::last_os_error` holds a raw code and does not allocate). With
+/// [`CapDrop::Full`] every step must succeed — the plan promised them — and the bounding set
+/// and the securebits go first, while `CAP_SETPCAP` is still effective.
+fn drop_capabilities(how: CapDrop) -> std::io::Result<()> {
     use nix::libc;
     const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
     const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
@@ -216,21 +286,55 @@ fn drop_capabilities() -> std::io::Result<()> {
         permitted: u32,
         inheritable: u32,
     }
-    // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
-    let rc = unsafe {
-        libc::prctl(
-            libc::PR_SET_SECUREBITS,
-            SECBIT_NOROOT | SECBIT_NOROOT_LOCKED,
-            0,
-            0,
-            0,
-        )
-    };
-    if rc != 0 {
-        return match std::io::Error::last_os_error().raw_os_error() {
-            Some(libc::EPERM) => Ok(()),
-            _ => Err(std::io::Error::last_os_error()),
+    if let CapDrop::Full { last } = how {
+        for cap in 0..=last {
+            // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
+            let rc = unsafe {
+                libc::prctl(
+                    libc::PR_CAPBSET_DROP,
+                    libc::c_ulong::from(cap),
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                    0 as libc::c_ulong,
+                )
+            };
+            if rc != 0 {
+                let err = std::io::Error::last_os_error();
+                // Past the kernel's last capability (only when `last` is the fallback 63).
+                if cap > 0 && err.raw_os_error() == Some(libc::EINVAL) {
+                    break;
+                }
+                return Err(err);
+            }
+        }
+        // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
+        let bits = unsafe {
+            libc::prctl(
+                libc::PR_GET_SECUREBITS,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
         };
+        if bits < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Keep the bits already set (a locked one cannot be cleared), add ours.
+        let bits = bits as libc::c_ulong | SECBIT_NOROOT | SECBIT_NOROOT_LOCKED;
+        // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
+        let rc = unsafe {
+            libc::prctl(
+                libc::PR_SET_SECUREBITS,
+                bits,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     let mut header = Header {
         version: LINUX_CAPABILITY_VERSION_3,
@@ -251,9 +355,40 @@ fn drop_capabilities() -> std::io::Result<()> {
     Ok(())
 }
 
+/// What this run applies instead of the pids cgroup its plan promised, when the cgroup cannot be
+/// made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_NPROC`, and the
+/// words for the run's result.
+fn without_pids_cgroup(
+    plan: &Plan,
+    parent: &std::path::Path,
+    error: &std::io::Error,
+) -> Result<String, RunError> {
+    let parent = parent.display();
+    if plan.mode == Mode::Enforce {
+        let instead = if plan.capabilities.uid == 0 {
+            "RLIMIT_NPROC, the fallback, does not bind root"
+        } else {
+            "RLIMIT_NPROC, the fallback, counts every process of this user rather than this run's, and misses processes that leave the group"
+        };
+        return Err(RunError::Refused(format!(
+            "sandbox.bash is enforce, and the pids cgroup the plan promises could not be made in {parent} ({error}); {instead}"
+        )));
+    }
+    Ok(if plan.capabilities.uid == 0 {
+        format!(
+            "process count: the pids cgroup could not be made in {parent} ({error}), and RLIMIT_NPROC, set instead, does not bind root: this run's processes were not counted"
+        )
+    } else {
+        format!(
+            "process count: the pids cgroup could not be made in {parent} ({error}); RLIMIT_NPROC counted this user's processes instead, and processes that left the group could outlive the run"
+        )
+    })
+}
+
 /// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
-/// capturing output as asked.
-pub fn run(
+/// capturing output as asked. Crate-private: a bash call reaches it with an admission (the bash
+/// tool), anything else through [`super::danger::exec_unjudged`].
+pub(crate) fn run(
     plan: &Plan,
     argv: &[String],
     timeout: Option<Duration>,
@@ -282,8 +417,9 @@ pub fn run(
             what: "private temporary folder",
             source,
         })?;
-    let caps = plan.capabilities;
+    let caps = &plan.capabilities;
     let jailed = plan.mode != Mode::Off;
+    let mut not_enforced = Vec::new();
 
     let ruleset = match &plan.ruleset {
         Some(r) if jailed => Some(r.try_clone().map_err(|source| RunError::Setup {
@@ -293,8 +429,15 @@ pub fn run(
         _ => None,
     };
     let filter = if jailed { plan.filter.clone() } else { None };
+    // The plan promised a pids cgroup wherever the capabilities name a parent for one.
     let cgroup = match (&caps.cgroup_pids, jailed) {
-        (Some(parent), true) => Cgroup::create(parent, plan.limits.processes).ok(),
+        (Some(parent), true) => match Cgroup::create(parent, plan.limits.processes) {
+            Ok(cg) => Some(cg),
+            Err(e) => {
+                not_enforced.push(without_pids_cgroup(plan, parent, &e)?);
+                None
+            }
+        },
         _ => None,
     };
     let procs = match &cgroup {
@@ -306,6 +449,7 @@ pub fn run(
     };
     let limits = plan.limits;
     let nproc = cgroup.is_none();
+    let cap_drop = plan.cap_drop;
 
     let mut command = Command::new(program);
     command
@@ -344,7 +488,7 @@ pub fn run(
         if nproc {
             setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
         }
-        drop_capabilities()?;
+        drop_capabilities(cap_drop)?;
         match ruleset.take() {
             Some(r) => {
                 // `restrict_self` also sets no_new_privs.
@@ -360,9 +504,10 @@ pub fn run(
         Ok(())
     };
     // SAFETY: the hook runs in the forked child before exec. It makes only system calls (write,
-    // setrlimit, prctl, landlock_restrict_self, seccomp, close) on values built before the fork,
-    // allocates nothing, takes no lock, and touches no state shared with other threads; errors
-    // are returned as `io::Error` from raw OS codes, which does not allocate.
+    // setrlimit, prctl, capset, landlock_restrict_self, seccomp, close) on values built before
+    // the fork (the highest capability number included), allocates nothing, takes no lock, and
+    // touches no state shared with other threads; errors are returned as `io::Error` from raw
+    // OS codes, which does not allocate.
     unsafe {
         command.pre_exec(hook);
     }
@@ -431,12 +576,73 @@ pub fn run(
         stdout_bytes,
         stderr_bytes,
         duration,
+        not_enforced,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Bounded;
+    use super::{Bounded, CapDrop, Duration, Outcome, RunResult};
+    use crate::sandbox::jail::capabilities;
+
+    #[test]
+    fn with_cap_setpcap_the_bounding_set_is_dropped_up_to_the_kernels_last_capability() {
+        let caps = crate::sandbox::jail::Capabilities {
+            cap_setpcap: true,
+            ..capabilities().clone()
+        };
+        let last: u32 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(CapDrop::for_capabilities(&caps), CapDrop::Full { last });
+        let words = CapDrop::for_capabilities(&caps).words(0);
+        assert!(words.contains("the bounding, permitted"), "{words}");
+    }
+
+    #[test]
+    fn without_cap_setpcap_the_sets_are_still_emptied_and_the_bounding_set_is_not_claimed() {
+        let caps = crate::sandbox::jail::Capabilities {
+            cap_setpcap: false,
+            ..capabilities().clone()
+        };
+        let drop = CapDrop::for_capabilities(&caps);
+        assert_eq!(drop, CapDrop::SetsOnly);
+        for uid in [0, 1000] {
+            let words = drop.words(uid);
+            assert!(
+                words.contains("permitted, effective, inheritable and ambient sets are emptied"),
+                "{words}"
+            );
+            assert!(words.contains("no_new_privs"), "{words}");
+            assert!(
+                words.contains("the bounding set stays as it is")
+                    && !words.contains("bounding, permitted"),
+                "{words}"
+            );
+        }
+        assert!(drop.words(0).contains("root runs without any"));
+    }
+
+    #[test]
+    fn a_run_that_kept_every_promise_adds_no_line_and_one_that_did_not_adds_one() {
+        let mut r = RunResult {
+            outcome: Outcome::Exited(0),
+            stdout: String::new(),
+            stderr: String::new(),
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            duration: Duration::ZERO,
+            not_enforced: Vec::new(),
+        };
+        assert_eq!(r.not_enforced_line(), None);
+        r.not_enforced = vec!["process count: x".into(), "y".into()];
+        assert_eq!(
+            r.not_enforced_line().as_deref(),
+            Some("not enforced for this run: process count: x; y")
+        );
+    }
 
     #[test]
     fn small_output_is_kept_whole() {

@@ -52,7 +52,7 @@ impl Tool for Bash {
             plan,
             &argv,
             timeout,
-            Capture::Bounded(plan.limits.output_bytes),
+            Capture::Bounded(plan.limits().output_bytes),
         )
         .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was executed")))?;
         let mut text = match result.outcome {
@@ -70,6 +70,10 @@ impl Tool for Bash {
                     text.push('\n');
                 }
             }
+        }
+        if let Some(line) = result.not_enforced_line() {
+            text.push_str(&line);
+            text.push('\n');
         }
         Ok(Output {
             text,
