@@ -113,6 +113,42 @@
 //! }
 //! ```
 //!
+//! **8. A process started around the gate.** The jail's runner is private to the crate; the
+//! one public way to run a command that no gate judged is named for what it is, in the jail's
+//! `danger` module (for `reasonix sandbox exec`). The control:
+//!
+//! ```no_run
+//! # use reasonix::sandbox::jail::{Capture, JailConfig, Plan, danger};
+//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! let argv = ["true".to_owned()];
+//! let ran = danger::exec_unjudged(&plan, &argv, None, Capture::Inherit);
+//! ```
+//!
+//! and the misuse:
+//!
+//! ```compile_fail
+//! # use reasonix::sandbox::jail::{Capture, JailConfig, Plan, danger};
+//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! let argv = ["true".to_owned()];
+//! let ran = reasonix::sandbox::jail::run(&plan, &argv, None, Capture::Inherit);
+//! ```
+//!
+//! **9. A plan's refusal edited away.** The control reads it:
+//!
+//! ```no_run
+//! # use reasonix::sandbox::jail::{JailConfig, Plan};
+//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! let why: Option<&str> = plan.refusal();
+//! ```
+//!
+//! and the misuse:
+//!
+//! ```compile_fail
+//! # use reasonix::sandbox::jail::{JailConfig, Plan};
+//! let mut plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! plan.refusal = None;
+//! ```
+//!
 //! [`Invocation::path`]: crate::tool::Invocation::path
 //! [`Invocation::writable`]: crate::tool::Invocation::writable
 //! [`ConfinedPath`]: crate::sandbox::ConfinedPath
