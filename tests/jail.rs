@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{World, skip_unless};
 use reasonix::sandbox::jail::{
-    self, Capabilities, Capture, JailConfig, Limits, Mode, NetRule, Outcome, Plan, RunError,
+    self, Capabilities, Capture, Exit, JailConfig, Limits, Mode, NetRule, Plan, RunError,
     RunResult, danger,
 };
 use reasonix::{Judgement, PolicySet, Posture, Registry};
@@ -126,7 +126,7 @@ fn a_write_inside_the_workspace_works_and_reads_of_the_system_work() {
         &p,
         "mkdir -p sub && echo made > sub/f.txt && cat sub/f.txt && ls /usr/bin >/dev/null && echo ok > $TMPDIR/t && cat $TMPDIR/t",
     );
-    assert_eq!(r.outcome, Outcome::Exited(0), "{r:?}");
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
     assert_eq!(r.stdout, "made\nok\n");
     assert_eq!(
         std::fs::read_to_string(w.ws.join("sub/f.txt")).unwrap(),
@@ -389,10 +389,7 @@ fn a_fork_bomb_is_contained() {
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        matches!(r.outcome, Outcome::TimedOut | Outcome::Exited(_)),
-        "{r:?}"
-    );
+    assert!(matches!(r.exit, Exit::TimedOut | Exit::Exited(_)), "{r:?}");
     // Every process of the bomb is gone once the run returns.
     let left = bomb_processes("bomb_7f3a");
     assert!(
@@ -438,8 +435,8 @@ fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
         &p,
         "trap '' TERM; sleep 300 & echo $! > bg.pid; echo $$ > main.pid; sleep 300",
     );
-    assert_eq!(r.outcome, Outcome::TimedOut, "{r:?}");
-    assert_eq!(r.outcome.code(), 124);
+    assert_eq!(r.exit, Exit::TimedOut, "{r:?}");
+    assert_eq!(r.exit.code(), 124);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -461,7 +458,7 @@ fn background_processes_do_not_outlive_a_finished_command() {
     let w = World::new();
     let p = plan(&w, |c| c.mode = Mode::BestEffort);
     let r = sh(&p, "sleep 300 & echo $! > bg.pid; echo done");
-    assert_eq!(r.outcome, Outcome::Exited(0));
+    assert_eq!(r.exit, Exit::Exited(0));
     let pid: i32 = std::fs::read_to_string(w.ws.join("bg.pid"))
         .unwrap()
         .trim()
@@ -720,7 +717,7 @@ fn refuses_without(caps: Capabilities, part: &str, claim: &str) {
     assert!(!best.enforced().iter().any(|e| e.starts_with(claim)));
     let r = danger::exec_unjudged(&best, &argv, None, Capture::Bounded(1024))
         .unwrap_or_else(|e| panic!("best_effort without {part}: {e}"));
-    assert_eq!(r.outcome, Outcome::Exited(0), "{r:?}");
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
     assert!(marker.exists(), "the control: best_effort runs the command");
 }
 
@@ -790,7 +787,7 @@ fn enforce_with_every_part_runs_the_command() {
     let p = plan(&w, |c| c.mode = Mode::Enforce);
     assert_eq!(p.refusal(), None);
     let r = danger::exec_unjudged(&p, &argv, None, Capture::Bounded(1024)).unwrap();
-    assert_eq!((r.outcome, r.not_enforced.len()), (Outcome::Exited(0), 0));
+    assert_eq!((r.exit, r.not_enforced.len()), (Exit::Exited(0), 0));
     assert!(marker.exists());
 }
 
@@ -1057,7 +1054,7 @@ fn under_enforce_a_run_whose_pids_cgroup_cannot_be_made_is_refused_and_runs_noth
         return;
     }
     let r = danger::exec_unjudged(&plan(&w, |_| {}), &argv, None, Capture::Bounded(1024)).unwrap();
-    assert_eq!((r.outcome, r.not_enforced.len()), (Outcome::Exited(0), 0));
+    assert_eq!((r.exit, r.not_enforced.len()), (Exit::Exited(0), 0));
     assert!(marker.exists());
 }
 
@@ -1070,7 +1067,7 @@ fn under_best_effort_a_run_whose_pids_cgroup_cannot_be_made_runs_under_rlimit_np
         c.limits.processes = 77;
     });
     let r = sh(&p, limits);
-    assert_eq!(r.outcome, Outcome::Exited(0), "{r:?}");
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
     // RLIMIT_NPROC took the cgroup's place…
     assert!(
         r.stdout.split_whitespace().filter(|w| *w == "77").count() == 2,

@@ -78,13 +78,13 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
                     if let Some(line) = result.not_enforced_line() {
                         eprintln!("reasonix: {line}");
                     }
-                    if result.outcome == jail::Outcome::TimedOut {
+                    if result.exit == jail::Exit::TimedOut {
                         eprintln!(
                             "reasonix: timed out after {} ms; the process group was killed",
                             result.duration.as_millis()
                         );
                     }
-                    Ok(ExitCode::from(result.outcome.code().clamp(0, 255) as u8))
+                    Ok(ExitCode::from(result.exit.code().clamp(0, 255) as u8))
                 }
                 Err(e) => {
                     eprintln!("reasonix: {e}");

@@ -98,7 +98,7 @@ pub use config::{JailConfig, Limits, Mode, NetRule};
 pub use probe::{Capabilities, capabilities};
 use run::CapDrop;
 pub(crate) use run::run;
-pub use run::{Capture, Outcome, RunError, RunResult};
+pub use run::{Capture, Exit, RunError, RunResult};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[
@@ -525,7 +525,7 @@ mod tests {
         let p = plan(&ws, Mode::Off, tmp);
         assert_eq!(p.refusal(), None);
         let r = run(&p, &argv, None, Capture::Bounded(1024)).unwrap();
-        assert_eq!(r.outcome, Outcome::Exited(0));
+        assert_eq!(r.exit, Exit::Exited(0));
         assert!(marker.exists());
     }
 

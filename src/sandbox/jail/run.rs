@@ -35,7 +35,7 @@ pub enum Capture {
 
 /// How the process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Exit {
     /// It exited with this status.
     Exited(i32),
     /// A signal ended it.
@@ -44,14 +44,14 @@ pub enum Outcome {
     TimedOut,
 }
 
-impl Outcome {
+impl Exit {
     /// The status a shell would report: the exit status, 128 + signal, or 124 for a timeout
     /// (as `timeout(1)` does).
     pub fn code(self) -> i32 {
         match self {
-            Outcome::Exited(c) => c,
-            Outcome::Signaled(s) => 128 + s,
-            Outcome::TimedOut => 124,
+            Exit::Exited(c) => c,
+            Exit::Signaled(s) => 128 + s,
+            Exit::TimedOut => 124,
         }
     }
 }
@@ -60,7 +60,7 @@ impl Outcome {
 #[derive(Clone, Debug)]
 pub struct RunResult {
     /// How it ended.
-    pub outcome: Outcome,
+    pub exit: Exit,
     /// Standard output, bounded (empty with [`Capture::Inherit`]).
     pub stdout: String,
     /// Standard error, bounded.
@@ -563,14 +563,14 @@ pub(crate) fn run(
     };
     use std::os::unix::process::ExitStatusExt;
     let outcome = if timed_out.load(Ordering::SeqCst) {
-        Outcome::TimedOut
+        Exit::TimedOut
     } else if let Some(code) = status.code() {
-        Outcome::Exited(code)
+        Exit::Exited(code)
     } else {
-        Outcome::Signaled(status.signal().unwrap_or(0))
+        Exit::Signaled(status.signal().unwrap_or(0))
     };
     Ok(RunResult {
-        outcome,
+        exit: outcome,
         stdout,
         stderr,
         stdout_bytes,
@@ -582,7 +582,7 @@ pub(crate) fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Bounded, CapDrop, Duration, Outcome, RunResult};
+    use super::{Bounded, CapDrop, Duration, Exit, RunResult};
     use crate::sandbox::jail::capabilities;
 
     #[test]
@@ -628,7 +628,7 @@ mod tests {
     #[test]
     fn a_run_that_kept_every_promise_adds_no_line_and_one_that_did_not_adds_one() {
         let mut r = RunResult {
-            outcome: Outcome::Exited(0),
+            exit: Exit::Exited(0),
             stdout: String::new(),
             stderr: String::new(),
             stdout_bytes: 0,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::object_schema;
 use std::time::Duration;
 
-use crate::sandbox::jail::{self, Capture, Outcome};
+use crate::sandbox::jail::{self, Capture, Exit};
 use crate::shell::Analysis;
 use crate::tool::{Arguments, Classification, ClassifyError, Invocation, Output, Tool, ToolError};
 
@@ -55,10 +55,10 @@ impl Tool for Bash {
             Capture::Bounded(plan.limits().output_bytes),
         )
         .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was executed")))?;
-        let mut text = match result.outcome {
-            Outcome::Exited(code) => format!("exit status {code}\n"),
-            Outcome::Signaled(signal) => format!("killed by signal {signal}\n"),
-            Outcome::TimedOut => format!(
+        let mut text = match result.exit {
+            Exit::Exited(code) => format!("exit status {code}\n"),
+            Exit::Signaled(signal) => format!("killed by signal {signal}\n"),
+            Exit::TimedOut => format!(
                 "timed out after {} ms; the whole process group was killed\n",
                 result.duration.as_millis()
             ),
@@ -77,7 +77,7 @@ impl Tool for Bash {
         }
         Ok(Output {
             text,
-            exit_code: Some(result.outcome.code()),
+            exit_code: Some(result.exit.code()),
         })
     }
 }
