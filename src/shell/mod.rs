@@ -30,6 +30,7 @@
 pub mod hazards;
 mod options;
 mod parse;
+pub mod programs;
 pub mod readers;
 mod walk;
 pub mod word;
