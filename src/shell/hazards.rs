@@ -7,9 +7,9 @@
 //! argv) and [`ENVIRONMENT`] (variables that make a program load code). Every row carries an
 //! example that must trigger it and a benign counterpart that must not; the tests run them all.
 //!
-//! This module owns the tables and [`scan`], which runs them over every command; it also makes
+//! This module owns the tables and `scan`, which runs them over every command; it also makes
 //! the hazards the walk finds in redirections ([`dynamic_redirect`], [`network_redirect`]) and
-//! assignments ([`env`]). What a program's own language or options make it do (an awk program,
+//! assignments ([`env()`]). What a program's own language or options make it do (an awk program,
 //! a sed script, git's options and subcommands) is read in [`programs`](super::programs); the
 //! rows here only name those readers.
 
