@@ -25,11 +25,26 @@
 //! One bash behaviour tree-sitter does not model is handled before the walk: a backslash-newline
 //! glued inside a word (`r\<newline>m`) is a line continuation that bash removes *before*
 //! splitting words, while tree-sitter treats it as a separator. Such continuations are removed
-//! and the script parsed again ([`parse`]).
+//! and the script parsed again (`parse`).
+//!
+//! # Layout
+//!
+//! This file holds the types of the analysis and runs its stages. Each module below imports
+//! only modules listed before it (and these types), so no two import each other:
+//!
+//! - [`word`]: words after quote removal, and the quoting decoders;
+//! - `options`: options as rules see them, and the option search the tables share;
+//! - `parse`: tree-sitter, the queries of `grammars/bash/`, line continuations;
+//! - [`programs`]: what awk programs, sed scripts and git's options make a program do;
+//! - [`hazards`]: the hazard tables and the scan that runs them;
+//! - [`readers`]: the read-only table and the effects;
+//! - [`wrappers`]: the wrapper table, and what a wrapper runs;
+//! - `walk`: the walk over the tree, which records what [`wrappers`] unwraps.
 
 pub mod hazards;
 mod options;
 mod parse;
+pub mod programs;
 pub mod readers;
 mod walk;
 pub mod word;

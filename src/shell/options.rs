@@ -2,6 +2,9 @@
 //! `rm --recursive --force` are one command. A cluster `-rf` is the set `-r`, `-f`; a long
 //! option and its short twin are the same flag ([`ALIASES`]); options count wherever they stand
 //! (GNU tools accept them after operands); `--` ends them.
+//!
+//! Also the option search the tables share ([`find_option`]): the hazard, reader and program
+//! rows ask it whether one of their options is present.
 
 use std::collections::BTreeSet;
 
@@ -116,6 +119,36 @@ impl Normalized {
                     .iter()
                     .all(|f| self.flags.contains(f)))
     }
+}
+
+/// The first of `options` present in `args`. A single-letter option also matches inside a
+/// cluster (`-pi` holds `-i`); a long one also as `--name=value`. With `leading`, the search
+/// stops at the first operand.
+pub fn find_option(args: &[String], options: &[&str], leading: bool) -> Option<String> {
+    for arg in args {
+        if arg == "--" {
+            return None;
+        }
+        let is_option = arg.starts_with('-') && arg != "-";
+        if !is_option {
+            if leading {
+                return None;
+            }
+            continue;
+        }
+        for o in options {
+            let long = o.starts_with("--") || o.len() > 2;
+            let hit = if long {
+                arg == o || arg.starts_with(&format!("{o}="))
+            } else {
+                arg == o || (!arg.starts_with("--") && arg.len() > 2 && arg[1..].contains(&o[1..]))
+            };
+            if hit {
+                return Some((*o).to_owned());
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! Effects come from [`EFFECTS`]: every bash call may `exec`; readers `read`; the table adds
 //! `write`, `delete` and `network` for the commands known to have them.
 
-use super::hazards::find_option;
+use super::options::find_option;
 use super::{Analysis, Command, Dynamic, RedirectKind};
 use crate::vocab::Effect;
 

@@ -5,13 +5,85 @@
 //! take a value, how many plain words come first), and an example with the inner argv it must
 //! yield (the test `every_wrapper_row_finds_its_example_inner_command` runs every row).
 //!
+//! [`unwrap`] only reads: it takes one command (and what it reads on stdin) and returns what it
+//! unwrapped ([`Unwrapped`]): whether it is transparent, the inner argv or script it runs, and
+//! the hazards and features it shows. The walk records all of it, reading each inner command's
+//! own wrappers in turn and analysing each script one level deeper; this module knows nothing
+//! of the walk.
+//!
 //! A *transparent* wrapper only changes how its inner command runs (time limit, priority,
 //! environment); an allow rule need not cover it, only what it runs. `sudo` and `doas` are not
 //! transparent, and the hazard table flags them besides.
 
-use super::walk::Walker;
+use super::hazards;
 use super::word::{Dynamic, Word};
-use super::{Assignment, Feature};
+use super::{Assignment, Command, Feature, Hazard};
+
+/// What a wrapper unwrapped, for the walk to record. The default is "not a wrapper": nothing
+/// runs inside it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unwrapped {
+    /// Whether allow rules need not cover the wrapper itself (its [`Command::wrapper`]).
+    pub transparent: bool,
+    /// What it runs, in order.
+    pub inner: Vec<Inner>,
+    /// Hazards of the wrapper command itself, with no command set: the walk attaches them to
+    /// the wrapper's index.
+    pub hazards: Vec<Hazard>,
+    /// Features it shows besides [`Feature::Wrapper`] and [`Feature::NestedShell`], which the
+    /// walk adds for each inner command and script.
+    pub features: Vec<Feature>,
+}
+
+/// One thing a wrapper runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inner {
+    /// An argv run as a simple command (`timeout 5 make`: `make`), with the assignments it
+    /// runs with (`env A=1 make`).
+    Command {
+        /// Its words.
+        words: Vec<Word>,
+        /// `NAME=value` given to it by the wrapper.
+        assignments: Vec<Assignment>,
+        /// The context it runs in (`timeout`, `xargs`, `find -exec`…).
+        how: String,
+    },
+    /// A script analysed as bash (`bash -c`, `env -S`, `watch`, a heredoc on a shell's stdin).
+    Script {
+        /// The script.
+        text: String,
+        /// The context it runs in (`bash -c`, `sh <<stdin`…).
+        how: String,
+    },
+}
+
+impl Unwrapped {
+    /// Records an inner argv.
+    fn command(&mut self, words: Vec<Word>, assignments: Vec<Assignment>, how: &str) {
+        self.inner.push(Inner::Command {
+            words,
+            assignments,
+            how: how.to_owned(),
+        });
+    }
+
+    /// Records a script to analyse.
+    fn script(&mut self, text: String, how: &str) {
+        self.inner.push(Inner::Script {
+            text,
+            how: how.to_owned(),
+        });
+    }
+
+    /// Records a hazard of the wrapper itself.
+    fn hazard(&mut self, id: &'static str, detail: String) {
+        self.hazards.push(Hazard {
+            id,
+            command: None,
+            detail,
+        });
+    }
+}
 
 /// How a wrapper's inner command is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,17 +200,18 @@ fn skip_options(words: &[Word], start: usize, row: &Row) -> Option<usize> {
     Some(i)
 }
 
-/// Reads the command at `index` as a wrapper, if it is one, recording its inner commands.
-pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
-    let command = &walker.analysis().commands[index];
+/// Reads `command` as a wrapper, if it is one: what it runs, given what it reads on `stdin`
+/// (from a heredoc or herestring).
+pub fn unwrap(command: &Command, stdin: Option<&Word>) -> Unwrapped {
+    let mut out = Unwrapped::default();
     let Some(row) = row(command.basename()) else {
-        return;
+        return out;
     };
     if !command.words.first().is_some_and(Word::is_static) {
-        return;
+        return out;
     }
-    let words = command.words.clone();
-    let name = command.basename().to_owned();
+    let words = command.words.as_slice();
+    let name = command.basename();
     // A wrapper reached by a path of its own (`./timeout`) may be anything: its inner command is
     // still found (deny rules see it), but the wrapper itself is not transparent.
     let row = &Row {
@@ -147,21 +220,21 @@ pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
     };
     match row.kind {
         Kind::Exec => {
-            let Some(start) = skip_options(&words, 1, row) else {
-                return;
+            let Some(start) = skip_options(words, 1, row) else {
+                return out;
             };
             let start = start + row.leading;
             if start < words.len() {
-                walker.analysis().commands[index].wrapper = row.transparent;
-                walker.inner(index, words[start..].to_vec(), Vec::new(), &name);
+                out.transparent = row.transparent;
+                out.command(words[start..].to_vec(), Vec::new(), name);
             }
         }
-        Kind::Env => env(walker, index, &words, row),
+        Kind::Env => env(&mut out, words, row),
         Kind::Xargs => {
-            let Some(start) = skip_options(&words, 1, row) else {
-                return;
+            let Some(start) = skip_options(words, 1, row) else {
+                return out;
             };
-            let replace = option_value(&words, &["-I", "--replace", "-i"]);
+            let replace = option_value(words, &["-I", "--replace", "-i"]);
             let mut inner: Vec<Word> = if start < words.len() {
                 words[start..].to_vec()
             } else {
@@ -177,15 +250,15 @@ pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
                 }
                 None => inner.push(Word::with("{input}", Dynamic::Input)),
             }
-            walker.analysis().commands[index].wrapper = row.transparent;
-            walker.inner(index, inner, Vec::new(), "xargs");
+            out.transparent = row.transparent;
+            out.command(inner, Vec::new(), "xargs");
         }
         Kind::Find => {
             let mut i = 1;
             while i < words.len() {
                 let w = words[i].text.as_str();
                 if matches!(w, "-exec" | "-execdir" | "-ok" | "-okdir") {
-                    let clause = w.to_owned();
+                    let clause = w;
                     let start = i + 1;
                     let mut end = start;
                     while end < words.len() && !matches!(words[end].text.as_str(), ";" | "+") {
@@ -202,7 +275,7 @@ pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
                         })
                         .collect();
                     if !inner.is_empty() {
-                        walker.inner(index, inner, Vec::new(), &format!("find {clause}"));
+                        out.command(inner, Vec::new(), &format!("find {clause}"));
                     }
                     i = end + 1;
                 } else {
@@ -210,22 +283,22 @@ pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
                 }
             }
         }
-        Kind::Shell => shell(walker, index, &words, row, &name),
+        Kind::Shell => shell(&mut out, words, row, name, stdin),
         Kind::Watch => {
-            let Some(start) = skip_options(&words, 1, row) else {
-                return;
+            let Some(start) = skip_options(words, 1, row) else {
+                return out;
             };
             if start >= words.len() {
-                return;
+                return out;
             }
-            walker.analysis().commands[index].wrapper = row.transparent;
+            out.transparent = row.transparent;
             let exec = words[1..start]
                 .iter()
                 .any(|w| w.text == "-x" || w.text == "--exec");
             if exec {
-                walker.inner(index, words[start..].to_vec(), Vec::new(), "watch -x");
+                out.command(words[start..].to_vec(), Vec::new(), "watch -x");
             } else {
-                script(walker, index, &words[start..], "watch");
+                script(&mut out, &words[start..], "watch");
             }
         }
         Kind::Flock => {
@@ -233,25 +306,25 @@ pub(super) fn unwrap(walker: &mut Walker<'_>, index: usize) {
                 .iter()
                 .position(|w| w.text == "-c" || w.text == "--command")
             {
-                walker.analysis().commands[index].wrapper = row.transparent;
+                out.transparent = row.transparent;
                 script(
-                    walker,
-                    index,
+                    &mut out,
                     words.get(at + 1..at + 2).unwrap_or(&[]),
                     "flock -c",
                 );
-                return;
+                return out;
             }
-            let Some(start) = skip_options(&words, 1, row) else {
-                return;
+            let Some(start) = skip_options(words, 1, row) else {
+                return out;
             };
             let start = start + row.leading;
             if start < words.len() {
-                walker.analysis().commands[index].wrapper = row.transparent;
-                walker.inner(index, words[start..].to_vec(), Vec::new(), "flock");
+                out.transparent = row.transparent;
+                out.command(words[start..].to_vec(), Vec::new(), "flock");
             }
         }
     }
+    out
 }
 
 /// The value of the first of `options` present (`-I X`, `-IX`, `--replace=X`).
@@ -277,43 +350,34 @@ fn option_value(words: &[Word], options: &[&str]) -> Option<String> {
     None
 }
 
-/// Analyses words as a script: static ones joined by spaces; a dynamic one is a hazard.
-fn script(walker: &mut Walker<'_>, parent: usize, words: &[Word], how: &str) {
+/// Words run as a script: static ones joined by spaces; a dynamic one is a hazard.
+fn script(out: &mut Unwrapped, words: &[Word], how: &str) {
     if words.is_empty() {
         return;
     }
     if let Some(w) = words.iter().find(|w| !w.is_static()) {
         let detail = format!("`{how}` runs a script that is not static: {:?}", w.text);
-        walker.analysis().hazards.push(super::Hazard {
-            id: "dynamic_script",
-            command: Some(parent),
-            detail,
-        });
-        walker.analysis().features.insert(Feature::InlineCode);
+        out.hazard("dynamic_script", detail);
+        out.features.push(Feature::InlineCode);
         return;
     }
     let text: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-    walker.nested(parent, &text.join(" "), how);
+    out.script(text.join(" "), how);
 }
 
 /// `env [OPTIONS] [NAME=VALUE]... [COMMAND [ARG]...]`.
-fn env(walker: &mut Walker<'_>, index: usize, words: &[Word], row: &Row) {
+fn env(out: &mut Unwrapped, words: &[Word], row: &Row) {
     if let Some(s) = option_value(words, &["-S", "--split-string"]) {
-        walker.analysis().commands[index].wrapper = row.transparent;
+        out.transparent = row.transparent;
         let at = words
             .iter()
             .position(|w| w.text.starts_with("-S") || w.text.starts_with("--split-string"))
             .unwrap_or(0);
         let static_string = words[at..].iter().take(2).all(Word::is_static);
         if static_string {
-            walker.nested(index, &s, "env -S");
+            out.script(s, "env -S");
         } else {
-            script(
-                walker,
-                index,
-                &words[at + 1..at + 2.min(words.len() - at)],
-                "env -S",
-            );
+            script(out, &words[at + 1..at + 2.min(words.len() - at)], "env -S");
         }
         return;
     }
@@ -338,17 +402,16 @@ fn env(walker: &mut Walker<'_>, index: usize, words: &[Word], row: &Row) {
         }
     }
     for a in &assignments {
-        let hazards = super::hazards::env(&a.name, Some(index));
-        walker.analysis().hazards.extend(hazards);
+        out.hazards.extend(hazards::env(&a.name, None));
     }
     if i < words.len() {
-        walker.analysis().commands[index].wrapper = row.transparent;
-        walker.inner(index, words[i..].to_vec(), assignments, "env");
+        out.transparent = row.transparent;
+        out.command(words[i..].to_vec(), assignments, "env");
     }
 }
 
-/// `bash [OPTIONS] -c SCRIPT [NAME [ARG]...]`, `bash FILE`, or `bash` reading stdin.
-fn shell(walker: &mut Walker<'_>, index: usize, words: &[Word], row: &Row, name: &str) {
+/// `bash [OPTIONS] -c SCRIPT [NAME [ARG]...]`, `bash FILE`, or `bash` reading `stdin`.
+fn shell(out: &mut Unwrapped, words: &[Word], row: &Row, name: &str, stdin: Option<&Word>) {
     let mut i = 1;
     let mut inline = false;
     let mut from_stdin = false;
@@ -375,11 +438,10 @@ fn shell(walker: &mut Walker<'_>, index: usize, words: &[Word], row: &Row, name:
         i += 1;
     }
     if inline {
-        walker.analysis().commands[index].wrapper = row.transparent;
-        walker.analysis().features.insert(Feature::InlineCode);
+        out.transparent = row.transparent;
+        out.features.push(Feature::InlineCode);
         script(
-            walker,
-            index,
+            out,
             words.get(i..i + 1).unwrap_or(&[]),
             &format!("{name} -c"),
         );
@@ -389,19 +451,15 @@ fn shell(walker: &mut Walker<'_>, index: usize, words: &[Word], row: &Row, name:
         // `bash script.sh`: a script file, run like any program.
         return;
     }
-    match walker.stdin(index).cloned() {
+    match stdin {
         Some(body) if body.is_static() => {
-            walker.analysis().commands[index].wrapper = row.transparent;
-            walker.nested(index, &body.text, &format!("{name} <<stdin"));
+            out.transparent = row.transparent;
+            out.script(body.text.clone(), &format!("{name} <<stdin"));
         }
         _ => {
             let detail = format!("`{name}` runs whatever script arrives on its stdin");
-            walker.analysis().hazards.push(super::Hazard {
-                id: "stdin_script",
-                command: Some(index),
-                detail,
-            });
-            walker.analysis().features.insert(Feature::InlineCode);
+            out.hazard("stdin_script", detail);
+            out.features.push(Feature::InlineCode);
         }
     }
 }
@@ -435,6 +493,32 @@ mod tests {
                 row.example
             );
         }
+    }
+
+    #[test]
+    fn a_shell_runs_the_script_on_its_stdin_only_when_that_script_is_static() {
+        let a = Analysis::of("bash");
+        let shell = &a.commands[0];
+        let unwrapped = unwrap(shell, Some(&Word::fixed("rm -rf x")));
+        assert!(unwrapped.transparent);
+        assert_eq!(
+            unwrapped.inner,
+            [Inner::Script {
+                text: "rm -rf x".into(),
+                how: "bash <<stdin".into()
+            }]
+        );
+        let unwrapped = unwrap(shell, Some(&Word::with("$X", Dynamic::Variable)));
+        assert!(!unwrapped.transparent && unwrapped.inner.is_empty());
+        let ids: Vec<&str> = unwrapped.hazards.iter().map(|h| h.id).collect();
+        assert_eq!(ids, ["stdin_script"]);
+        assert_eq!(unwrapped.features, [Feature::InlineCode]);
+    }
+
+    #[test]
+    fn a_command_that_is_not_a_wrapper_unwraps_to_nothing() {
+        let a = Analysis::of("ls -la");
+        assert_eq!(unwrap(&a.commands[0], None), Unwrapped::default());
     }
 
     #[test]

@@ -1,0 +1,431 @@
+//! The walk over a tree-sitter-bash tree: it owns the [`Walker`], [`analyse`] (parse, walk,
+//! check the count), the statements (lists, pipelines, compound commands, loops, functions) and
+//! the simple commands and declarations they hold.
+//!
+//! Every node kind the grammar can produce is either handled by the walk or recorded as a
+//! problem. The walk is one recursive descent split by node family: redirections in
+//! [`redirects`], words, variables and bindings in [`words`], and what a wrapper runs in
+//! [`inner`]. Words are evaluated where they occur; a `$(...)`, backtick or `<(...)` inside any
+//! word, expansion, arithmetic, subscript or heredoc is walked as statements in its own context,
+//! so a command hidden there is found like any other. At the end the number of commands found is
+//! checked against the tree's own count (`grammars/bash/commands.scm`).
+
+mod inner;
+mod redirects;
+mod words;
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::Node;
+
+use super::word::{Dynamic, Word};
+use super::{
+    Analysis, Assignment, Command, DynamicWord, Feature, MAX_DEPTH, MAX_SCRIPT, hazards, parse,
+};
+
+/// Words that cannot be a command name; seeing one there means tree-sitter misread the script.
+const RESERVED: &[&str] = &[
+    "{", "}", "then", "fi", "do", "done", "esac", "in", "elif", "else", "coproc", "function",
+    "select", "until", "while", "for", "if", "case", "!", "[[", "]]",
+];
+
+/// Analyses `script` at nesting `depth`, inside `context`.
+pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysis {
+    let mut out = Analysis::default();
+    if script.len() > MAX_SCRIPT {
+        out.problems.push(format!(
+            "the script is {} bytes; scripts over {MAX_SCRIPT} bytes are not analysed",
+            script.len()
+        ));
+        return out;
+    }
+    if depth > MAX_DEPTH {
+        out.problems.push(format!(
+            "shells nested deeper than {MAX_DEPTH} are not analysed"
+        ));
+        return out;
+    }
+    let Some(mut tree) = parse::parse(script) else {
+        out.problems.push("tree-sitter produced no tree".into());
+        return out;
+    };
+    let joined = parse::join_continuations(script, &tree);
+    let source: &str = match &joined {
+        Some(joined) => match parse::parse(joined) {
+            Some(t) => {
+                tree = t;
+                joined
+            }
+            None => {
+                out.problems.push("tree-sitter produced no tree".into());
+                return out;
+            }
+        },
+        None => script,
+    };
+    let root = tree.root_node();
+    let counted = parse::features_and_commands(&tree, source, &mut out.features);
+    if root.has_error() {
+        out.features.insert(Feature::ParseError);
+        out.problems
+            .push("the script does not parse as bash".into());
+    }
+
+    let mut walker = Walker {
+        src: source,
+        depth,
+        context: context.to_vec(),
+        out,
+        bindable: words::bindable_names(root, source),
+        bindings: HashMap::new(),
+        stdin: HashMap::new(),
+        visited: 0,
+    };
+    walker.visit(root);
+    let visited = walker.visited;
+    let mut out = walker.out;
+    match counted {
+        Some(n) if n == visited => {}
+        Some(n) => out.problems.push(format!(
+            "the walk reached {visited} of {n} commands; the rest are not understood"
+        )),
+        None => out.problems.push("the command query is unavailable".into()),
+    }
+    out
+}
+
+/// A node's children with their field names, read with one cursor pass (asking a node for the
+/// field of its i-th child walks its children again each time).
+fn fields<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut out = Vec::with_capacity(node.child_count() as usize);
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The original text of a node. The tree was parsed from an ASCII copy with the same byte
+/// offsets (see `parse::parse`); a boundary inside a multi-byte character cannot come from
+/// bash's grammar, and would give the replacement character rather than a panic.
+fn text<'s>(node: Node, src: &'s str) -> &'s str {
+    src.get(node.byte_range()).unwrap_or("\u{fffd}")
+}
+
+/// The walk's state.
+struct Walker<'s> {
+    src: &'s str,
+    depth: usize,
+    context: Vec<String>,
+    out: Analysis,
+    /// The variables that may be bound ([`words::bindable_names`]).
+    bindable: HashSet<String>,
+    /// What each bound variable stands for.
+    bindings: HashMap<String, Vec<Word>>,
+    /// What each command reads on stdin from a heredoc or herestring.
+    stdin: HashMap<usize, Word>,
+    visited: usize,
+}
+
+impl<'s> Walker<'s> {
+    fn text(&self, node: Node) -> &'s str {
+        text(node, self.src)
+    }
+
+    fn problem(&mut self, what: String) {
+        if !self.out.problems.contains(&what) {
+            self.out.problems.push(what);
+        }
+    }
+
+    fn in_context<T>(&mut self, name: &str, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.context.push(name.to_owned());
+        let result = f(self);
+        self.context.pop();
+        result
+    }
+}
+
+// Statements.
+impl Walker<'_> {
+    /// Visits the named children of a statement container; in a sequence (not a pipeline),
+    /// two or more statements chain.
+    fn statements(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        let mut statements = 0;
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                if child.kind() != "comment" {
+                    statements += 1;
+                }
+                self.visit(child);
+            }
+        }
+        if statements > 1 && node.kind() != "pipeline" {
+            self.out.features.insert(Feature::Chain);
+        }
+    }
+
+    /// Visits one node of any kind.
+    fn visit(&mut self, node: Node) {
+        match node.kind() {
+            "program" | "do_group" | "elif_clause" | "else_clause" => self.statements(node),
+            "command" => self.command(node, &[]),
+            "redirected_statement" => self.redirected(node),
+            "list" => self.in_context("list", |w| w.statements(node)),
+            "pipeline" => self.in_context("pipeline", |w| w.statements(node)),
+            "subshell" => self.in_context("subshell", |w| w.statements(node)),
+            "compound_statement" => self.in_context("group", |w| w.statements(node)),
+            "negated_command" => self.in_context("negation", |w| w.statements(node)),
+            "if_statement" => self.in_context("if", |w| w.statements(node)),
+            "while_statement" => self.in_context("loop", |w| w.statements(node)),
+            "c_style_for_statement" => self.in_context("loop", |w| w.scan(node)),
+            "for_statement" => self.for_loop(node),
+            "case_statement" => self.in_context("case", |w| w.scan(node)),
+            "case_item" => self.statements(node),
+            "function_definition" => self.in_context("function", |w| w.scan(node)),
+            "variable_assignment" => {
+                let assignment = self.assignment(node);
+                self.bind(&assignment.0, assignment.1);
+                self.out.hazards.extend(hazards::env(&assignment.0, None));
+            }
+            "variable_assignments" => self.statements(node),
+            "declaration_command" | "unset_command" => self.declaration(node),
+            "test_command" => self.scan(node),
+            "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                self.redirect(node, None);
+            }
+            "command_substitution" | "process_substitution" => self.substitution(node),
+            "comment" => {}
+            "ERROR" => self.scan(node),
+            kind if is_expression(kind) => {
+                self.word(node);
+            }
+            kind => {
+                self.problem(format!("unknown construct `{kind}`"));
+                self.scan(node);
+            }
+        }
+    }
+
+    /// Visits every named child (words, expressions, nested statements) of a node.
+    fn scan(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.is_named() {
+                self.visit(child);
+            }
+        }
+    }
+
+    /// `$(...)`, backticks, `<(...)`, `>(...)`: their statements, in their own context.
+    fn substitution(&mut self, node: Node) {
+        let name = if node.kind() == "process_substitution" {
+            "process_substitution"
+        } else {
+            "substitution"
+        };
+        self.in_context(name, |w| w.statements(node));
+    }
+
+    /// `for NAME in WORDS; do ...; done` (and `select`): binds NAME when it may be bound.
+    fn for_loop(&mut self, node: Node) {
+        let mut values = Vec::new();
+        for (field, child) in fields(node) {
+            if field == Some("value") {
+                values.push(self.word(child));
+            }
+        }
+        if let Some(var) = node.child_by_field_name("variable") {
+            let name = self.text(var).to_owned();
+            if !values.is_empty() && values.iter().all(Word::depends_on_static) {
+                self.bind(&name, values);
+            }
+        }
+        if let Some(body) = node.child_by_field_name("body") {
+            self.in_context("loop", |w| w.visit(body));
+        }
+    }
+}
+
+/// The node kinds that are words or expressions (evaluated, scanned for substitutions).
+fn is_expression(kind: &str) -> bool {
+    matches!(
+        kind,
+        "word"
+            | "string"
+            | "raw_string"
+            | "ansi_c_string"
+            | "translated_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "arithmetic_expansion"
+            | "number"
+            | "brace_expression"
+            | "extglob_pattern"
+            | "regex"
+            | "binary_expression"
+            | "unary_expression"
+            | "ternary_expression"
+            | "postfix_expression"
+            | "parenthesized_expression"
+            | "subscript"
+            | "array"
+            | "variable_name"
+            | "special_variable_name"
+            | "string_content"
+            | "test_operator"
+            | "file_descriptor"
+            | "heredoc_body"
+            | "heredoc_content"
+            | "heredoc_start"
+            | "heredoc_end"
+            | "command_name"
+    )
+}
+
+// Simple commands and declarations.
+impl Walker<'_> {
+    /// `body redirect...`: a command body gets its redirections before its wrappers are read
+    /// (a heredoc may be the script a shell runs).
+    fn redirected(&mut self, node: Node) {
+        let mut redirects = Vec::new();
+        for (field, child) in fields(node) {
+            if field == Some("redirect") || child.kind().ends_with("_redirect") {
+                redirects.push(child);
+            }
+        }
+        match node.child_by_field_name("body") {
+            Some(body) if body.kind() == "command" => self.command(body, &redirects),
+            Some(body) => {
+                self.visit(body);
+                for r in redirects {
+                    self.redirect(r, None);
+                }
+            }
+            None => {
+                for r in redirects {
+                    self.redirect(r, None);
+                }
+            }
+        }
+    }
+
+    /// One simple command, with the redirections around it.
+    fn command(&mut self, node: Node, outer_redirects: &[Node]) {
+        self.visited += 1;
+        let mut words = Vec::new();
+        let mut assignments = Vec::new();
+        let mut redirects: Vec<Node> = Vec::new();
+        for (field, child) in fields(node) {
+            match field {
+                Some("name") => {
+                    let word = match child.named_child(0) {
+                        Some(inner) => self.word(inner),
+                        None => Word::with(self.text(child), Dynamic::Variable),
+                    };
+                    words.push(word);
+                }
+                // `$"..."` parses as an anonymous `$` then a string: the `$` is not a word.
+                Some("argument") if !child.is_named() => {}
+                Some("argument") => words.push(self.word(child)),
+                Some("redirect") => redirects.push(child),
+                _ if child.kind() == "variable_assignment" => {
+                    assignments.push(self.assignment(child).2);
+                }
+                _ if child.kind().ends_with("_redirect") => redirects.push(child),
+                _ if child.is_named() => self.visit(child),
+                _ => {}
+            }
+        }
+        let index = self.push(words, assignments);
+        for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
+            self.redirect(r, Some(index));
+        }
+        self.unwrap(index);
+    }
+
+    /// Records a command; returns its index.
+    fn push(&mut self, words: Vec<Word>, assignments: Vec<Assignment>) -> usize {
+        let index = self.out.commands.len();
+        match words.first() {
+            None => self.problem("a command without a name".into()),
+            Some(name) if !name.is_static() => {
+                self.out.features.insert(Feature::DynamicCommand);
+                self.problem(format!(
+                    "the command name {:?} is not static: what runs is decided at run time",
+                    name.text
+                ));
+            }
+            Some(name) if RESERVED.contains(&name.text.as_str()) => {
+                self.problem(format!(
+                    "the reserved word {:?} stands where a command should: the script is misread",
+                    name.text
+                ));
+            }
+            Some(_) => {}
+        }
+        if !assignments.is_empty() {
+            self.out.features.insert(Feature::Assignment);
+        }
+        for a in &assignments {
+            self.out.hazards.extend(hazards::env(&a.name, Some(index)));
+        }
+        let dynamic = words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !w.is_static())
+            .map(|(i, w)| DynamicWord {
+                word: i,
+                kinds: w.dynamic.iter().copied().collect(),
+            })
+            .collect();
+        self.out.commands.push(Command {
+            argv: words.iter().map(|w| w.text.clone()).collect(),
+            dynamic,
+            assignments,
+            context: self.context.clone(),
+            parent: None,
+            wrapper: false,
+            words,
+        });
+        index
+    }
+
+    /// `export A=b`, `local x`, `declare -x`, `readonly`, `unset`: a builtin command whose
+    /// assignments are checked like any other.
+    fn declaration(&mut self, node: Node) {
+        let mut words = Vec::new();
+        let mut assignments = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for child in children {
+            if !child.is_named() {
+                words.push(Word::fixed(self.text(child)));
+            } else if child.kind() == "variable_assignment" {
+                let (_, values, record) = self.assignment(child);
+                let mut word = Word::fixed(format!("{}=", record.name));
+                for v in values {
+                    word.push(v);
+                }
+                words.push(word);
+                assignments.push(record);
+            } else {
+                words.push(self.word(child));
+            }
+        }
+        for a in &assignments {
+            self.out.hazards.extend(hazards::env(&a.name, None));
+        }
+        if !assignments.is_empty() {
+            self.out.features.insert(Feature::Assignment);
+        }
+        self.push(words, Vec::new());
+    }
+}
