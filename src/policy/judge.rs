@@ -1,5 +1,8 @@
-//! Judging one classified, resolved call against compiled rules: the precedence and matching
-//! described in the module doc of [`crate::policy`], step by step.
+//! Judging one classified, resolved call against a [`CompiledPolicy`]: the precedence and
+//! matching described in the module doc of [`crate::policy`], step by step, in that order.
+//!
+//! Owns the policy stage's answer ([`Judged`]), the facts it reads ([`Facts`]), and the
+//! [`PathFilter`] that deny and ask rules lend to a tool that reads files it does not name.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -7,43 +10,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::commands::{self, ExactSpec, Pattern};
-use super::pattern::OwnedSet;
-use super::rego::Rego;
-use super::{Decision, Defaults};
+use super::Decision;
+use super::commands;
+use super::compile::{CompiledPolicy, Rule};
 use crate::sandbox::TouchedPath;
 use crate::shell::{Analysis, Normalized};
 use crate::vocab::{Access, Effect, PathRole};
-
-/// One rule, compiled.
-#[derive(Clone, Debug)]
-pub(super) struct Rule {
-    pub id: String,
-    pub source: String,
-    pub decision: Decision,
-    pub reason: Option<String>,
-    pub has_tools: bool,
-    pub has_paths: bool,
-    pub effects: Option<BTreeSet<Effect>>,
-    pub commands: Vec<Pattern>,
-    pub exact: Vec<ExactSpec>,
-}
-
-impl Rule {
-    fn has_commands(&self) -> bool {
-        !self.commands.is_empty() || !self.exact.is_empty()
-    }
-}
-
-/// Rules compiled for one workspace. Immutable.
-#[derive(Clone, Debug)]
-pub struct CompiledPolicy {
-    pub(super) rules: Vec<Rule>,
-    pub(super) tools: OwnedSet,
-    pub(super) paths: OwnedSet,
-    pub(super) defaults: Defaults,
-    pub(super) rego: Option<Arc<Rego>>,
-}
 
 /// A vote that matched: a YAML rule or a Rego vote.
 struct Hit {
@@ -153,16 +125,6 @@ struct PathMatches {
 }
 
 impl CompiledPolicy {
-    /// The merged defaults.
-    pub fn defaults(&self) -> Defaults {
-        self.defaults
-    }
-
-    /// Whether Rego policies vote (they need the input document).
-    pub fn has_rego(&self) -> bool {
-        self.rego.is_some()
-    }
-
     fn tool_ok(&self, tool: &str) -> Vec<bool> {
         let mut scratch = Vec::new();
         let mut ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
