@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::policy::input::{PolicyInput, Session, Target, ToolSource};
+use crate::policy::input::{PolicyInput, SessionInfo, Target, ToolSource};
 use crate::policy::{
     CompiledPolicy, Decision, Facts, Fallback, PathFilter, PolicyError, PolicySet, Posture,
     RuleHit, Unattended,
@@ -423,7 +423,7 @@ impl Gate {
             effects: class.effects.iter().copied().collect(),
             paths: touched.iter().map(TouchedPath::view).collect(),
             bash: class.bash.clone(),
-            session: Session::new(self.posture, &self.roots),
+            session: SessionInfo::new(self.posture, &self.roots),
         });
 
         // Policy.

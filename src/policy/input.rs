@@ -59,9 +59,10 @@ pub struct Root {
     pub access: crate::vocab::Access,
 }
 
-/// The session the call belongs to.
+/// The session the call belongs to: the document's `session` field. (Named apart from the agent
+/// loop's `Session`, which runs one.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Session {
+pub struct SessionInfo {
     /// `interactive`, `unattended` or `strict`.
     pub posture: Posture,
     /// `normal` or `plan`.
@@ -72,10 +73,10 @@ pub struct Session {
     pub roots: Vec<Root>,
 }
 
-impl Session {
+impl SessionInfo {
     /// The session of a gate.
-    pub fn new(posture: Posture, roots: &Roots) -> Session {
-        Session {
+    pub fn new(posture: Posture, roots: &Roots) -> SessionInfo {
+        SessionInfo {
             posture,
             mode: Mode::Normal,
             workspace: roots.workspace().display().to_string(),
@@ -106,5 +107,5 @@ pub struct PolicyInput {
     /// The bash analysis; `null` for other tools.
     pub bash: Option<Analysis>,
     /// The session.
-    pub session: Session,
+    pub session: SessionInfo,
 }

@@ -1,7 +1,7 @@
 //! Judging one classified, resolved call against a [`CompiledPolicy`]: the precedence and
 //! matching described in the module doc of [`crate::policy`], step by step, in that order.
 //!
-//! Owns the policy stage's answer ([`Judged`]), the facts it reads ([`Facts`]), and the
+//! Owns the policy stage's answer ([`Ruling`]), the facts it reads ([`Facts`]), and the
 //! [`PathFilter`] that deny and ask rules lend to a tool that reads files it does not name.
 
 use std::collections::BTreeSet;
@@ -78,9 +78,10 @@ pub enum Fallback {
     Writer,
 }
 
-/// The policy stage's answer.
+/// The policy stage's answer on one call: what the rules and Rego decided, before the sandbox
+/// and approve stages turn it into the gate's [`Verdict`](crate::gate::Verdict).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judged {
+pub struct Ruling {
     /// The decision.
     pub decision: Decision,
     /// Set when no rule decided and a fallback did.
@@ -190,7 +191,7 @@ impl CompiledPolicy {
     }
 
     /// Judges one call under the precedence in the module doc.
-    pub fn judge(&self, facts: &Facts<'_>) -> Judged {
+    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
         let tool_ok = self.tool_ok(facts.tool);
         let matches = self.match_paths(facts.paths);
         let normalized: Vec<Normalized> = facts
@@ -314,8 +315,8 @@ impl CompiledPolicy {
         }
 
         // Step 4: the fallback.
-        let mut judged = match winner {
-            Some(decision) => Judged {
+        let mut ruling = match winner {
+            Some(decision) => Ruling {
                 decision,
                 fallback: None,
                 hits: rule_hits,
@@ -355,7 +356,7 @@ impl CompiledPolicy {
                 reasons.push(format!(
                     "no rule decided this {kind}; defaults.{what} is {decision}"
                 ));
-                Judged {
+                Ruling {
                     decision,
                     fallback: Some(fallback),
                     hits: rule_hits,
@@ -363,12 +364,12 @@ impl CompiledPolicy {
                 }
             }
         };
-        judged.reasons.extend(notes);
+        ruling.reasons.extend(notes);
 
         // Step 5: fail closed. What was not understood is never allowed, whatever allowed it
         // (a rule, Rego or a fallback); a hazard is allowed only by an exact rule or Rego, never
         // by a fallback.
-        if judged.decision == Decision::Allow {
+        if ruling.decision == Decision::Allow {
             let cap = if !facts.analysed {
                 Some(match facts.bash {
                     Some(b) => format!(
@@ -377,7 +378,7 @@ impl CompiledPolicy {
                     ),
                     None => "the call could not be analysed, so it cannot be allowed without a person: ask".into(),
                 })
-            } else if judged.fallback.is_some() {
+            } else if ruling.fallback.is_some() {
                 facts.bash.and_then(|b| b.hazards.first()).map(|h| {
                     format!(
                         "hazard {} ({}): only an exact rule can allow it: ask",
@@ -388,14 +389,14 @@ impl CompiledPolicy {
                 None
             };
             if let Some(why) = cap {
-                judged.decision = Decision::Ask;
-                judged.reasons.insert(0, why);
-                for hit in &mut judged.hits {
+                ruling.decision = Decision::Ask;
+                ruling.reasons.insert(0, why);
+                for hit in &mut ruling.hits {
                     hit.decisive = false;
                 }
             }
         }
-        judged
+        ruling
     }
 
     /// Step 3 for a bash call: allowed only when every command that needs it is covered by an

@@ -62,7 +62,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use compile::CompiledPolicy;
-pub use judge::{Facts, Fallback, Judged, PathFilter, RuleHit};
+pub use judge::{Facts, Fallback, PathFilter, RuleHit, Ruling};
 pub use load::{PolicySet, is_case_file, is_test_module};
 pub use yaml::Unattended;
 
