@@ -18,8 +18,24 @@
 //! 3. Otherwise an `allow` rule that covers the *whole* call allows.
 //! 4. Otherwise the fallback: `defaults.read_only` for a read-only call, `defaults.writer` for
 //!    any other.
-//! 5. Finally, a call the tool could not analyse is never allowed: an allow from step 3 or 4
-//!    becomes ask. The gate fails closed on what it does not understand.
+//! 5. Finally, what policy could not judge needs a person. The gate fails closed on:
+//!    1. a call **not understood** (the tool could not analyse it; a bash script with
+//!       problems) — nothing lifts this, not even Rego;
+//!    2. a bash call with a **hazard** — lifted only by an allow that covers the whole call
+//!       (which takes an `exact` line for each hazard's command) or a Rego allow;
+//!    3. a bash call with a **part decided at run time**: a word that does not depend only on
+//!       static text (a variable from the environment, a command's output, arithmetic, input
+//!       fed to `xargs` — not a glob, a brace, a tilde, a loop variable bound to such words,
+//!       `find`'s `{}`), an assignment value or a redirection target that is not static —
+//!       lifted only by a Rego allow, which sees `bash.commands[].dynamic` and can judge the
+//!       part; an allow rule never covers one (below). One exception follows the read-only
+//!       classification: a reader fed by `xargs` taking the *read-only* fallback, whose reads
+//!       are unnamed reads (below).
+//!
+//!    An allow, from any step, becomes ask, and [`Ruling::needs_person`] says why. It says so
+//!    too when the ask came from a rule or the fallback, so that no posture (not even
+//!    `defaults.unattended: allow`) turns an ask about what policy could not judge into an
+//!    allow. A deny stays a deny.
 //!
 //! deny and ask match generously, allow strictly:
 //!
@@ -33,8 +49,12 @@
 //! | `exact`   | a command is exactly this line                | the same; the only way past a hazard        |
 //!
 //! For a bash call, an allow needs every simple command covered (by `commands` or `exact` of
-//! any allow rules), every hazard's command covered by an `exact` line, and every write through a
-//! redirection covered by an allow rule's `paths`; see [`commands`] for how words match. A
+//! any allow rules), every hazard's command covered by an `exact` line, every write through a
+//! redirection covered by an allow rule's `paths`, and no part decided at run time anywhere —
+//! not in a covered command (`commands` covers under `*` only words that depend on static text,
+//! `exact` only static words), nor in a wrapper's own words (`timeout $T cargo test`: `$T` may
+//! split into another command), nor in an assignment value; see [`commands`] for how words
+//! match. A
 //! read-only bash call that reads files it does not name (`grep -r`) does not take the
 //! read-only fallback while a deny or ask rule protects paths.
 //!
