@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::Call;
-use crate::policy::input::{PolicyInput, SessionInfo, Target, ToolSource};
+use crate::policy::input::{PolicyInput, SessionInfo, Target};
 use crate::policy::{
     CompiledPolicy, Decision, Facts, Fallback, PathFilter, PolicyError, PolicySet, Posture,
     RuleHit, Unattended,
@@ -416,8 +416,7 @@ impl Gate {
             arguments: arguments.as_map().clone(),
             target: Target {
                 tool: call.name.clone(),
-                via: None,
-                source: ToolSource::Builtin,
+                source: registered.source(),
                 read_only: tool.read_only(),
             },
             effects: class.effects.iter().copied().collect(),
