@@ -685,6 +685,8 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         if lacks_jail(&gate) {
             return ("6".into(), Vec::new());
         }
+        // `$((n+1))` is decided at run time, so even an allow-all fallback asks (policy step
+        // 5): a person approves each bump here, as the lease is what this test is about.
         let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; echo $((n+1)) > count"}}]});
         let turns = json!([bump, bump, bump]);
         let leases = Leases::new();
@@ -696,14 +698,14 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         let mut one = rig.session(
             Arc::clone(&gate),
             script(turns.clone()),
-            Arc::new(Always(Answer::Deny)),
+            Arc::new(Always(Answer::Once)),
             leases,
             4096,
         );
         let mut two = rig.session(
             gate,
             script(turns),
-            Arc::new(Always(Answer::Deny)),
+            Arc::new(Always(Answer::Once)),
             other,
             4096,
         );

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use crate::call::Call;
 use crate::host::{HostFiles, Protected};
-use crate::policy::input::Session;
+use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
 use crate::sandbox::{Roots, RootsError, TouchedPath, WritePath};
@@ -70,7 +70,7 @@ pub struct Gate {
     jail: Arc<Plan>,
     host: HostFiles,
     protected: Protected,
-    session: Session,
+    session: SessionInfo,
 }
 
 /// A gate still being configured; `H` is [`HostFiles`] once they are given, and only then can
@@ -143,7 +143,7 @@ impl GateBuilder<'_, HostFiles> {
         let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
-        let session = Session::new(self.posture, &roots);
+        let session = SessionInfo::new(self.posture, &roots);
         Ok(Gate {
             registry: Arc::new(self.registry),
             policy,

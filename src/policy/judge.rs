@@ -1,5 +1,8 @@
-//! Judging one classified, resolved call against compiled rules: the precedence and matching
-//! described in the module doc of [`crate::policy`], step by step.
+//! Judging one classified, resolved call against a [`CompiledPolicy`]: the precedence and
+//! matching described in the module doc of [`crate::policy`], step by step, in that order.
+//!
+//! Owns the policy stage's answer ([`Ruling`]), the facts it reads ([`Facts`]), and the
+//! [`PathFilter`] that deny and ask rules lend to a tool that reads files it does not name.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -7,43 +10,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::commands::{self, ExactSpec, Pattern};
-use super::pattern::OwnedSet;
-use super::rego::Rego;
-use super::{Decision, Defaults};
+use super::Decision;
+use super::commands;
+use super::compile::{CompiledPolicy, Rule};
 use crate::sandbox::TouchedPath;
-use crate::shell::{Analysis, Normalized};
+use crate::shell::{Analysis, Dynamic, Normalized, RedirectKind, readers};
 use crate::vocab::{Access, Effect, PathRole};
-
-/// One rule, compiled.
-#[derive(Clone, Debug)]
-pub(super) struct Rule {
-    pub id: String,
-    pub source: String,
-    pub decision: Decision,
-    pub reason: Option<String>,
-    pub has_tools: bool,
-    pub has_paths: bool,
-    pub effects: Option<BTreeSet<Effect>>,
-    pub commands: Vec<Pattern>,
-    pub exact: Vec<ExactSpec>,
-}
-
-impl Rule {
-    fn has_commands(&self) -> bool {
-        !self.commands.is_empty() || !self.exact.is_empty()
-    }
-}
-
-/// Rules compiled for one workspace. Immutable.
-#[derive(Clone, Debug)]
-pub struct CompiledPolicy {
-    pub(super) rules: Vec<Rule>,
-    pub(super) tools: OwnedSet,
-    pub(super) paths: OwnedSet,
-    pub(super) defaults: Defaults,
-    pub(super) rego: Option<Arc<Rego>>,
-}
 
 /// A vote that matched: a YAML rule or a Rego vote.
 struct Hit {
@@ -106,9 +78,10 @@ pub enum Fallback {
     Writer,
 }
 
-/// The policy stage's answer.
+/// The policy stage's answer on one call: what the rules and Rego decided, before the sandbox
+/// and approve stages turn it into the gate's [`Verdict`](crate::gate::Verdict).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judged {
+pub struct Ruling {
     /// The decision.
     pub decision: Decision,
     /// Set when no rule decided and a fallback did.
@@ -117,7 +90,13 @@ pub struct Judged {
     pub hits: Vec<RuleHit>,
     /// Why, in words.
     pub reasons: Vec<String>,
-    /// Set when step 5 capped the decision at ask: why a person is needed.
+    /// Why only a person may let this call run, when that is so (step 5 of the precedence in
+    /// [`crate::policy`]): the call is not understood, has a hazard no `exact` line or Rego
+    /// allow accepted, or (bash) has a part decided at run time that no Rego allow accepted.
+    /// Always `None` for a `deny`; when set, the decision is `ask` — either step 5 capped an
+    /// allow, or a rule or the fallback already asked. No posture may turn such an ask into an
+    /// allow: `defaults.unattended: allow` is for asks a policy chose, not for what it could not
+    /// judge.
     pub needs_person: Option<String>,
 }
 
@@ -155,16 +134,6 @@ struct PathMatches {
 }
 
 impl CompiledPolicy {
-    /// The merged defaults.
-    pub fn defaults(&self) -> Defaults {
-        self.defaults
-    }
-
-    /// Whether Rego policies vote (they need the input document).
-    pub fn has_rego(&self) -> bool {
-        self.rego.is_some()
-    }
-
     fn tool_ok(&self, tool: &str) -> Vec<bool> {
         let mut scratch = Vec::new();
         let mut ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
@@ -230,7 +199,7 @@ impl CompiledPolicy {
     }
 
     /// Judges one call under the precedence in the module doc.
-    pub fn judge(&self, facts: &Facts<'_>) -> Judged {
+    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
         let tool_ok = self.tool_ok(facts.tool);
         let matches = self.match_paths(facts.paths);
         let normalized: Vec<Normalized> = facts
@@ -331,6 +300,7 @@ impl CompiledPolicy {
         }
 
         let winner = hits.iter().map(|h| h.decision).max();
+        let allow_voted = hits.iter().any(|h| h.decision == Decision::Allow);
         let mut reasons = Vec::new();
         let mut rule_hits: Vec<RuleHit> = Vec::new();
         for decisive in [true, false] {
@@ -354,8 +324,8 @@ impl CompiledPolicy {
         }
 
         // Step 4: the fallback.
-        let mut judged = match winner {
-            Some(decision) => Judged {
+        let mut ruling = match winner {
+            Some(decision) => Ruling {
                 decision,
                 fallback: None,
                 hits: rule_hits,
@@ -396,7 +366,7 @@ impl CompiledPolicy {
                 reasons.push(format!(
                     "no rule decided this {kind}; defaults.{what} is {decision}"
                 ));
-                Judged {
+                Ruling {
                     decision,
                     fallback: Some(fallback),
                     hits: rule_hits,
@@ -405,40 +375,25 @@ impl CompiledPolicy {
                 }
             }
         };
-        judged.reasons.extend(notes);
+        ruling.reasons.extend(notes);
 
         // Step 5: fail closed. What was not understood is never allowed, whatever allowed it
-        // (a rule, Rego or a fallback); a hazard is allowed only by an exact rule or Rego, never
-        // by a fallback.
-        if judged.decision == Decision::Allow {
-            let cap = if !facts.analysed {
-                Some(match facts.bash {
-                    Some(b) => format!(
-                        "the command is not understood ({}), so it cannot be allowed without a person: ask",
-                        b.problems.join("; ")
-                    ),
-                    None => "the call could not be analysed, so it cannot be allowed without a person: ask".into(),
-                })
-            } else if judged.fallback.is_some() {
-                facts.bash.and_then(|b| b.hazards.first()).map(|h| {
-                    format!(
-                        "hazard {} ({}): only an exact rule can allow it: ask",
-                        h.id, h.detail
-                    )
-                })
-            } else {
-                None
-            };
-            if let Some(why) = cap {
-                judged.decision = Decision::Ask;
-                judged.reasons.insert(0, why.clone());
-                judged.needs_person = Some(why);
-                for hit in &mut judged.hits {
+        // (a rule, Rego or a fallback); a hazard only by an exact rule or Rego, and a part
+        // decided at run time only by Rego — never by a fallback. An ask on such a call needs a
+        // person whatever the posture.
+        if ruling.decision != Decision::Deny
+            && let Some(cap) = person_needed(facts, allow_voted, ruling.fallback)
+        {
+            if ruling.decision == Decision::Allow {
+                ruling.decision = Decision::Ask;
+                ruling.reasons.insert(0, format!("{}{}", cap.why, cap.then));
+                for hit in &mut ruling.hits {
                     hit.decisive = false;
                 }
             }
+            ruling.needs_person = Some(cap.why);
         }
-        judged
+        ruling
     }
 
     /// Step 3 for a bash call: allowed only when every command that needs it is covered by an
@@ -474,7 +429,7 @@ impl CompiledPolicy {
                 Some(i) => {
                     used.insert(i);
                 }
-                None if bash.needs_cover(ci) => uncovered.push(c.argv.join(" ")),
+                None if bash.needs_cover(ci) => uncovered.push(ci),
                 None => {}
             }
         }
@@ -487,8 +442,11 @@ impl CompiledPolicy {
         if !uncovered.is_empty() {
             blocked = true;
             if any_command_rule {
-                let shown: Vec<String> =
-                    uncovered.iter().take(3).map(|c| format!("`{c}`")).collect();
+                let shown: Vec<String> = uncovered
+                    .iter()
+                    .take(3)
+                    .map(|&c| format!("`{}`", bash.commands[c].argv.join(" ")))
+                    .collect();
                 notes.push(format!(
                     "no allow rule covers {}{}",
                     shown.join(", "),
@@ -537,6 +495,21 @@ impl CompiledPolicy {
                 }
             }
         }
+        if let Some(part) = run_time_part(bash, false) {
+            blocked = true;
+            // Said once: a command named as uncovered, or a redirection noted as a hazard.
+            let said = match part.place {
+                Place::Word(c) => uncovered.contains(&c),
+                Place::Assignment => false,
+                Place::Redirect => true,
+            };
+            if any_command_rule && !said {
+                notes.push(format!(
+                    "{}: no allow rule covers what is decided at run time",
+                    part.what
+                ));
+            }
+        }
         if !bash.analysed {
             blocked = true;
         }
@@ -545,5 +518,345 @@ impl CompiledPolicy {
         } else {
             used.into_iter().collect()
         }
+    }
+}
+
+/// What step 5 found: why a person is needed, and what follows for an allow.
+struct Cap {
+    why: String,
+    then: &'static str,
+}
+
+/// Step 5: why only a person may let this call run, if so. `allow_voted` is true when an allow
+/// rule covered the whole call (which needs an `exact` line for each hazard) or Rego voted
+/// allow; `fallback` is the fallback that decided, if one did.
+fn person_needed(facts: &Facts<'_>, allow_voted: bool, fallback: Option<Fallback>) -> Option<Cap> {
+    if !facts.analysed {
+        return Some(Cap {
+            why: match facts.bash {
+                Some(b) => format!("the command is not understood ({})", b.problems.join("; ")),
+                None => "the call could not be analysed".into(),
+            },
+            then: ", so it cannot be allowed without a person: ask",
+        });
+    }
+    let bash = facts.bash?;
+    if allow_voted {
+        return None;
+    }
+    if let Some(h) = bash.hazards.first() {
+        return Some(Cap {
+            why: format!("hazard {} ({})", h.id, h.detail),
+            then: ": only an exact rule or a Rego allow can allow it: ask",
+        });
+    }
+    run_time_part(bash, fallback == Some(Fallback::ReadOnly)).map(|part| Cap {
+        why: part.what,
+        then: ": no rule can see what it will be, so only a Rego allow can allow it: ask",
+    })
+}
+
+/// The first part of a bash call decided at run time, in words: a word that does not depend only
+/// on static text (a variable from the environment, a command's output, arithmetic, input fed
+/// to `xargs`; a glob, brace, tilde, bound variable or `find`'s `{}` does depend only on static
+/// text), an assignment value that is not static, or a redirection target that is not static.
+/// A heredoc or herestring body is data on stdin, not a target.
+///
+/// With `input_read_ok` (the read-only fallback decides), a reader's word fed by `xargs` is not
+/// counted, as [`crate::shell::readers`] does not count it against read-only: the reads it makes
+/// are `unnamed_reads`, and the read-only fallback is refused while a rule protects paths.
+fn run_time_part(bash: &Analysis, input_read_ok: bool) -> Option<RunTimePart> {
+    for (ci, c) in bash.commands.iter().enumerate() {
+        let input_ok = input_read_ok && readers::reads_only(c);
+        for w in &c.words {
+            let kinds: Vec<String> = w
+                .dynamic
+                .iter()
+                .filter(|d| !(d.depends_on_static() || (input_ok && **d == Dynamic::Input)))
+                .map(|d| format!("{d:?}").to_lowercase())
+                .collect();
+            if !kinds.is_empty() {
+                return Some(RunTimePart {
+                    place: Place::Word(ci),
+                    what: format!(
+                        "the word `{}` of `{}` is decided at run time ({})",
+                        w.text,
+                        c.argv.join(" "),
+                        kinds.join(", ")
+                    ),
+                });
+            }
+        }
+        if let Some(a) = c.assignments.iter().find(|a| !a.is_static) {
+            return Some(RunTimePart {
+                place: Place::Assignment,
+                what: format!(
+                    "the value of `{}={}` before `{}` is decided at run time",
+                    a.name,
+                    a.value,
+                    c.argv.join(" ")
+                ),
+            });
+        }
+    }
+    bash.redirects
+        .iter()
+        .find(|r| {
+            !r.is_static && !matches!(r.kind, RedirectKind::Heredoc | RedirectKind::Herestring)
+        })
+        .map(|r| RunTimePart {
+            place: Place::Redirect,
+            what: format!(
+                "the target of `{} {}` is decided at run time",
+                r.op,
+                r.target.as_deref().unwrap_or("")
+            ),
+        })
+}
+
+/// A part of a bash call decided at run time (see [`run_time_part`]).
+struct RunTimePart {
+    /// What it is, in words.
+    what: String,
+    /// Where it is.
+    place: Place,
+}
+
+/// Where a part decided at run time is.
+#[derive(Clone, Copy)]
+enum Place {
+    /// A word of the command at this index.
+    Word(usize),
+    /// An assignment value.
+    Assignment,
+    /// A redirection target (the analysis also reports it as hazard `dynamic_redirect`).
+    Redirect,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicySet;
+    use crate::sandbox::Roots;
+
+    /// Everything after `defaults:` in a YAML policy with these defaults and rules.
+    fn yaml(read_only: &str, writer: &str, rules: &str) -> PolicySet {
+        let text = format!(
+            "version: 1\ndefaults:\n  read_only: {read_only}\n  writer: {writer}\n  unattended: allow\nrules:\n{rules}"
+        );
+        PolicySet::from_yaml("p.yaml", &text).unwrap()
+    }
+
+    /// Allows everything no rule decides: the loosest fallback there is.
+    fn allow_all() -> PolicySet {
+        yaml("allow", "allow", "  []\n")
+    }
+
+    fn rule(set: &PolicySet, script: &str) -> Ruling {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = Roots::new(dir.path()).unwrap();
+        let policy = set.compile(&roots).unwrap();
+        let analysis = Analysis::of(script);
+        let paths = roots.touch_all(&analysis.path_requests());
+        let input = serde_json::json!({ "bash": analysis }).to_string();
+        policy.judge(&Facts {
+            tool: "bash",
+            effects: &analysis.effects,
+            paths: &paths,
+            read_only: analysis.read_only,
+            analysed: analysis.analysed,
+            bash: Some(&analysis),
+            input: Some(&input),
+        })
+    }
+
+    fn capped(set: &PolicySet, script: &str) -> String {
+        let r = rule(set, script);
+        assert_eq!(r.decision, Decision::Ask, "{script}: {r:?}");
+        r.needs_person
+            .clone()
+            .unwrap_or_else(|| panic!("{script}: no person needed: {r:?}"))
+    }
+
+    fn runs(set: &PolicySet, script: &str) {
+        let r = rule(set, script);
+        assert_eq!(r.decision, Decision::Allow, "{script}: {r:?}");
+        assert_eq!(r.needs_person, None, "{script}");
+    }
+
+    #[test]
+    fn a_command_not_understood_needs_a_person_even_when_everything_is_allowed() {
+        let why = capped(&allow_all(), "ls (");
+        assert!(why.starts_with("the command is not understood ("), "{why}");
+        let r = rule(&allow_all(), "ls (");
+        assert!(
+            r.reasons[0].contains("cannot be allowed without a person"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_hazard_under_a_fallback_allow_needs_a_person() {
+        let why = capped(&allow_all(), "git -c core.pager=cat log");
+        assert!(why.starts_with("hazard git_config ("), "{why}");
+    }
+
+    #[test]
+    fn a_word_decided_at_run_time_under_a_fallback_allow_needs_a_person() {
+        let why = capped(&allow_all(), "cat $F");
+        assert_eq!(
+            why,
+            "the word `$F` of `cat $F` is decided at run time (variable)"
+        );
+        for (script, word) in [
+            ("touch $(date +%s).log", "`$(date +%s).log`"),
+            ("echo $((n+1)) > count", "`$((n+1))`"),
+            (
+                "find . -name '*.tmp' | xargs rm",
+                "`{input}` of `rm {input}`",
+            ),
+            ("timeout $T make", "`$T` of `timeout $T make`"),
+        ] {
+            let why = capped(&allow_all(), script);
+            assert!(why.contains(word), "{script}: {why}");
+        }
+    }
+
+    #[test]
+    fn an_assignment_value_decided_at_run_time_under_a_fallback_allow_needs_a_person() {
+        let why = capped(&allow_all(), "LEVEL=$(cat level) make");
+        assert_eq!(
+            why,
+            "the value of `LEVEL=$(cat level)` before `make` is decided at run time"
+        );
+    }
+
+    #[test]
+    fn words_that_depend_only_on_static_text_are_not_capped() {
+        for script in [
+            "rm src/*.tmp",
+            "ls ~/notes",
+            "touch a{1,2}.txt",
+            "for f in src/*.rs; do wc -l \"$f\"; done",
+            "find . -name '*.tmp' -exec rm {} +",
+            "cat <<EOF\n$HOME\nEOF",
+        ] {
+            runs(&allow_all(), script);
+        }
+    }
+
+    #[test]
+    fn a_reader_fed_by_xargs_takes_the_read_only_fallback_but_not_the_writer_one() {
+        runs(&allow_all(), "find . -name '*.rs' | xargs wc -l");
+        // Protected paths turn the same call into a writer, and then its input is counted.
+        let protected = yaml(
+            "allow",
+            "allow",
+            "  - decision: deny\n    paths: [\"**/.env\"]\n",
+        );
+        let why = capped(&protected, "find . -name '*.rs' | xargs wc -l");
+        assert!(why.contains("`{input}`"), "{why}");
+    }
+
+    #[test]
+    fn a_rule_level_ask_is_not_capped_and_needs_no_person() {
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: ask\n    commands: [\"git push *\"]\n",
+        );
+        let r = rule(&set, "git push origin main");
+        assert_eq!(r.decision, Decision::Ask);
+        assert_eq!(r.needs_person, None);
+        assert!(r.hits.iter().any(|h| h.decisive), "{r:?}");
+    }
+
+    #[test]
+    fn a_deny_needs_no_person() {
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: deny\n    commands: [\"cat *\"]\n",
+        );
+        let r = rule(&set, "cat $F; ls (");
+        assert_eq!(r.decision, Decision::Deny);
+        assert_eq!(r.needs_person, None);
+    }
+
+    #[test]
+    fn an_ask_that_would_have_been_capped_still_needs_a_person() {
+        // The fallback already asks, so step 5 changes no decision, but an unattended posture
+        // must not turn this ask into an allow.
+        let asks = yaml("ask", "ask", "  []\n");
+        for (script, why) in [
+            ("ls (", "the command is not understood"),
+            ("git -c core.pager=cat log", "hazard git_config"),
+            ("rm $TARGET", "the word `$TARGET`"),
+        ] {
+            let r = rule(&asks, script);
+            assert_eq!(r.fallback, Some(Fallback::Writer), "{script}");
+            assert!(capped(&asks, script).starts_with(why), "{script}");
+        }
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: ask\n    commands: [\"rm *\"]\n",
+        );
+        let why = capped(&set, "rm $TARGET");
+        assert!(why.contains("`$TARGET`"), "{why}");
+    }
+
+    #[test]
+    fn an_exact_line_lifts_a_hazard() {
+        let set = yaml(
+            "allow",
+            "ask",
+            "  - decision: allow\n    exact: [\"git -c core.pager=cat log\"]\n",
+        );
+        runs(&set, "git -c core.pager=cat log");
+    }
+
+    #[test]
+    fn no_allow_rule_covers_a_word_decided_at_run_time_anywhere() {
+        let set = yaml(
+            "allow",
+            "ask",
+            "  - decision: allow\n    commands: [\"cargo test *\", \"git status\"]\n",
+        );
+        runs(&set, "cargo test --all");
+        runs(&set, "timeout 60 cargo test");
+        for script in [
+            "cargo test $ARGS",
+            "timeout $T cargo test",
+            "nice -n $N cargo test",
+            "X=$Y git status",
+        ] {
+            let r = rule(&set, script);
+            assert_eq!(r.decision, Decision::Ask, "{script}: {r:?}");
+            assert!(r.hits.is_empty(), "{script}: {r:?}");
+            assert!(r.needs_person.is_some(), "{script}");
+        }
+    }
+
+    #[test]
+    fn a_rego_allow_lifts_a_word_decided_at_run_time_but_never_what_is_not_understood() {
+        let set = PolicySet::from_texts(
+            &[("p.yaml", "version: 1\ndefaults:\n  writer: ask\n")],
+            &[(
+                "a.rego",
+                "package reasonix\nimport rego.v1\nallow contains \"cat is fine\" if input.bash.commands[0].argv[0] == \"cat\"\n",
+            )],
+            &[],
+        )
+        .unwrap();
+        runs(&set, "cat $F");
+        let r = rule(&set, "cat $F; ls (");
+        assert_eq!(r.decision, Decision::Ask);
+        assert!(
+            r.needs_person
+                .as_deref()
+                .is_some_and(|w| w.starts_with("the command is not understood")),
+            "{r:?}"
+        );
     }
 }
