@@ -2,6 +2,9 @@
 //! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
+//! Lines that are not calls carry an `event`: `run_started`, `attempt_failed` (one per attempt at
+//! an answer that failed before it was whole), `provider_error`, `run_ended`.
+//!
 //! A receipt says only what was seen: a file writer's carries the path's sha256 before and after
 //! and its size; a shell command's says its effects were not observed beyond its exit status.
 
@@ -133,7 +136,8 @@ pub struct CallRecord {
     pub receipts: Vec<Receipt>,
 }
 
-/// A line that is not a call: the start and end of a run, a provider error.
+/// A line that is not a call: the start and end of a run, a provider error. (A failed attempt
+/// has a line of its own, [`AttemptRecord`].)
 #[derive(Clone, Debug, Serialize)]
 pub struct EventRecord {
     /// Milliseconds since the Unix epoch.
@@ -142,6 +146,35 @@ pub struct EventRecord {
     pub event: &'static str,
     /// What happened.
     pub detail: String,
+}
+
+/// One attempt at a model's answer that failed before the answer was whole: nothing of it was
+/// judged, leased or run. The provider asked again after `wait_ms`, or, when that is `null`,
+/// gave up (a `provider_error` line follows).
+#[derive(Clone, Debug, Serialize)]
+pub struct AttemptRecord {
+    /// Milliseconds since the Unix epoch, when it failed.
+    pub time_ms: u128,
+    /// `attempt_failed`.
+    pub event: &'static str,
+    /// The model turn it belongs to, from 0.
+    pub step: usize,
+    /// Which attempt of that turn's answer, from 1.
+    pub attempt: u32,
+    /// `status`, `transport`, `cut`, `malformed` or `stall`.
+    pub fault: &'static str,
+    /// The HTTP status, for a `status` fault.
+    pub status: Option<u16>,
+    /// The fault in words.
+    pub detail: String,
+    /// Bytes of the response body received before it failed.
+    pub bytes: u64,
+    /// The wait the server asked for, in milliseconds.
+    pub retry_after_ms: Option<u128>,
+    /// The wait before the next attempt, in milliseconds (`null`: none followed).
+    pub wait_ms: Option<u128>,
+    /// Characters of text and reasoning that had been shown from it, now discarded.
+    pub discarded_chars: usize,
 }
 
 /// Milliseconds since the Unix epoch.

@@ -222,19 +222,15 @@ fn reasonix_yaml_configures_the_run_and_the_model_cannot_rewrite_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
-    let mut pieces = vec![mock::text("Let me write")];
-    pieces.push(mock::fragment(
-        0,
-        Some("c1"),
-        Some("write_file"),
-        r#"{"path": "half.txt", "content": "#,
-    ));
-    let server = Mock::start(vec![Reply::Stream(pieces)]).await;
-    let url = server.url.clone();
-    let (w, code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+/// `reasonix run --provider openai` against the mock at `url`, unattended under an allow-all
+/// policy, with `reasonix.yaml` in the workspace setting a 5 ms first backoff and `extra`
+/// arguments. Returns the world, the exit code, stdout and stderr.
+async fn run_on_mock(url: &str, extra: &[&str]) -> (World, Option<i32>, String, String) {
+    let url = url.to_owned();
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
         let w = World::new();
+        w.file("reasonix.yaml", "provider:\n  retry_base_ms: 5\n");
         let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
         let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
             .args([
@@ -254,6 +250,7 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
                 "--workspace",
             ])
             .arg(&w.ws)
+            .args(&extra)
             .arg("write half.txt")
             .env("MOCK_KEY", "k")
             .env("HOME", &w.home)
@@ -269,14 +266,69 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
         )
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// A stream that shows text and begins a write, then is cut.
+fn cut_write() -> Reply {
+    Reply::Stream(vec![
+        mock::text("Let me write"),
+        mock::fragment(
+            0,
+            Some("c1"),
+            Some("write_file"),
+            r#"{"path": "half.txt", "content": "#,
+        ),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_stream_is_asked_for_again_and_the_text_shown_from_it_is_marked_discarded() {
+    let args = r#"{"path": "half.txt", "content": "whole"}"#;
+    let server = Mock::start(vec![
+        cut_write(),
+        mock::proposes(&[("c2", "write_file", args)], 8),
+        mock::says("Done."),
+    ])
+    .await;
+    let (w, code, stdout, stderr) = run_on_mock(&server.url, &[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("Let me write"), "{stdout}");
+    assert!(
+        stderr.contains("[discarded] attempt 1: the stream was cut before its finish reason")
+            && stderr.contains("The text shown above from it is discarded. Asking again in"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("half.txt")).unwrap(),
+        "whole"
+    );
+    let lines = record(&w);
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|l| l["event"].as_str().unwrap_or("call"))
+        .collect();
+    assert_eq!(
+        events,
+        ["run_started", "attempt_failed", "call", "run_ended"]
+    );
+    assert_eq!(lines[1]["fault"], "cut");
+    assert_eq!(lines[1]["discarded_chars"], "Let me write".len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_cut_on_every_attempt_exits_4_naming_each_attempt() {
+    let server = Mock::start(vec![cut_write(), cut_write(), cut_write()]).await;
+    let (w, code, stdout, stderr) = run_on_mock(&server.url, &["--max-retries", "2"]).await;
     assert_eq!(code, Some(4), "{stderr}");
     assert!(
         stdout.contains("Let me write"),
         "text streamed before the cut: {stdout}"
     );
+    assert_eq!(stderr.matches("[discarded]").count(), 3, "{stderr}");
+    assert!(stderr.contains("No retry left."), "{stderr}");
     assert!(
-        stderr.contains("the provider failed") && stderr.contains("cut"),
+        stderr.contains("the provider failed: gave up after 3 attempts (all 2 retries spent): attempt 1: the stream was cut"),
         "{stderr}"
     );
     assert!(!w.ws.join("half.txt").exists());
@@ -285,8 +337,53 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
         lines.iter().all(|l| l.get("outcome").is_none()),
         "no call recorded"
     );
+    let attempts: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "attempt_failed")
+        .collect();
+    assert_eq!(attempts.len(), 3);
+    assert!(attempts[2]["wait_ms"].is_null());
     assert_eq!(lines.last().unwrap()["event"], "provider_error");
+    assert_eq!(server.bodies().len(), 3);
     assert_eq!(server.bodies()[0]["model"], "m");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_flags_set_the_attempts_and_the_read_timeout() {
+    // --max-retries 0: one attempt only.
+    let server = Mock::start(vec![cut_write(), mock::says("never asked")]).await;
+    let (_, code, _, stderr) = run_on_mock(&server.url, &["--max-retries", "0"]).await;
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("gave up after 1 attempt (retries are off)"),
+        "{stderr}"
+    );
+    assert_eq!(server.bodies().len(), 1);
+
+    // --read-timeout-ms: a silent server is a stall, retried.
+    let server = Mock::start(vec![
+        Reply::Silent(std::time::Duration::from_secs(20)),
+        mock::says("Here."),
+    ])
+    .await;
+    let (w, code, _, stderr) = run_on_mock(&server.url, &["--read-timeout-ms", "300"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let stall = record(&w)
+        .into_iter()
+        .find(|l| l["event"] == "attempt_failed")
+        .unwrap();
+    assert_eq!(stall["fault"], "stall", "{stall}");
+    assert!(
+        stall["detail"].as_str().unwrap().contains("300 ms"),
+        "{stall}"
+    );
+
+    let (_, code, _, stderr) = run_on_mock(&server.url, &["--read-timeout-ms", "0"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("read timeout must be at least 1 ms"),
+        "{stderr}"
+    );
 }
 
 /// On a terminal a person answers: an unknown answer asks again, `o` runs the call once, `d`

@@ -8,6 +8,9 @@
 //!   base_url: https://api.deepseek.com
 //!   model: deepseek-chat
 //!   api_key_env: DEEPSEEK_API_KEY
+//!   max_retries: 3                   # retries of an attempt that failed before its answer was whole
+//!   read_timeout_ms: 300000          # the longest wait for the next bytes of an answer
+//!   retry_base_ms: 500               # the first backoff when the server names no wait; doubles
 //!   # script: session.json           # for kind: script
 //! max_steps: 30
 //! result_bytes: 16384                # what the model sees of one result
@@ -32,6 +35,12 @@ pub struct ProviderSpec {
     pub api_key_env: Option<String>,
     /// The script, for `kind: script`.
     pub script: Option<PathBuf>,
+    /// Retries of an attempt that failed before its answer was whole.
+    pub max_retries: Option<u32>,
+    /// The longest wait for the next bytes of an answer (its head, then each chunk), in ms.
+    pub read_timeout_ms: Option<u64>,
+    /// The first backoff when the server names no wait, in ms; it doubles with each retry.
+    pub retry_base_ms: Option<u64>,
 }
 
 /// One `reasonix.yaml`.
@@ -59,6 +68,12 @@ impl RunConfig {
                 model: self.provider.model.or(other.provider.model),
                 api_key_env: self.provider.api_key_env.or(other.provider.api_key_env),
                 script: self.provider.script.or(other.provider.script),
+                max_retries: self.provider.max_retries.or(other.provider.max_retries),
+                read_timeout_ms: self
+                    .provider
+                    .read_timeout_ms
+                    .or(other.provider.read_timeout_ms),
+                retry_base_ms: self.provider.retry_base_ms.or(other.provider.retry_base_ms),
             },
             max_steps: self.max_steps.or(other.max_steps),
             result_bytes: self.result_bytes.or(other.result_bytes),
@@ -118,6 +133,7 @@ mod tests {
             provider: ProviderSpec {
                 model: Some("m2".into()),
                 base_url: Some("u".into()),
+                max_retries: Some(5),
                 ..ProviderSpec::default()
             },
             max_steps: Some(3),
@@ -126,6 +142,7 @@ mod tests {
         let merged = ws.or(user);
         assert_eq!(merged.provider.model.as_deref(), Some("m1"));
         assert_eq!(merged.provider.base_url.as_deref(), Some("u"));
+        assert_eq!(merged.provider.max_retries, Some(5));
         assert_eq!(merged.max_steps, Some(3));
     }
 
@@ -138,5 +155,26 @@ mod tests {
             e.contains("reasonix.yaml:1:") && e.contains("max_step"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn retry_settings_are_read_from_the_provider_section() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("reasonix.yaml"),
+            "provider:\n  max_retries: 5\n  read_timeout_ms: 1500\n  retry_base_ms: 20\n",
+        )
+        .unwrap();
+        let c = RunConfig::load(dir.path()).unwrap();
+        assert_eq!(c.provider.max_retries, Some(5));
+        assert_eq!(c.provider.read_timeout_ms, Some(1500));
+        assert_eq!(c.provider.retry_base_ms, Some(20));
+        std::fs::write(
+            dir.path().join("reasonix.yaml"),
+            "provider:\n  max_retries: -1\n",
+        )
+        .unwrap();
+        let e = RunConfig::load(dir.path()).unwrap_err();
+        assert!(e.contains("reasonix.yaml:2:"), "{e}");
     }
 }

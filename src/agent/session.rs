@@ -2,8 +2,12 @@
 //!
 //! 1. Build the request from the conversation and the registry's schemas; stream the answer,
 //!    showing text as it arrives and assembling call fragments by index.
-//! 2. A stream that fails (a cut, an HTTP error) ends the run with a provider error: it is
-//!    recorded, and no call of the unfinished answer is judged or run.
+//! 2. An attempt that fails before its answer is whole ([`Event::AttemptFailed`]: a cut stream,
+//!    a malformed chunk, a stall, a 429…) is dropped whole — its text, reasoning and call
+//!    fragments — and the provider asks again; what it had shown is marked discarded, and the
+//!    record gets an `attempt_failed` line. A stream that fails for good (retries spent, a 400)
+//!    ends the run with a provider error: it is recorded, and no call of the unfinished answer
+//!    is judged or run.
 //! 3. No call: the model is done. Otherwise each call goes through the gate, in order.
 //! 4. An `ask` goes to the approver (or is settled by an earlier "allow for the session" of the
 //!    same exact call). A refused or declined call holds nothing and runs nothing.
@@ -28,13 +32,15 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::approver::{Answer, Approver};
-use super::provider::{Event, Message, ProposedCall, Provider, ProviderError, Request};
+use super::provider::{
+    Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
+};
 use crate::call::{Call, RawArguments};
 use crate::gate::{Admission, Admitted, Gate, Judgement, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
-    AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, file_digest,
-    now_ms, sha256,
+    AdmissionRecord, Approval, AttemptRecord, CallRecord, EventRecord, Outcome, Receipt, Recorder,
+    file_digest, now_ms, sha256,
 };
 use crate::text::{Keep, shorten};
 use crate::tool::Output;
@@ -45,6 +51,9 @@ pub trait Terminal: Send + Sync {
     fn text(&self, delta: &str);
     /// More of the model's reasoning.
     fn reasoning(&self, _delta: &str) {}
+    /// An attempt at the answer failed before it was whole: the `text` and `reasoning` shown
+    /// from it are void, and `failed.wait` says whether another attempt follows.
+    fn attempt_failed(&self, _failed: &FailedAttempt, _text: &str, _reasoning: &str) {}
     /// A call has ended.
     fn call(&self, admission: &Admission, record: &CallRecord);
 }
@@ -82,6 +91,14 @@ pub struct Session {
     result_bytes: usize,
     messages: Vec<Message>,
     approved: HashSet<String>,
+}
+
+/// What the current attempt at an answer has brought so far.
+#[derive(Default)]
+struct Partial {
+    text: String,
+    reasoning: String,
+    calls: BTreeMap<usize, ProposedCall>,
 }
 
 /// A judged call of the current turn.
@@ -154,7 +171,7 @@ impl Session {
         for step in 0..self.max_steps {
             let calls = match self.turn(step).await {
                 Ok(calls) => calls,
-                Err(e) => {
+                Err(SessionError::Provider(e)) => {
                     self.recorder.append(&EventRecord {
                         time_ms: now_ms(),
                         event: "provider_error",
@@ -162,6 +179,7 @@ impl Session {
                     })?;
                     return Err(e.into());
                 }
+                Err(e) => return Err(e),
             };
             if calls.is_empty() {
                 self.ended("finished")?;
@@ -182,24 +200,22 @@ impl Session {
     }
 
     /// Streams one answer; returns its calls (none: the model is done).
-    async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, ProviderError> {
+    async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, SessionError> {
         let request = Request {
             messages: self.messages.clone(),
             tools: self.gate.registry().schemas(),
         };
         let mut stream = self.provider.stream(request);
-        let mut text = String::new();
-        let mut reasoning = String::new();
-        let mut calls: BTreeMap<usize, ProposedCall> = BTreeMap::new();
+        let mut answer = Partial::default();
         while let Some(event) = stream.next().await {
             match event? {
                 Event::Text(t) => {
                     self.terminal.text(&t);
-                    text.push_str(&t);
+                    answer.text.push_str(&t);
                 }
                 Event::Reasoning(r) => {
                     self.terminal.reasoning(&r);
-                    reasoning.push_str(&r);
+                    answer.reasoning.push_str(&r);
                 }
                 Event::CallFragment {
                     index,
@@ -207,7 +223,7 @@ impl Session {
                     name,
                     arguments,
                 } => {
-                    let call = calls.entry(index).or_default();
+                    let call = answer.calls.entry(index).or_default();
                     if let Some(id) = id {
                         call.id = id;
                     }
@@ -217,8 +233,32 @@ impl Session {
                     call.arguments.push_str(&arguments);
                 }
                 Event::Finish(_) | Event::Usage { .. } => {}
+                Event::AttemptFailed(failed) => {
+                    // Nothing of a failed attempt is kept: the next one starts from nothing.
+                    let void = std::mem::take(&mut answer);
+                    self.terminal
+                        .attempt_failed(&failed, &void.text, &void.reasoning);
+                    self.recorder.append(&AttemptRecord {
+                        time_ms: now_ms(),
+                        event: "attempt_failed",
+                        step,
+                        attempt: failed.attempt,
+                        fault: failed.fault.kind(),
+                        status: failed.fault.status(),
+                        detail: failed.fault.to_string(),
+                        bytes: failed.bytes,
+                        retry_after_ms: failed.fault.retry_after().map(|d| d.as_millis()),
+                        wait_ms: failed.wait.map(|d| d.as_millis()),
+                        discarded_chars: void.text.chars().count() + void.reasoning.chars().count(),
+                    })?;
+                }
             }
         }
+        let Partial {
+            text,
+            reasoning,
+            calls,
+        } = answer;
         let calls: Vec<ProposedCall> = calls
             .into_iter()
             .map(|(index, mut c)| {

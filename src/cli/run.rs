@@ -4,6 +4,10 @@
 //! The model's text streams to stdout; each call's outcome is one line on stderr; the execution
 //! record goes to `--record` (default `.reasonix/record.jsonl` in the workspace).
 //!
+//! An attempt at an answer that failed before it was whole (a cut stream, a malformed chunk, a
+//! stall, a 429 or 5xx…) is retried (`--max-retries`, `--read-timeout-ms`); a line on stderr says
+//! so, and marks as discarded whatever text of it was already shown.
+//!
 //! Exit status: 0 the model finished, 3 it hit `--max-steps`, 4 the provider failed (recorded),
 //! 2 a usage or configuration error (nothing ran) or the record could not be written (the run
 //! stopped rather than go on unrecorded).
@@ -12,13 +16,17 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 use anyhow::{Context, bail};
 use clap::Args;
 use reasonix::agent::config::RunConfig;
 use reasonix::agent::openai::{
-    DEEPSEEK_KEY, DEEPSEEK_MODEL, DEEPSEEK_URL, OpenAiConfig, OpenAiProvider,
+    DEEPSEEK_KEY, DEEPSEEK_MODEL, DEEPSEEK_URL, DEFAULT_READ_TIMEOUT, OpenAiConfig, OpenAiProvider,
+};
+use reasonix::agent::provider::{
+    DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE, FailedAttempt, RetryPolicy,
 };
 use reasonix::agent::script::ScriptProvider;
 use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
@@ -79,6 +87,14 @@ pub struct RunArgs {
     /// The JSONL execution record, appended to (default: .reasonix/record.jsonl in the workspace).
     #[arg(long, value_name = "PATH")]
     record: Option<PathBuf>,
+    /// Retries of an attempt at an answer that failed before it was whole: a cut stream, a
+    /// dropped connection, a malformed chunk, a stall, 408/409/429/5xx (default 3).
+    #[arg(long, value_name = "N")]
+    max_retries: Option<u32>,
+    /// The longest wait for the next bytes of an answer, its head and then each chunk, before
+    /// the attempt counts as stalled (default 300000: five minutes).
+    #[arg(long, value_name = "MS")]
+    read_timeout_ms: Option<u64>,
     /// What to ask the agent.
     #[arg(value_name = "PROMPT")]
     prompt: String,
@@ -205,10 +221,27 @@ fn provider(
                     key_env.unwrap_or_else(|| "OPENAI_API_KEY".into()),
                 )
             };
+            let read_timeout = match args.read_timeout_ms.or(spec.read_timeout_ms) {
+                Some(0) => bail!("the read timeout must be at least 1 ms"),
+                Some(ms) => Duration::from_millis(ms),
+                None => DEFAULT_READ_TIMEOUT,
+            };
+            let retry = RetryPolicy {
+                max_retries: args
+                    .max_retries
+                    .or(spec.max_retries)
+                    .unwrap_or(DEFAULT_MAX_RETRIES),
+                base: spec
+                    .retry_base_ms
+                    .map_or(DEFAULT_RETRY_BASE, Duration::from_millis),
+                ..RetryPolicy::default()
+            };
             let provider = OpenAiProvider::new(OpenAiConfig {
                 base_url,
                 model,
                 key_env,
+                retry,
+                read_timeout,
                 ..OpenAiConfig::default()
             })?;
             Ok(Arc::new(provider))
@@ -309,6 +342,36 @@ impl Terminal for Screen {
         let mut err = anstream::stderr().lock();
         let _ = write!(err, "{dim}{}{dim:#}", visible_lines(delta));
         let _ = err.flush();
+    }
+
+    fn attempt_failed(&self, failed: &FailedAttempt, text: &str, reasoning: &str) {
+        self.finish_line();
+        let shown = match (text.is_empty(), reasoning.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => " The text shown above from it is discarded.".into(),
+            (true, false) => " The reasoning shown above from it is discarded.".into(),
+            (false, false) => " The text and reasoning shown above from it are discarded.".into(),
+        };
+        let next = match failed.wait {
+            Some(wait) => format!(
+                " Asking again in {:.1} s (attempt {}).",
+                wait.as_secs_f64(),
+                failed.attempt + 1
+            ),
+            None => " No retry left.".into(),
+        };
+        // The marker stands out when text of the attempt is on screen above it.
+        let label = if shown.is_empty() {
+            "[attempt failed]"
+        } else {
+            "[discarded]"
+        };
+        let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+        let _ = writeln!(
+            anstream::stderr(),
+            "{style}{label}{style:#} {}.{shown}{next}",
+            visible(&failed.to_string())
+        );
     }
 
     fn call(&self, admission: &Admission, record: &CallRecord) {
