@@ -5,6 +5,11 @@
 //! Lines that are not calls carry an `event`: `run_started`, `attempt_failed` (one per attempt at
 //! an answer that failed before it was whole), `provider_error`, `run_ended`.
 //!
+//! Every line carries its run's `run_id`, so several runs appended to one file stay apart: a
+//! call is `(run_id, call_id)`. A call line holds the arguments as the model wrote them, cut past
+//! [`ARGUMENTS_BOUND`] bytes, beside the sha256 of the whole — or, with `record.arguments:
+//! digest` in `reasonix.yaml`, the digest alone.
+//!
 //! A receipt says only what was seen: a file writer's carries the path's sha256 before and after
 //! and its size; a shell command's says its effects were not observed beyond its exit status.
 
@@ -22,6 +27,20 @@ use crate::gate::{Stage, Verdict};
 use crate::lease::Need;
 use crate::policy::RuleHit;
 use crate::sandbox::jail::PlanView;
+
+/// The most bytes of a call's arguments a record line holds; past it they are cut, with the true
+/// size said, and `arguments_sha256` is still of the whole.
+pub const ARGUMENTS_BOUND: usize = 8192;
+
+/// A run id unique among the runs of one record: the time in milliseconds, the process id and
+/// a counter within the process (a record is locked by one run at a time, so two runs on it
+/// never share all three).
+pub fn run_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("run-{:x}-{:x}-{n}", now_ms(), std::process::id())
+}
 
 /// How a call ended. Never blurred: a block is not a failure, and only what ran can succeed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -103,13 +122,18 @@ pub struct AdmissionRecord {
 /// One call, as recorded.
 #[derive(Clone, Debug, Serialize)]
 pub struct CallRecord {
+    /// The run it belongs to.
+    pub run_id: String,
     /// Milliseconds since the Unix epoch, when the call was judged.
     pub time_ms: u128,
-    /// The provider's id of the call.
+    /// The provider's id of the call (unique within the run).
     pub call_id: String,
     /// The tool as called.
     pub tool: String,
-    /// sha256 of the arguments as the model wrote them.
+    /// The arguments as the model wrote them, cut past [`ARGUMENTS_BOUND`] bytes (`null` under
+    /// `record.arguments: digest`).
+    pub arguments: Option<String>,
+    /// sha256 of the arguments as the model wrote them, all of them.
     pub arguments_sha256: String,
     /// What the gate concluded.
     pub admission: AdmissionRecord,
@@ -123,6 +147,9 @@ pub struct CallRecord {
     pub outcome: Outcome,
     /// A process's exit status.
     pub exit_code: Option<i32>,
+    /// Why it failed, in one line (`null` unless the outcome is `failed`): the tool's error, or
+    /// how the process ended and the last line it wrote to stderr.
+    pub failure: Option<String>,
     /// Milliseconds since the Unix epoch, when it began to run, its lease held (`null`: it did
     /// not run).
     pub started_ms: Option<u128>,
@@ -140,6 +167,8 @@ pub struct CallRecord {
 /// has a line of its own, [`AttemptRecord`].)
 #[derive(Clone, Debug, Serialize)]
 pub struct EventRecord {
+    /// The run it belongs to.
+    pub run_id: String,
     /// Milliseconds since the Unix epoch.
     pub time_ms: u128,
     /// `run_started`, `run_ended`, `provider_error`.
@@ -153,6 +182,8 @@ pub struct EventRecord {
 /// gave up (a `provider_error` line follows).
 #[derive(Clone, Debug, Serialize)]
 pub struct AttemptRecord {
+    /// The run it belongs to.
+    pub run_id: String,
     /// Milliseconds since the Unix epoch, when it failed.
     pub time_ms: u128,
     /// `attempt_failed`.
@@ -339,6 +370,14 @@ mod tests {
         let r = Recorder::open(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(r.append(&serde_json::json!({"f": 6})).is_err());
+    }
+
+    #[test]
+    fn run_ids_differ_within_one_process() {
+        let a = run_id();
+        let b = run_id();
+        assert_ne!(a, b);
+        assert!(a.starts_with("run-"), "{a}");
     }
 
     #[test]

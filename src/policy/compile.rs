@@ -7,9 +7,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::commands::{self, ExactSpec, Pattern};
+use super::commands::{self, ExactSpec, Pattern, PatternSpec};
 use super::pattern::{self, OwnedSet};
 use super::rego::Rego;
+use super::yaml::{Glob, PathGlob};
 use super::{Decision, Defaults, PolicyError, PolicyProblem, PolicySet};
 use crate::sandbox::Roots;
 use crate::vocab::Effect;
@@ -26,6 +27,17 @@ pub(super) struct Rule {
     pub effects: Option<BTreeSet<Effect>>,
     pub commands: Vec<Pattern>,
     pub exact: Vec<ExactSpec>,
+    /// `except:`, when the rule has one.
+    pub except: Option<Except>,
+}
+
+/// A rule's `except:`, compiled; its globs are in [`CompiledPolicy`]'s `except_tools` and
+/// `except_paths` under the rule's index.
+#[derive(Clone, Debug)]
+pub(super) struct Except {
+    pub has_tools: bool,
+    pub has_paths: bool,
+    pub commands: Vec<Pattern>,
 }
 
 impl Rule {
@@ -40,6 +52,8 @@ pub struct CompiledPolicy {
     pub(super) rules: Vec<Rule>,
     pub(super) tools: OwnedSet,
     pub(super) paths: OwnedSet,
+    pub(super) except_tools: OwnedSet,
+    pub(super) except_paths: OwnedSet,
     pub(super) defaults: Defaults,
     pub(super) rego: Option<Arc<Rego>>,
 }
@@ -63,6 +77,8 @@ impl PolicySet {
         let mut rules = Vec::new();
         let mut tool_globs = Vec::new();
         let mut path_globs = Vec::new();
+        let mut except_tool_globs = Vec::new();
+        let mut except_path_globs = Vec::new();
         let mut problems = Vec::new();
         for source in &self.sources {
             for (index, spec) in source.file.rules.iter().enumerate() {
@@ -72,42 +88,70 @@ impl PolicySet {
                     .as_ref()
                     .map(|id| id.0.clone())
                     .unwrap_or_else(|| format!("rules[{index}]"));
-                for glob in spec.tools.iter().flatten() {
-                    match globset::Glob::new(&glob.0) {
-                        Ok(g) => tool_globs.push((rule, g)),
-                        Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
-                    }
-                }
-                for glob in spec.paths.iter().flatten() {
-                    let anchored = match pattern::anchor(&glob.0, roots.workspace(), roots.home()) {
-                        Ok(a) => a,
-                        Err(e) => {
-                            problems.push(problem(
-                                &source.name,
-                                &id,
-                                format!("path glob {:?}: {e}", glob.0),
-                            ));
-                            continue;
-                        }
-                    };
-                    for pattern in anchored {
-                        match pattern::path_glob(&pattern) {
-                            Ok(g) => path_globs.push((rule, g)),
+                let add = |globs: &mut Vec<(usize, globset::Glob)>,
+                           paths: &mut Vec<(usize, globset::Glob)>,
+                           tools: Option<&Vec<Glob>>,
+                           written: Option<&Vec<PathGlob>>,
+                           problems: &mut Vec<PolicyProblem>| {
+                    for glob in tools.into_iter().flatten() {
+                        match globset::Glob::new(&glob.0) {
+                            Ok(g) => globs.push((rule, g)),
                             Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
                         }
                     }
-                }
-                let mut patterns = Vec::new();
-                for spec in spec.commands.iter().flatten() {
-                    match commands::Pattern::compile(spec) {
-                        Some(p) => patterns.push(p),
-                        None => problems.push(problem(
+                    for glob in written.into_iter().flatten() {
+                        let anchored =
+                            match pattern::anchor(&glob.0, roots.workspace(), roots.home()) {
+                                Ok(a) => a,
+                                Err(e) => {
+                                    problems.push(problem(
+                                        &source.name,
+                                        &id,
+                                        format!("path glob {:?}: {e}", glob.0),
+                                    ));
+                                    continue;
+                                }
+                            };
+                        for pattern in anchored {
+                            match pattern::path_glob(&pattern) {
+                                Ok(g) => paths.push((rule, g)),
+                                Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                            }
+                        }
+                    }
+                };
+                add(
+                    &mut tool_globs,
+                    &mut path_globs,
+                    spec.tools.as_ref(),
+                    spec.paths.as_ref(),
+                    &mut problems,
+                );
+                let patterns = compile_patterns(
+                    spec.commands.iter().flatten(),
+                    &source.name,
+                    &id,
+                    &mut problems,
+                );
+                let except = spec.except.as_ref().map(|e| {
+                    add(
+                        &mut except_tool_globs,
+                        &mut except_path_globs,
+                        e.tools.as_ref(),
+                        e.paths.as_ref(),
+                        &mut problems,
+                    );
+                    Except {
+                        has_tools: e.tools.is_some(),
+                        has_paths: e.paths.is_some(),
+                        commands: compile_patterns(
+                            e.commands.iter().flatten(),
                             &source.name,
                             &id,
-                            format!("bad command pattern {:?}", spec.0),
-                        )),
+                            &mut problems,
+                        ),
                     }
-                }
+                });
                 rules.push(Rule {
                     id,
                     source: source.name.clone(),
@@ -118,21 +162,36 @@ impl PolicySet {
                     effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
                     commands: patterns,
                     exact: spec.exact.clone().unwrap_or_default(),
+                    except,
                 });
             }
         }
         let tools = OwnedSet::build(tool_globs);
         let paths = OwnedSet::build(path_globs);
-        match (tools, paths) {
-            (Ok(tools), Ok(paths)) if problems.is_empty() => Ok(CompiledPolicy {
-                rules,
-                tools,
-                paths,
-                defaults: self.defaults(),
-                rego: self.rego.clone(),
-            }),
-            (tools, paths) => {
-                for e in [tools.err(), paths.err()].into_iter().flatten() {
+        let except_tools = OwnedSet::build(except_tool_globs);
+        let except_paths = OwnedSet::build(except_path_globs);
+        match (tools, paths, except_tools, except_paths) {
+            (Ok(tools), Ok(paths), Ok(except_tools), Ok(except_paths)) if problems.is_empty() => {
+                Ok(CompiledPolicy {
+                    rules,
+                    tools,
+                    paths,
+                    except_tools,
+                    except_paths,
+                    defaults: self.defaults(),
+                    rego: self.rego.clone(),
+                })
+            }
+            (tools, paths, except_tools, except_paths) => {
+                for e in [
+                    tools.err(),
+                    paths.err(),
+                    except_tools.err(),
+                    except_paths.err(),
+                ]
+                .into_iter()
+                .flatten()
+                {
                     problems.push(PolicyProblem {
                         file: "(policy set)".into(),
                         line: None,
@@ -144,6 +203,27 @@ impl PolicySet {
             }
         }
     }
+}
+
+/// Compiles `commands:` patterns; a bad one is a problem naming its rule.
+fn compile_patterns<'a>(
+    specs: impl Iterator<Item = &'a PatternSpec>,
+    file: &str,
+    rule: &str,
+    problems: &mut Vec<PolicyProblem>,
+) -> Vec<Pattern> {
+    let mut patterns = Vec::new();
+    for spec in specs {
+        match commands::Pattern::compile(spec) {
+            Some(p) => patterns.push(p),
+            None => problems.push(problem(
+                file,
+                rule,
+                format!("bad command pattern {:?}", spec.0),
+            )),
+        }
+    }
+    patterns
 }
 
 fn problem(file: &str, rule: &str, message: String) -> PolicyProblem {

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::Decision;
 use super::commands;
 use super::compile::{CompiledPolicy, Rule};
+use super::pattern::OwnedSet;
 use crate::sandbox::TouchedPath;
 use crate::shell::{Analysis, Dynamic, Normalized, RedirectKind, readers};
 use crate::vocab::{Access, Effect, PathRole};
@@ -105,6 +106,9 @@ pub struct Ruling {
 pub struct PathFilter {
     policy: Arc<CompiledPolicy>,
     active: Vec<bool>,
+    /// Per rule: its `except:` names paths (and nothing the filter cannot see), so a path its
+    /// except covers is not withheld by it.
+    path_except: Vec<bool>,
     any: bool,
 }
 
@@ -115,9 +119,15 @@ impl PathFilter {
             return None;
         }
         let mut scratch = Vec::new();
+        let mut exempt = vec![false; self.active.len()];
+        if self.path_except.iter().any(|&e| e) {
+            self.policy
+                .except_paths
+                .for_each_match(path, &mut scratch, |r| exempt[r] = self.path_except[r]);
+        }
         let mut hit = None;
         self.policy.paths.for_each_match(path, &mut scratch, |r| {
-            if hit.is_none() && self.active[r] {
+            if hit.is_none() && self.active[r] && !exempt[r] {
                 hit = Some(r);
             }
         });
@@ -147,22 +157,39 @@ impl CompiledPolicy {
     /// asked about each of those files had it been named.
     pub fn withholding(self: &Arc<Self>, tool: &str, effects: &BTreeSet<Effect>) -> PathFilter {
         let active = self.protecting(tool, effects);
+        let except_tool = self.except_tool(tool);
+        let path_except = self
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.except.as_ref().is_some_and(|e| {
+                    e.has_paths && e.commands.is_empty() && (!e.has_tools || except_tool[i])
+                })
+            })
+            .collect();
         PathFilter {
             any: active.iter().any(|&a| a),
             policy: Arc::clone(self),
             active,
+            path_except,
         }
     }
 
     /// Per rule: whether it is a deny or ask rule on paths that applies to this tool and these
-    /// effects.
+    /// effects (a rule whose `except:` names only tools, this one among them, does not).
     fn protecting(&self, tool: &str, effects: &BTreeSet<Effect>) -> Vec<bool> {
         let tool_ok = self.tool_ok(tool);
+        let except_tool = self.except_tool(tool);
         self.rules
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                let exempt = r.except.as_ref().is_some_and(|e| {
+                    e.has_tools && !e.has_paths && e.commands.is_empty() && except_tool[i]
+                });
                 tool_ok[i]
+                    && !exempt
                     && r.has_paths
                     && matches!(r.decision, Decision::Deny | Decision::Ask)
                     && r.effects.as_ref().is_none_or(|e| !e.is_disjoint(effects))
@@ -170,7 +197,71 @@ impl CompiledPolicy {
             .collect()
     }
 
+    /// Per rule: whether a glob of its `except: tools` matches the tool.
+    fn except_tool(&self, tool: &str) -> Vec<bool> {
+        let mut scratch = Vec::new();
+        let mut hit = vec![false; self.rules.len()];
+        self.except_tools
+            .for_each_match(Path::new(tool), &mut scratch, |r| hit[r] = true);
+        hit
+    }
+
+    /// Per rule: whether its `except:` exempts this call (see [`crate::policy`]): the except of
+    /// a deny or ask rule must cover the call as an allow rule would — every path, every simple
+    /// command that needs cover, none decided at run time — and the except of an allow rule
+    /// withdraws it when it matches any part, as a deny rule would. Either way the call is
+    /// judged the stricter way when in doubt.
+    fn excepted(&self, facts: &Facts<'_>, normalized: &[Normalized]) -> Vec<bool> {
+        if self.rules.iter().all(|r| r.except.is_none()) {
+            return vec![false; self.rules.len()];
+        }
+        let tool_hit = self.except_tool(facts.tool);
+        let paths = self.match_paths_in(&self.except_paths, facts.paths);
+        self.rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let Some(e) = &r.except else {
+                    return false;
+                };
+                let tools = !e.has_tools || tool_hit[i];
+                if r.decision == Decision::Allow {
+                    let paths_hit = !e.has_paths || paths.any[i];
+                    let commands = e.commands.is_empty()
+                        || facts.bash.is_some_and(|b| {
+                            b.commands
+                                .iter()
+                                .zip(normalized)
+                                .any(|(c, n)| e.commands.iter().any(|p| p.sees(c, n)))
+                        });
+                    tools && paths_hit && commands
+                } else {
+                    let paths_cover = !e.has_paths
+                        || (!facts.paths.is_empty() && paths.whole.iter().all(|p| p[i]));
+                    let commands = e.commands.is_empty()
+                        || facts.bash.is_some_and(|b| {
+                            let needing: Vec<usize> = (0..b.commands.len())
+                                .filter(|&ci| b.needs_cover(ci))
+                                .collect();
+                            b.analysed
+                                && !needing.is_empty()
+                                && needing
+                                    .iter()
+                                    .all(|&ci| e.commands.iter().any(|p| p.covers(&b.commands[ci])))
+                                && run_time_part(b, false).is_none()
+                        });
+                    tools && paths_cover && commands
+                }
+            })
+            .collect()
+    }
+
     fn match_paths(&self, paths: &[TouchedPath]) -> PathMatches {
+        self.match_paths_in(&self.paths, paths)
+    }
+
+    /// Which rules' globs in `set` match the paths: any form, or every form of a path.
+    fn match_paths_in(&self, set: &OwnedSet, paths: &[TouchedPath]) -> PathMatches {
         let n = self.rules.len();
         let mut scratch = Vec::new();
         let mut any = vec![false; n];
@@ -180,7 +271,7 @@ impl CompiledPolicy {
             let mut count = vec![0usize; n];
             for form in &forms {
                 let mut seen = vec![false; n];
-                self.paths.for_each_match(form, &mut scratch, |r| {
+                set.for_each_match(form, &mut scratch, |r| {
                     any[r] = true;
                     if !seen[r] {
                         seen[r] = true;
@@ -207,10 +298,13 @@ impl CompiledPolicy {
             .map(|b| b.commands.iter().map(|c| Normalized::of(&c.argv)).collect())
             .unwrap_or_default();
 
+        // A rule does not apply to a call its `except:` exempts.
+        let excepted = self.excepted(facts, &normalized);
+
         // Steps 1 and 2: deny and ask rules, matched generously.
         let mut hits: Vec<Hit> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
-            if !tool_ok[i] || rule.decision == Decision::Allow {
+            if !tool_ok[i] || rule.decision == Decision::Allow || excepted[i] {
                 continue;
             }
             let paths_ok = !rule.has_paths || matches.any[i];
@@ -263,6 +357,7 @@ impl CompiledPolicy {
         let mut notes = Vec::new();
         let allow_ok = |i: usize, rule: &Rule| {
             tool_ok[i]
+                && !excepted[i]
                 && rule.decision == Decision::Allow
                 && rule
                     .effects

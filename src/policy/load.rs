@@ -14,7 +14,10 @@ use serde_json::Value as Json;
 
 use super::rego::{Rego, RegoSource};
 use super::yaml::{self, Unattended};
-use super::{DEFAULT_POLICY, DEFAULT_POLICY_NAME, Decision, Defaults, PolicyError, PolicyProblem};
+use super::{
+    BUILTIN_DEFAULT, DEFAULT_POLICY, DEFAULT_POLICY_NAME, Decision, Defaults, PolicyError,
+    PolicyProblem,
+};
 
 /// One policy file, parsed.
 #[derive(Clone, Debug)]
@@ -77,7 +80,8 @@ impl PolicySet {
     }
 
     /// Loads policy files and folders, and data files (JSON or YAML) mounted under `data.`.
-    /// A folder contributes, in sorted order, every `*.yaml`/`*.yml` below it except test case
+    /// The name [`BUILTIN_DEFAULT`] (`builtin:default`), anywhere in `paths`, stands for the
+    /// embedded default policy, which then votes beside the others. A folder contributes, in sorted order, every `*.yaml`/`*.yml` below it except test case
     /// files (`*.cases.yaml`), and every `*.rego` except test modules (`*_test.rego`, loaded
     /// only with `tests`). Every problem in every file is reported together.
     pub fn load_with(
@@ -90,6 +94,17 @@ impl PolicySet {
         let mut modules = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for path in paths {
+            if path.as_os_str() == BUILTIN_DEFAULT {
+                if seen.insert(PathBuf::from(BUILTIN_DEFAULT)) {
+                    parse_into(
+                        DEFAULT_POLICY_NAME,
+                        DEFAULT_POLICY,
+                        &mut sources,
+                        &mut problems,
+                    );
+                }
+                continue;
+            }
             let files = match policy_files(path, tests) {
                 Ok(files) => files,
                 Err(message) => {
@@ -165,6 +180,12 @@ impl PolicySet {
             }
         }
         out
+    }
+
+    /// Whether the embedded default policy is among the loaded ones (no `--policy`, or
+    /// `builtin:default` among them).
+    pub fn includes_default(&self) -> bool {
+        self.sources.iter().any(|s| s.name == DEFAULT_POLICY_NAME)
     }
 
     /// The names of the loaded files, in order.
@@ -283,6 +304,12 @@ fn finish(
 fn policy_files(path: &Path, tests: bool) -> Result<Vec<PathBuf>, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if meta.is_file() {
+        if is_case_file(path) {
+            return Err(
+                "a file of test cases, not a policy; `reasonix policy test` runs it against the policies beside it"
+                    .into(),
+            );
+        }
         return if has_ext(path, &["yaml", "yml", "rego"]) {
             Ok(vec![path.to_path_buf()])
         } else {

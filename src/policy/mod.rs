@@ -47,6 +47,14 @@
 //! | `commands`| any simple command anywhere, by basename and  | (bash) every simple command is covered by  |
 //! |           | any spelling of its options                   | some allow rule, word by word              |
 //! | `exact`   | a command is exactly this line                | the same; the only way past a hazard        |
+//! | `except`  | the rule steps aside when its except *covers* | the rule is withdrawn when its except       |
+//! |           | the call (the allow column)                   | *matches* any part (the deny/ask column)    |
+//!
+//! A rule applies unless the call matches its `except:` (`tools`, `paths`, `commands`, all that
+//! are given). The except is matched the way that keeps the gate closed: an exception to a deny
+//! or ask widens what may run, so it must cover the whole call (every path, every simple command
+//! that needs cover, nothing decided at run time); an exception to an allow narrows it, so any
+//! part that matches withdraws it.
 //!
 //! For a bash call, an allow needs every simple command covered (by `commands` or `exact` of
 //! any allow rules), every hazard's command covered by an `exact` line, every write through a
@@ -71,6 +79,7 @@ pub mod commands;
 mod compile;
 pub mod input;
 mod judge;
+mod lint;
 mod load;
 mod pattern;
 pub mod rego;
@@ -83,6 +92,7 @@ use serde::{Deserialize, Serialize};
 
 pub use compile::CompiledPolicy;
 pub use judge::{Facts, Fallback, PathFilter, RuleHit, Ruling};
+pub use lint::ToolFacts;
 pub use load::{PolicySet, is_case_file, is_test_module};
 pub use yaml::Unattended;
 
@@ -90,6 +100,10 @@ pub use yaml::Unattended;
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
 /// The name the embedded default is reported under.
 pub const DEFAULT_POLICY_NAME: &str = "embedded:policies/default.yaml";
+/// How a list of policies names the embedded default, to keep it beside one's own
+/// (`--policy builtin:default`, `policies: [builtin:default, …]` in `reasonix.yaml`). A file
+/// of that name in the current folder is `./builtin:default`.
+pub const BUILTIN_DEFAULT: &str = "builtin:default";
 
 /// What a rule or fallback decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

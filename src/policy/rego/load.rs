@@ -10,6 +10,7 @@ use regorus::Engine;
 use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value as Json;
 
+use super::analysis::{self, ModuleFacts};
 use super::{AGGREGATE, Package, ROOT_PACKAGE, Rego, RegoSource, TIME_LIMIT};
 use crate::policy::{Decision, PolicyProblem};
 
@@ -101,6 +102,21 @@ impl Rego {
         if !problems.is_empty() {
             return Err(problems);
         }
+        let facts: Vec<ModuleFacts> = engine
+            .get_modules()
+            .iter()
+            .map(|m| ModuleFacts::of(m))
+            .collect();
+        if let Some(problem) = analysis::recursion(&facts) {
+            return Err(vec![problem]);
+        }
+        let mut data_keys: Vec<String> = data
+            .iter()
+            .filter_map(|(_, v)| v.as_object())
+            .flat_map(|o| o.keys().cloned())
+            .collect();
+        data_keys.sort();
+        data_keys.dedup();
 
         let packages = discover(&mut engine).map_err(|e| vec![problem("(rego)", &e)])?;
         if let Some(p) = packages.iter().find(|p| p.name == AGGREGATE) {
@@ -111,7 +127,7 @@ impl Rego {
                 message: format!("package {AGGREGATE} is reserved for Reasonix"),
             }]);
         }
-        let tests = super::tests::find(sources, &mut engine);
+        let tests = super::tests::find(&facts);
         let voting: Vec<Package> = packages
             .into_iter()
             .filter(|p| p.name == ROOT_PACKAGE || p.name.starts_with(&format!("{ROOT_PACKAGE}.")))
@@ -124,6 +140,8 @@ impl Rego {
             engine,
             packages: voting,
             tests,
+            facts,
+            data_keys,
         };
         // Prepare once: analysis runs on the first evaluation, and clones share its result.
         // An error here (an unsafe variable, an unknown function) is a load error.

@@ -11,7 +11,9 @@
 //!   file, line and column;
 //! - `vote.rs`: the votes on one input document, failing closed (why the interpreter and not the
 //!   bytecode VM, and the time limit, are documented there);
-//! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`.
+//! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
+//! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
+//!   warnings of `reasonix policy check`.
 //!
 //! # How a call is evaluated
 //!
@@ -21,6 +23,7 @@
 //! evaluation. The engine is evaluated once with an empty input to finish its preparation; each
 //! call then clones it (an `Arc` bump) and sets its own input.
 
+mod analysis;
 mod load;
 mod tests;
 mod vote;
@@ -67,6 +70,8 @@ pub struct Rego {
     engine: Engine,
     packages: Vec<Package>,
     tests: Vec<(String, String, String)>,
+    facts: Vec<analysis::ModuleFacts>,
+    data_keys: Vec<String>,
 }
 
 impl std::fmt::Debug for Rego {
@@ -81,6 +86,13 @@ impl Rego {
     /// The voting packages.
     pub fn packages(&self) -> &[Package] {
         &self.packages
+    }
+
+    /// What loads but cannot do what it seems to say: a package outside `reasonix` that
+    /// nothing imports, a `data.` reference nothing provides, a tool name compared with
+    /// `input.tool` that none of `tools` has.
+    pub fn warnings(&self, tools: &[&str]) -> Vec<super::PolicyProblem> {
+        analysis::warnings(&self.facts, tools, &self.data_keys)
     }
 }
 

@@ -2,11 +2,8 @@
 //! policies load, run one by one on an empty input by `reasonix policy test`. A rule that is
 //! `true` passes; undefined or any other value fails; an evaluation error is reported as such.
 
-use std::collections::BTreeMap;
-
-use regorus::Engine;
-
-use super::{Rego, RegoSource, flatten};
+use super::analysis::ModuleFacts;
+use super::{Rego, flatten};
 
 /// The outcome of one `test_*` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,33 +41,16 @@ impl Rego {
     }
 }
 
-/// The `test_*` rules of every module: `(package, rule, file)`, found by their heads.
-pub(super) fn find(sources: &[RegoSource], engine: &mut Engine) -> Vec<(String, String, String)> {
-    let packages: BTreeMap<String, String> = engine
-        .get_policy_package_components()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|m| (m.source_file, m.components.join(".")))
-        .collect();
-    let mut out = Vec::new();
-    for source in sources {
-        let Some(package) = packages.get(&source.name) else {
-            continue;
-        };
-        for line in source.text.lines() {
-            let Some(rest) = line.strip_prefix("test_") else {
-                continue;
-            };
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            let rule = format!("test_{name}");
-            if !out
-                .iter()
-                .any(|(p, r, _): &(String, String, String)| p == package && *r == rule)
-            {
-                out.push((package.clone(), rule, source.name.clone()));
+/// The `test_*` rules of every module: `(package, rule, file)`, found by their heads in the
+/// syntax tree — a rule, not a function (`test_helper(x)` is a helper, as with `opa test`), each
+/// name once per package.
+pub(super) fn find(modules: &[ModuleFacts]) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = Vec::new();
+    for m in modules {
+        let package = m.package.join(".");
+        for rule in &m.tests {
+            if !out.iter().any(|(p, r, _)| *p == package && r == rule) {
+                out.push((package.clone(), rule.clone(), m.file.clone()));
             }
         }
     }
@@ -82,6 +62,19 @@ pub(super) fn find(sources: &[RegoSource], engine: &mut Engine) -> Vec<(String, 
 mod unit {
     use super::super::load_texts as load;
     use super::*;
+
+    #[test]
+    fn a_function_named_test_is_a_helper_not_a_test() {
+        let rego = load(&[(
+            "h_test.rego",
+            "package reasonix.h\nimport rego.v1\ntest_helper(x) := x + 1\ntest_uses if test_helper(1) == 2\n  test_indented if true\n",
+        )])
+        .unwrap()
+        .unwrap();
+        let names: Vec<&str> = rego.tests().iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(names, ["test_uses", "test_indented"]);
+        assert!(rego.run_tests().iter().all(|t| t.3 == TestOutcome::Pass));
+    }
 
     #[test]
     fn test_rules_are_found_and_run() {
