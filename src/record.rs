@@ -261,12 +261,13 @@ impl Recorder {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         // One writer at a time: a second run on the same record would look like tampering.
         if let Err(e) = file.try_lock() {
+            // The caller names the path; the error says only what is wrong with it.
             return Err(std::io::Error::other(match e {
-                std::fs::TryLockError::WouldBlock => format!(
-                    "{} is the record of another run still going; give this run its own with --record",
-                    path.display()
-                ),
-                std::fs::TryLockError::Error(e) => format!("cannot lock {}: {e}", path.display()),
+                std::fs::TryLockError::WouldBlock => {
+                    "it is the record of another run still going; give this run its own with --record"
+                        .to_owned()
+                }
+                std::fs::TryLockError::Error(e) => format!("cannot lock it: {e}"),
             }));
         }
         let meta = file.metadata()?;

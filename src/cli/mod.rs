@@ -52,7 +52,7 @@ struct Cli {
     /// trace. Without -v or -q, RUST_LOG says what to log (default: warnings).
     #[arg(short, long, action = ArgAction::Count, global = true)]
     verbose: u8,
-    /// No logs on stderr, not even warnings.
+    /// No logs on stderr, not even warnings (errors and notes about the run still show).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
     #[command(subcommand)]

@@ -119,15 +119,16 @@ impl PathFilter {
             return None;
         }
         let mut scratch = Vec::new();
-        let mut exempt = vec![false; self.active.len()];
-        if self.path_except.iter().any(|&e| e) {
+        let exempt = self.path_except.iter().any(|&e| e).then(|| {
+            let mut exempt = vec![false; self.active.len()];
             self.policy
                 .except_paths
                 .for_each_match(path, &mut scratch, |r| exempt[r] = self.path_except[r]);
-        }
+            exempt
+        });
         let mut hit = None;
         self.policy.paths.for_each_match(path, &mut scratch, |r| {
-            if hit.is_none() && self.active[r] && !exempt[r] {
+            if hit.is_none() && self.active[r] && !exempt.as_ref().is_some_and(|e| e[r]) {
                 hit = Some(r);
             }
         });
