@@ -36,11 +36,13 @@
 //! - `options`: options as rules see them, and the option search the tables share;
 //! - `parse`: tree-sitter, the queries of `grammars/bash/`, line continuations;
 //! - [`programs`]: what awk programs, sed scripts and git's options make a program do;
+//! - [`environment`]: the variables that change what a program does;
 //! - [`hazards`]: the hazard tables and the scan that runs them;
 //! - [`readers`]: the read-only table and the effects;
 //! - [`wrappers`]: the wrapper table, and what a wrapper runs;
 //! - `walk`: the walk over the tree, which records what [`wrappers`] unwraps.
 
+pub mod environment;
 pub mod hazards;
 mod options;
 mod parse;
