@@ -104,6 +104,9 @@ const CASES: &[Case] = &[
     case("cat <<EOF | grep x\na\nEOF", &[&["cat"], &["grep", "x"]]).f(&[Heredoc, Pipe]).ro(true),
     case("bash <<EOF\nrm -rf /\nEOF", &[&["bash"], &["rm", "-rf", "/"]]).f(&[Heredoc, NestedShell]).ro(false),
     case("sh <<< 'rm -rf /'", &[&["sh"], &["rm", "-rf", "/"]]).f(&[Herestring, NestedShell]).ro(false),
+    case("timeout 5 bash <<EOF\nls\nEOF", &[&["timeout", "5", "bash"], &["bash"], &["ls"]]).f(&[Heredoc, NestedShell]).ro(true),
+    case("nice env bash <<< 'rm x'", &[&["nice", "env", "bash"], &["env", "bash"], &["bash"], &["rm", "x"]]).ro(false),
+    case("xargs bash <<EOF\nls\nEOF", &[&["xargs", "bash"], &["bash", "{input}"]]).ro(false),
     case("grep x <<< \"$v\"", &[&["grep", "x"]]).f(&[Herestring]).ro(true),
     // --- redirections ---
     case("ls > out.txt", &[&["ls"]]).f(&[RedirectWrite]).ro(false),
@@ -119,6 +122,27 @@ const CASES: &[Case] = &[
     case("echo x > /dev/udp/1.2.3.4/53", &[&["echo", "x"]]).f(&[NetworkRedirect]).hazard(&["network_redirect"]),
     case("ls > \"$OUT\"", &[&["ls"]]).hazard(&["dynamic_redirect"]),
     case("ls > /dev/stderr", &[&["ls"]]).ro(true),
+    // Words tree-sitter files under a redirection are arguments of the command (issue 10, class 1).
+    case("sort <list.txt secrets.env", &[&["sort", "secrets.env"]]).f(&[RedirectRead]).ro(true),
+    case("cat a >out b c", &[&["cat", "a", "b", "c"]]).f(&[RedirectWrite]).ro(false),
+    case("<in cat x", &[&["cat", "x"]]).f(&[RedirectRead]).ro(true),
+    case("cat <<EOF file\nx\nEOF", &[&["cat", "file"]]).f(&[Heredoc]).ro(true),
+    case("cat 2>&1 x $(rm y)", &[&["rm", "y"], &["cat", "x", "$(rm y)"]]).ro(false),
+    case("cat <in x$(rm y)", &[&["rm", "y"], &["cat", "x$(rm y)"]]).ro(false),
+    case("{ ls; } >out extra", &[&["ls"]]).not_understood(),
+    // A lone `-` just before a heredoc or `2>&1` (tree-sitter drops it) is an argument.
+    case("cat - <<EOF\nhi\nEOF", &[&["cat", "-"]]).f(&[Heredoc]).ro(true),
+    case("rm -rf - <<EOF\nx\nEOF", &[&["rm", "-rf", "-"]]).ro(false),
+    case("cat - 2>&1 x", &[&["cat", "-", "x"]]).ro(true),
+    case("echo $\"hi\" -", &[&["echo", "hi", "-"]]).ro(true),
+    // A carriage return is a word character, as in bash.
+    case("echo a\rb", &[&["echo", "a\rb"]]).ro(true),
+    case("echo a\r# ; rm -rf x", &[&["echo", "a\r#"], &["rm", "-rf", "x"]]).ro(false),
+    case("git status\r\n", &[&["git", "status\r"]]),
+    // tree-sitter ends a heredoc at a line that only starts with the delimiter (bash does not):
+    // the parse error keeps such a script from being understood.
+    case("cat <<EOF\nx\nEOF\r\nrm -rf y\nEOF", &[&["cat"], &["\r"], &["rm", "-rf", "y"], &["EOF"]]).not_understood(),
+    case("cat <<EOF\r\nx\nEOF\r\nrm -rf y", &[&["cat"], &["rm", "-rf", "y"]]).ro(false),
     // --- quoting and obfuscation ---
     case("'r''m' -rf x", &[&["rm", "-rf", "x"]]).ro(false),
     case("\"rm\" -rf x", &[&["rm", "-rf", "x"]]).ro(false),

@@ -82,10 +82,15 @@ fn feature_named(name: &str) -> Option<Feature> {
 /// one CJK character (tree-sitter/tree-sitter-bash#337, found here by `tests/fuzz_bash.rs`).
 /// Bash itself treats such bytes as ordinary word characters, as `x` is, so the token
 /// boundaries are bash's; word text is always taken from the original script.
+///
+/// A carriage return is replaced by `x` too. tree-sitter-bash treats it as a blank between
+/// words; bash treats it as an ordinary character, inside a word (`a\rb` is one word), before
+/// a `#` (`a\r#` is a word, not the start of a comment) and in a heredoc delimiter (`EOF\r`
+/// does not end `<<EOF`). With `x` in its place the parser splits the script where bash does.
 pub(super) fn parse(script: &str) -> Option<Tree> {
     let ascii: Vec<u8> = script
         .bytes()
-        .map(|b| if b.is_ascii() { b } else { b'x' })
+        .map(|b| if b.is_ascii() && b != b'\r' { b } else { b'x' })
         .collect();
     parse_ascii(&ascii)
 }

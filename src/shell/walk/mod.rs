@@ -306,6 +306,13 @@ impl Walker<'_> {
             Some(body) => {
                 self.visit(body);
                 for r in redirects {
+                    if !redirects::extra_words(r).is_empty() {
+                        // `{ ls; } > out extra`: bash refuses the script.
+                        self.problem(format!(
+                            "words after the redirection `{}` of a compound command: bash refuses this",
+                            self.text(r)
+                        ));
+                    }
                     self.redirect(r, None);
                 }
             }
@@ -317,13 +324,18 @@ impl Walker<'_> {
         }
     }
 
-    /// One simple command, with the redirections around it.
+    /// One simple command, with the redirections around it. Words that tree-sitter files under
+    /// a redirection (`cmd <in a b`: `a` and `b`) are arguments of the command, in their place.
     fn command(&mut self, node: Node, outer_redirects: &[Node]) {
         self.visited += 1;
         let mut words = Vec::new();
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
-        for (field, child) in fields(node) {
+        let mut end = node.start_byte();
+        let children = fields(node);
+        for (i, &(field, child)) in children.iter().enumerate() {
+            words.extend(self.skipped(end, child.start_byte()));
+            end = child.end_byte();
             match field {
                 Some("name") => {
                     let word = match child.named_child(0) {
@@ -333,22 +345,67 @@ impl Walker<'_> {
                     words.push(word);
                 }
                 // `$"..."` parses as an anonymous `$` then a string: the `$` is not a word.
-                Some("argument") if !child.is_named() => {}
+                Some("argument")
+                    if !child.is_named()
+                        && self.text(child) == "$"
+                        && children.get(i + 1).is_some_and(|(_, next)| {
+                            next.kind() == "string" && next.start_byte() == child.end_byte()
+                        }) => {}
+                Some("argument") if !child.is_named() => {
+                    words.push(Word::fixed(self.text(child)));
+                }
                 Some("argument") => words.push(self.word(child)),
-                Some("redirect") => redirects.push(child),
+                Some("redirect") => {
+                    redirects.push(child);
+                    words.extend(self.redirect_arguments(child));
+                }
                 _ if child.kind() == "variable_assignment" => {
                     assignments.push(self.assignment(child).2);
                 }
-                _ if child.kind().ends_with("_redirect") => redirects.push(child),
+                _ if child.kind().ends_with("_redirect") => {
+                    redirects.push(child);
+                    words.extend(self.redirect_arguments(child));
+                }
                 _ if child.is_named() => self.visit(child),
                 _ => {}
             }
+        }
+        for r in outer_redirects {
+            words.extend(self.skipped(end, r.start_byte()));
+            end = r.end_byte();
+            words.extend(self.redirect_arguments(*r));
         }
         let index = self.push(words, assignments);
         for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
             self.redirect(r, Some(index));
         }
         self.unwrap(index);
+    }
+
+    /// The words of a command that tree-sitter filed under one of its redirections.
+    fn redirect_arguments(&mut self, node: Node) -> Vec<Word> {
+        redirects::extra_words(node)
+            .into_iter()
+            .map(|w| self.word(w))
+            .collect()
+    }
+
+    /// Text between two nodes of one command that tree-sitter left out of the tree. It drops a
+    /// lone `-` just before `2>&1` or a heredoc (`cat - <<EOF`), which bash passes as an
+    /// argument; anything else left out is not understood.
+    fn skipped(&mut self, from: usize, to: usize) -> Vec<Word> {
+        let Some(gap) = self.src.get(from..to) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for token in gap.split_ascii_whitespace() {
+            if token == "-" {
+                out.push(Word::fixed(token));
+            } else {
+                self.problem(format!("tree-sitter left {token:?} out of the tree"));
+            }
+        }
+        out
     }
 
     /// Records a command; returns its index.

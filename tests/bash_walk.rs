@@ -1,0 +1,121 @@
+//! Issue 10, the walk's classes: each attack bash really runs (confirmed under `bash` 5.2 in a
+//! throwaway folder before its row was written) next to its benign twin, the legitimate form
+//! that must stay allowed, judged through the gate under a user's benign allow-list and under
+//! the embedded default policy.
+//!
+//! A row is `(class, policy, script, verdict)`: the class names the issue's class (or the bug)
+//! it proves, "benign" is [`BENIGN`], "default" the embedded policy; every row is judged
+//! interactively. An attack must not be allowed (`ask` or `deny`), its twin must be.
+
+mod common;
+
+use common::World;
+use reasonix::{PolicySet, Posture, Registry};
+use serde_json::json;
+
+/// What a developer might allow an agent: everyday readers and builds, no secrets.
+const BENIGN: &str = r#"
+version: 1
+defaults:
+  read_only: allow
+  writer: ask
+  unattended: deny
+rules:
+  - id: no-secrets
+    decision: deny
+    paths: ["*.env", ".env", "*.pem", "secrets/**", "~/.ssh/**"]
+  - id: everyday
+    decision: allow
+    tools: [bash]
+    commands:
+      - "ls"
+      - "ls *"
+      - "cat *"
+      - "head *"
+      - "tail *"
+      - "sort *"
+      - "wc *"
+      - "grep *"
+      - "echo *"
+      - "printf *"
+      - "git status"
+      - "git log *"
+      - "git diff *"
+      - "timeout * ls *"
+      - "npm test"
+      - "cargo test *"
+      - "openssl *"
+"#;
+
+/// `(class, policy, script, verdict)`.
+#[rustfmt::skip]
+const ROWS: &[(&str, &str, &str, &str)] = &[
+    // 1. A redirect that swallows later words: they are arguments of the command.
+    ("1", "benign", "sort <list.txt secrets.env", "deny"),
+    ("1", "benign", "sort <list.txt", "allow"),
+    ("1", "benign", "sort <list.txt names.txt", "allow"),
+    ("1", "default", "sort <list.txt .env", "deny"),
+    ("1", "default", "sort <list.txt names.txt", "allow"),
+    ("1", "default", "grep KEY <README.md .env", "deny"),
+    ("1", "default", "grep KEY <README.md src/a.rs", "allow"),
+    ("1", "default", "cat <<EOF .env\nx\nEOF", "deny"),
+    ("1", "default", "cat <<EOF -\nx\nEOF", "allow"),
+    ("1", "benign", "cat notes.txt >out.txt secrets.env", "deny"),
+    ("1", "benign", "openssl <input s_client -connect example.com:443", "allow"),
+    // A lone `-` before a heredoc or `2>&1` is an argument (tree-sitter drops it).
+    ("dash", "default", "cat - <<EOF\nhi\nEOF", "allow"),
+    ("dash", "default", "rm -rf - 2>&1", "ask"),
+    // A heredoc reaches a shell through a wrapper: its script is read, not refused.
+    ("heredoc", "benign", "timeout 5 bash <<EOF\nls -la\nEOF", "allow"),
+    ("heredoc", "benign", "timeout 5 bash <<EOF\nls; rm -rf x\nEOF", "ask"),
+    ("heredoc", "benign", "timeout 5 bash <<EOF\ncat .env\nEOF", "deny"),
+    // A carriage return is part of a word, as in bash: `a\r#` is no comment.
+    ("cr", "benign", "echo a\r# ; rm -rf x", "ask"),
+    ("cr", "default", "echo a\r# ; rm -rf x", "ask"),
+    ("cr", "benign", "echo a\rb", "allow"),
+    ("cr", "benign", "git status\r", "ask"),
+    ("cr", "benign", "git status\n", "allow"),
+    ("cr", "default", "cat <<EOF\r\nx\nEOF\r\ncat .env", "deny"),
+];
+
+#[test]
+fn each_attack_is_refused_and_its_benign_twin_allowed() {
+    let w = World::new();
+    w.file(".env", "KEY=1");
+    w.file("secrets.env", "KEY=1");
+    w.file("list.txt", "b\na\n");
+    w.file("names.txt", "x\n");
+    w.file("README.md", "");
+    w.file("src/a.rs", "");
+    let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
+    let default = PolicySet::embedded_default();
+    let mut failures = Vec::new();
+    for (class, policy, script, want) in ROWS {
+        let policy = if *policy == "benign" {
+            &benign
+        } else {
+            &default
+        };
+        let gate = common::gate_over(
+            Registry::with_builtins(),
+            policy,
+            &w.ws,
+            Posture::Interactive,
+        );
+        let call = json!({"name": "bash", "arguments": {"command": script}});
+        let a = gate.admit_text(&call.to_string()).into_admission();
+        if a.verdict.as_str() != *want {
+            failures.push(format!(
+                "class {class}: {script:?}: want {want}, got {} — {:?}",
+                a.verdict, a.reasons
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        ROWS.len(),
+        failures.join("\n")
+    );
+}
