@@ -172,7 +172,9 @@ const CASES: &[Case] = &[
     case("ls ~/x", &[&["ls", "~/x"]]).f(&[Tilde]).ro(true),
     case("ls *.md", &[&["ls", "*.md"]]).f(&[Glob]).ro(true),
     case("cat $HOME/.ssh/id_rsa", &[&["cat", "$HOME/.ssh/id_rsa"]]).f(&[Variable]).ro(false),
-    case("X=1; echo $X", &[&["echo", "$X"]]).f(&[Assignment, Variable]).ro(true),
+    case("x=1; echo $x", &[&["echo", "$x"]]).f(&[Assignment, Variable]).ro(true),
+    // An upper-case variable may come from the environment, and so be exported (issue 10).
+    case("X=1; echo $X", &[&["echo", "$X"]]).f(&[Assignment, Variable]).hazard(&["environment"]),
     case("X=a; X=b; cat $X", &[&["cat", "$X"]]).ro(false),
     case("ls 'unterminated", &[&["ls"]]).f(&[ParseError]).not_understood(),
     case("coproc x { ls; }", &[&["coproc", "x", "{", "ls"], &["}"]]).not_understood(),
@@ -185,6 +187,17 @@ const CASES: &[Case] = &[
     case("env NODE_OPTIONS=--require=./x.js node app.js", &[ &["env", "NODE_OPTIONS=--require=./x.js", "node", "app.js"], &["node", "app.js"], ]).hazard(&["environment"]),
     case("BASH_ENV=./x.sh bash -c true", &[&["bash", "-c", "true"], &["true"]]).hazard(&["environment"]),
     case("npm_config_script_shell=/tmp/x npm test", &[&["npm", "test"]]).hazard(&["environment"]),
+    // Strict: only variables known to be inert may reach a program's environment (issue 10, class 4).
+    case("TAR_OPTIONS=--to-command=./x tar xf a.tar", &[&["tar", "xf", "a.tar"]]).hazard(&["environment"]),
+    case("export TAR_OPTIONS", &[&["export", "TAR_OPTIONS"]]).hazard(&["environment"]),
+    case("declare -x MAKEFILES=evil.mk; make", &[&["declare", "-x", "MAKEFILES=evil.mk"], &["make"]]).hazard(&["environment"]),
+    case("f() { git status; }; export -f f", &[&["git", "status"], &["export", "-f", "f"]]).hazard(&["environment"]),
+    case("set -a; p=1; ls", &[&["set", "-a"], &["ls"]]).hazard(&["environment"]),
+    case("read -r GIT_DIR < f; git status", &[&["read", "-r", "GIT_DIR"], &["git", "status"]]).hazard(&["environment"]),
+    case("LANG=C LC_ALL=C sort -u names", &[&["sort", "-u", "names"]]).ro(true),
+    case("GIT_PAGER=cat git log -p", &[&["git", "log", "-p"]]).ro(true),
+    case("IFS=: read -r a b < f", &[&["read", "-r", "a", "b"]]).ro(false),
+    case("local -i n=1", &[&["local", "-i", "n=1"]]).ro(true),
     // --- wrappers ---
     case("timeout 60 npm test", &[&["timeout", "60", "npm", "test"], &["npm", "test"]]).f(&[Wrapper]).ro(false),
     case("timeout 5 cat f", &[&["timeout", "5", "cat", "f"], &["cat", "f"]]).f(&[Wrapper]).ro(true),

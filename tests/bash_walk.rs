@@ -45,6 +45,11 @@ rules:
       - "npm test"
       - "cargo test *"
       - "openssl *"
+      - "tar *"
+      - "make"
+      - "make *"
+      - "cd *"
+      - "read *"
 "#;
 
 /// `(class, policy, script, verdict)`.
@@ -76,6 +81,35 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("cr", "benign", "git status\r", "ask"),
     ("cr", "benign", "git status\n", "allow"),
     ("cr", "default", "cat <<EOF\r\nx\nEOF\r\ncat .env", "deny"),
+    // 4. The environment changes what programs do: only variables known to be inert may be
+    // set before a command a prefix rule allows.
+    ("4", "benign", "TAR_OPTIONS=--to-command=./x.sh tar xf a.tar", "ask"),
+    ("4", "benign", "export TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
+    ("4", "benign", "tar xf a.tar", "allow"),
+    ("4", "benign", "MAKEFILES=evil.mk make", "ask"),
+    ("4", "benign", "GNUMAKEFLAGS='--eval=$(shell id)' make", "ask"),
+    ("4", "benign", "make", "allow"),
+    ("4", "benign", "LANG=C make test", "allow"),
+    ("4", "benign", "env 'BASH_FUNC_git%%=() { id; }' bash -c 'git status'", "ask"),
+    ("4", "benign", "env LANG=C bash -c 'git status'", "allow"),
+    ("4", "benign", "Npm_Config_Script_Shell=./sh.sh npm test", "ask"),
+    ("4", "benign", "npm_config_script_shell=./sh.sh; npm test", "ask"),
+    ("4", "benign", "CI=true npm test", "allow"),
+    ("4", "benign", "HOME=/tmp/h git status", "ask"),
+    ("4", "benign", "CDPATH=/etc; cd ssh && cat ssh_config", "ask"),
+    ("4", "benign", "cd src && cat a.rs", "allow"),
+    ("4", "benign", "RUST_BACKTRACE=1 cargo test --lib", "allow"),
+    ("4", "benign", "d=src; ls $d", "allow"),
+    ("4", "benign", "for PAGER in ./x.sh; do git log -p; done", "ask"),
+    ("4", "benign", "for f in src/*.rs; do wc -l \"$f\"; done", "allow"),
+    ("4", "default", "HOME=/tmp/h git status", "ask"),
+    ("4", "default", "HOME=/tmp/h; git status", "ask"),
+    ("4", "default", "GIT_TRACE=/tmp/t.txt git log --oneline", "ask"),
+    ("4", "default", "git status", "allow"),
+    ("4", "default", "GIT_OPTIONAL_LOCKS=0 git status", "allow"),
+    ("4", "default", "GIT_PAGER=cat git log --oneline", "allow"),
+    ("4", "benign", "while IFS= read -r l; do echo x; done < README.md", "allow"),
+    ("4", "benign", "while read -r GIT_DIR; do git status; done < list.txt", "ask"),
 ];
 
 #[test]

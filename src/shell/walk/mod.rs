@@ -10,17 +10,20 @@
 //! so a command hidden there is found like any other. At the end the number of commands found is
 //! checked against the tree's own count (`grammars/bash/commands.scm`).
 
+mod builtins;
 mod inner;
 mod redirects;
+mod scope;
 mod words;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use tree_sitter::Node;
 
 use super::word::{Dynamic, Word};
 use super::{
-    Analysis, Assignment, Command, DynamicWord, Feature, MAX_DEPTH, MAX_SCRIPT, hazards, parse,
+    Analysis, Assignment, Command, DynamicWord, Feature, Hazard, MAX_DEPTH, MAX_SCRIPT,
+    environment, parse,
 };
 
 /// Words that cannot be a command name; seeing one there means tree-sitter misread the script.
@@ -76,7 +79,7 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         depth,
         context: context.to_vec(),
         out,
-        bindable: words::bindable_names(root, source),
+        scope: scope::scope(root, source),
         bindings: HashMap::new(),
         stdin: HashMap::new(),
         visited: 0,
@@ -123,8 +126,8 @@ struct Walker<'s> {
     depth: usize,
     context: Vec<String>,
     out: Analysis,
-    /// The variables that may be bound ([`words::bindable_names`]).
-    bindable: HashSet<String>,
+    /// What the script assigns ([`scope::scope`]).
+    scope: scope::Scope,
     /// What each bound variable stands for.
     bindings: HashMap<String, Vec<Word>>,
     /// What each command reads on stdin from a heredoc or herestring.
@@ -190,9 +193,10 @@ impl Walker<'_> {
             "case_item" => self.statements(node),
             "function_definition" => self.in_context("function", |w| w.scan(node)),
             "variable_assignment" => {
-                let assignment = self.assignment(node);
-                self.bind(&assignment.0, assignment.1);
-                self.out.hazards.extend(hazards::env(&assignment.0, None));
+                let (name, values, record) = self.assignment(node);
+                self.bind(&name, values);
+                let hazards = self.set_variable(&record, None);
+                self.out.hazards.extend(hazards);
             }
             "variable_assignments" => self.statements(node),
             "declaration_command" | "unset_command" => self.declaration(node),
@@ -243,6 +247,8 @@ impl Walker<'_> {
         }
         if let Some(var) = node.child_by_field_name("variable") {
             let name = self.text(var).to_owned();
+            let hazards = self.shell_variable(&name, None);
+            self.out.hazards.extend(hazards);
             if !values.is_empty() && values.iter().all(Word::depends_on_static) {
                 self.bind(&name, values);
             }
@@ -379,6 +385,7 @@ impl Walker<'_> {
         for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
             self.redirect(r, Some(index));
         }
+        self.filled_variables(index);
         self.unwrap(index);
     }
 
@@ -431,8 +438,14 @@ impl Walker<'_> {
         if !assignments.is_empty() {
             self.out.features.insert(Feature::Assignment);
         }
-        for a in &assignments {
-            self.out.hazards.extend(hazards::env(&a.name, Some(index)));
+        let harmless = words.first().is_some_and(|w| {
+            w.is_static() && environment::BUILTINS_WITHOUT_PROGRAMS.contains(&w.text.as_str())
+        });
+        for a in assignments.iter().filter(|_| !harmless) {
+            let value = a.is_static.then_some(a.value.as_str());
+            self.out
+                .hazards
+                .extend(environment::env_value(&a.name, value, Some(index)));
         }
         let dynamic = words
             .iter()
@@ -456,10 +469,12 @@ impl Walker<'_> {
     }
 
     /// `export A=b`, `local x`, `declare -x`, `readonly`, `unset`: a builtin command whose
-    /// assignments are checked like any other.
+    /// assignments are checked like any other; what it exports is checked as a program's
+    /// environment.
     fn declaration(&mut self, node: Node) {
         let mut words = Vec::new();
         let mut assignments = Vec::new();
+        let mut names = Vec::new();
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
         for child in children {
@@ -474,15 +489,84 @@ impl Walker<'_> {
                 words.push(word);
                 assignments.push(record);
             } else {
-                words.push(self.word(child));
+                let word = self.word(child);
+                if !word.text.starts_with(['-', '+']) {
+                    names.push(word.text.clone());
+                }
+                words.push(word);
             }
-        }
-        for a in &assignments {
-            self.out.hazards.extend(hazards::env(&a.name, None));
         }
         if !assignments.is_empty() {
             self.out.features.insert(Feature::Assignment);
         }
-        self.push(words, Vec::new());
+        let builtin = words.first().map(|w| w.text.clone()).unwrap_or_default();
+        let flags: String = words
+            .iter()
+            .skip(1)
+            .filter(|w| w.text.starts_with('-') && w.text != "--")
+            .map(|w| &w.text[1..])
+            .collect();
+        let exported = match builtin.as_str() {
+            "export" => !flags.contains('n'),
+            "declare" | "typeset" | "local" => flags.contains('x'),
+            _ => false,
+        };
+        let index = self.push(words, Vec::new());
+        let mut found: Vec<Hazard> = Vec::new();
+        if exported && flags.contains('f') {
+            for name in &names {
+                found.extend(environment::env(
+                    &format!("BASH_FUNC_{name}%%"),
+                    Some(index),
+                ));
+            }
+        } else if exported || (self.scope.allexport && builtin != "unset") {
+            for name in &names {
+                found.extend(environment::env(name, Some(index)));
+            }
+        }
+        for a in &assignments {
+            if exported {
+                let value = a.is_static.then_some(a.value.as_str());
+                found.extend(environment::env_value(&a.name, value, Some(index)));
+            } else {
+                found.extend(self.set_variable(a, Some(index)));
+            }
+        }
+        self.out.hazards.extend(found);
+    }
+
+    /// The hazards of a standalone assignment (or one in `declare`, `local`…).
+    fn set_variable(&self, a: &Assignment, command: Option<usize>) -> Vec<Hazard> {
+        let value = a.is_static.then_some(a.value.as_str());
+        if self.scope.allexport {
+            environment::env_value(&a.name, value, command)
+        } else {
+            environment::shell_variable(&a.name, value, command)
+        }
+    }
+
+    /// The hazards of a variable set from input or a list (`for`, `read`, `mapfile`…).
+    fn shell_variable(&self, name: &str, command: Option<usize>) -> Vec<Hazard> {
+        if self.scope.allexport {
+            environment::env(name, command)
+        } else {
+            environment::shell_variable(name, None, command)
+        }
+    }
+
+    /// The variables a builtin fills from its input (`read X`, `mapfile X`, `printf -v X`).
+    fn filled_variables(&mut self, index: usize) {
+        let command = &self.out.commands[index];
+        let Some(name) = command.trusted_name() else {
+            return;
+        };
+        let args: Vec<&str> = command.argv[1..].iter().map(String::as_str).collect();
+        let filled = builtins::filled(name, &args);
+        let mut found = Vec::new();
+        for (_, variable) in filled {
+            found.extend(self.shell_variable(builtins::base(&variable), Some(index)));
+        }
+        self.out.hazards.extend(found);
     }
 }

@@ -3,101 +3,17 @@
 //! variables the script binds once to static words, which then stand for those words
 //! ([`Dynamic::Bound`]).
 
-use std::collections::{HashMap, HashSet};
-
 use tree_sitter::Node;
 
-use super::{Walker, is_expression, text};
+use super::{Walker, is_expression};
 use crate::shell::word::{self, Dynamic, Word};
 use crate::shell::{Assignment, Feature};
-
-/// Builtins whose arguments name variables they assign: such a variable is never bound.
-const ASSIGNING: &[&str] = &[
-    "read",
-    "mapfile",
-    "readarray",
-    "getopts",
-    "let",
-    "declare",
-    "typeset",
-    "local",
-    "export",
-    "readonly",
-    "unset",
-    "printf",
-    "eval",
-];
-
-/// Names assigned exactly once in the whole script, by a standalone assignment or a `for`, and
-/// never touched by a builtin that assigns, nor used as a bare word (arithmetic): only these
-/// may be treated as bound to the words assigned.
-pub(super) fn bindable_names(root: Node, src: &str) -> HashSet<String> {
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut poisoned: HashSet<String> = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        match node.kind() {
-            "variable_assignment" | "for_statement" => {
-                let field = if node.kind() == "for_statement" {
-                    "variable"
-                } else {
-                    "name"
-                };
-                if let Some(name) = node.child_by_field_name(field) {
-                    let name = text(name, src).to_owned();
-                    *counts.entry(name).or_default() += 1;
-                }
-                if node.kind() == "variable_assignment"
-                    && node.parent().is_some_and(|p| p.kind() == "command")
-                {
-                    // A prefix assignment (`X=1 cmd`) does not bind for the rest of the script.
-                    if let Some(name) = node.child_by_field_name("name") {
-                        poisoned.insert(text(name, src).to_owned());
-                    }
-                }
-            }
-            "word" => {
-                poisoned.insert(text(node, src).to_owned());
-            }
-            "variable_name" => {
-                let parent = node.parent().map(|p| p.kind()).unwrap_or("");
-                if !matches!(
-                    parent,
-                    "variable_assignment" | "simple_expansion" | "expansion" | "for_statement"
-                ) {
-                    poisoned.insert(text(node, src).to_owned());
-                }
-            }
-            "command" | "declaration_command" | "unset_command" => {
-                let name = node
-                    .child_by_field_name("name")
-                    .map(|n| text(n, src))
-                    .unwrap_or_else(|| node.child(0).map(|c| text(c, src)).unwrap_or(""));
-                if ASSIGNING.contains(&name) || node.kind() != "command" {
-                    let mut cursor = node.walk();
-                    for child in node.children(&mut cursor) {
-                        let t = text(child, src);
-                        poisoned.insert(t.split('=').next().unwrap_or(t).to_owned());
-                    }
-                }
-            }
-            _ => {}
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    counts
-        .into_iter()
-        .filter(|(name, n)| *n == 1 && !poisoned.contains(name))
-        .map(|(name, _)| name)
-        .collect()
-}
 
 // Assignments and bindings.
 impl Walker<'_> {
     /// Binds `name` to `values` when the script may bind it and every value is static.
     pub(super) fn bind(&mut self, name: &str, values: Vec<Word>) {
-        if self.bindable.contains(name) && values.iter().all(Word::depends_on_static) {
+        if self.scope.bindable.contains(name) && values.iter().all(Word::depends_on_static) {
             self.bindings.insert(name.to_owned(), values);
         }
     }
