@@ -685,7 +685,9 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         if lacks_jail(&gate) {
             return ("6".into(), Vec::new());
         }
-        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; echo $((n+1)) > count"}}]});
+        // `expr`, not `$((n+1))`: bash would evaluate the file's text as arithmetic, where a
+        // subscript runs code (the `dynamic_code` hazard, issue 10).
+        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; expr \"$n\" + 1 > count"}}]});
         let turns = json!([bump, bump, bump]);
         let leases = Leases::new();
         let other = if shared {

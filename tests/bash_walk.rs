@@ -50,6 +50,11 @@ rules:
       - "make *"
       - "cd *"
       - "read *"
+      - "let *"
+      - "test *"
+      - "\\[ *"
+      - "declare *"
+      - "unset *"
 "#;
 
 /// `(class, policy, script, verdict)`.
@@ -81,6 +86,46 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("cr", "benign", "git status\r", "ask"),
     ("cr", "benign", "git status\n", "allow"),
     ("cr", "default", "cat <<EOF\r\nx\nEOF\r\ncat .env", "deny"),
+    // 2. Arithmetic evaluation runs code: a subscript's `$(...)` runs wherever bash evaluates
+    // arithmetic, and a variable's value is evaluated in turn.
+    ("2", "benign", "x='a[$(touch p)]'; (( x )) && echo big", "ask"),
+    ("2", "benign", "x=5; (( x > 3 )) && echo big", "allow"),
+    ("2", "default", "x='a[$(touch p)]'; (( x )) && cat README.md", "ask"),
+    ("2", "default", "x=5; (( x > 3 )) && cat README.md", "allow"),
+    ("2", "benign", "v=$(cat n.txt); [[ $v -eq 1 ]] && echo one", "ask"),
+    ("2", "default", "v=$(cat n.txt); [[ $v -eq 1 ]] && cat README.md", "ask"),
+    ("2", "default", "v=$(cat n.txt); [[ -n $v ]] && cat README.md", "allow"),
+    ("2", "benign", "[[ $# -eq 0 ]] && echo none", "allow"),
+    ("2", "benign", "let \"i=a[\\$(touch p)]\"", "ask"),
+    ("2", "benign", "let i=1+2", "allow"),
+    ("2", "benign", "declare -i n; n='a[$(touch p)]'", "ask"),
+    ("2", "benign", "declare -i n; read n < n.txt", "ask"),
+    ("2", "benign", "declare -i n=5; echo done", "allow"),
+    ("2", "benign", "k='a[$(touch p)]'; arr[$k]=1", "ask"),
+    ("2", "benign", "k=2; arr[$k]=1; echo done", "allow"),
+    ("2", "benign", "arr=(['$(touch p)']=1)", "ask"),
+    ("2", "benign", "k='a[$(touch p)]'; arr=([$k]=1)", "ask"),
+    ("2", "benign", "arr=([2]=x [3]=y); echo done", "allow"),
+    ("2", "benign", "declare \"a[\\$(touch p)]=1\"", "ask"),
+    ("2", "benign", "declare a=1", "allow"),
+    ("2", "benign", "printf -v 'a[$(touch p)]' x", "ask"),
+    ("2", "benign", "printf -v out %s x", "allow"),
+    ("2", "benign", "test -v 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "[ -v 'a[$(touch p)]' ]", "ask"),
+    ("2", "benign", "test -v HOME", "allow"),
+    ("2", "benign", "[ -v HOME ]", "allow"),
+    ("2", "benign", "read 'a[$(touch p)]' <<< x", "ask"),
+    ("2", "benign", "read -r line <<< x", "allow"),
+    ("2", "benign", "x='$(touch p)'; echo \"${x@P}\"", "ask"),
+    ("2", "benign", "x='$(touch p)'; cat <<EOF\n${x@P}\nEOF", "ask"),
+    ("2", "benign", "x=hi; cat <<EOF\n$x\nEOF", "allow"),
+    ("2", "benign", "k='a[$(touch p)]'; echo ${arr[$k]}", "ask"),
+    ("2", "benign", "n='a[$(touch p)]'; for ((i=0; i<n; i++)); do echo x; done", "ask"),
+    ("2", "benign", "for ((i=0; i<3; i++)); do echo x; done", "allow"),
+    ("2", "benign", "x='a[$(touch p)]'; echo ${!x}", "ask"),
+    ("2", "benign", "declare -n r='a[$(touch p)]'; echo $r", "ask"),
+    ("2", "benign", "bash -c '(( $1 ))' _ 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "f() { (( $1 )); }; f 'a[$(touch p)]'", "ask"),
     // 4. The environment changes what programs do: only variables known to be inert may be
     // set before a command a prefix rule allows.
     ("4", "benign", "TAR_OPTIONS=--to-command=./x.sh tar xf a.tar", "ask"),

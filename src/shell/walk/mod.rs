@@ -10,6 +10,7 @@
 //! so a command hidden there is found like any other. At the end the number of commands found is
 //! checked against the tree's own count (`grammars/bash/commands.scm`).
 
+mod arith;
 mod builtins;
 mod inner;
 mod redirects;
@@ -84,6 +85,7 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         stdin: HashMap::new(),
         visited: 0,
     };
+    walker.integers();
     walker.visit(root);
     let visited = walker.visited;
     let mut out = walker.out;
@@ -183,11 +185,19 @@ impl Walker<'_> {
             "list" => self.in_context("list", |w| w.statements(node)),
             "pipeline" => self.in_context("pipeline", |w| w.statements(node)),
             "subshell" => self.in_context("subshell", |w| w.statements(node)),
-            "compound_statement" => self.in_context("group", |w| w.statements(node)),
+            "compound_statement" => {
+                if node.child(0).is_some_and(|c| c.kind() == "((") {
+                    self.arithmetic(node);
+                }
+                self.in_context("group", |w| w.statements(node))
+            }
             "negated_command" => self.in_context("negation", |w| w.statements(node)),
             "if_statement" => self.in_context("if", |w| w.statements(node)),
             "while_statement" => self.in_context("loop", |w| w.statements(node)),
-            "c_style_for_statement" => self.in_context("loop", |w| w.scan(node)),
+            "c_style_for_statement" => {
+                self.arithmetic(node);
+                self.in_context("loop", |w| w.scan(node))
+            }
             "for_statement" => self.for_loop(node),
             "case_statement" => self.in_context("case", |w| w.scan(node)),
             "case_item" => self.statements(node),
@@ -200,7 +210,10 @@ impl Walker<'_> {
             }
             "variable_assignments" => self.statements(node),
             "declaration_command" | "unset_command" => self.declaration(node),
-            "test_command" => self.scan(node),
+            "test_command" => {
+                self.test_expression(node);
+                self.scan(node)
+            }
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                 self.redirect(node, None);
             }
@@ -337,6 +350,7 @@ impl Walker<'_> {
         let mut words = Vec::new();
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
+        let mut arguments: Vec<Node> = Vec::new();
         let mut end = node.start_byte();
         let children = fields(node);
         for (i, &(field, child)) in children.iter().enumerate() {
@@ -360,7 +374,10 @@ impl Walker<'_> {
                 Some("argument") if !child.is_named() => {
                     words.push(Word::fixed(self.text(child)));
                 }
-                Some("argument") => words.push(self.word(child)),
+                Some("argument") => {
+                    arguments.push(child);
+                    words.push(self.word(child));
+                }
                 Some("redirect") => {
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
@@ -386,6 +403,7 @@ impl Walker<'_> {
             self.redirect(r, Some(index));
         }
         self.filled_variables(index);
+        self.builtin_operands(index, &arguments);
         self.unwrap(index);
     }
 
@@ -512,6 +530,7 @@ impl Walker<'_> {
             _ => false,
         };
         let index = self.push(words, Vec::new());
+        self.declaration_operands(index, node);
         let mut found: Vec<Hazard> = Vec::new();
         if exported && flags.contains('f') {
             for name in &names {

@@ -20,6 +20,7 @@ impl Walker<'_> {
 
     /// A `NAME=value` assignment: its name, its value as words, and the record.
     pub(super) fn assignment(&mut self, node: Node) -> (String, Vec<Word>, Assignment) {
+        self.assignment_code(node);
         let name = node
             .child_by_field_name("name")
             .map(|n| self.text(n).to_owned())
@@ -121,7 +122,12 @@ impl Walker<'_> {
             }
             "simple_expansion" | "expansion" => {
                 self.scan(node);
-                self.variable(node, raw)
+                let safe = self.expansion_code(node);
+                let mut w = self.variable(node, raw);
+                if !safe {
+                    w.dynamic.insert(Dynamic::Substitution);
+                }
+                w
             }
             "command_substitution" | "process_substitution" => {
                 self.substitution(node);
@@ -129,7 +135,11 @@ impl Walker<'_> {
             }
             "arithmetic_expansion" => {
                 self.scan(node);
-                Word::with(raw, Dynamic::Arithmetic)
+                let mut w = Word::with(raw, Dynamic::Arithmetic);
+                if !self.arithmetic(node) {
+                    w.dynamic.insert(Dynamic::Substitution);
+                }
+                w
             }
             "brace_expression" => Word::with(raw, Dynamic::Brace),
             "extglob_pattern" | "regex" => Word::with(raw, Dynamic::Glob),
