@@ -363,6 +363,11 @@ impl Analysis {
         }
         for c in &self.commands {
             for word in c.words.iter().skip(1) {
+                if !word.depends_on_static() || word.dynamic.contains(&Dynamic::Found) {
+                    continue;
+                }
+                // What bash makes of the word (braces are already separate words of argv):
+                // tilde expansion, bound variables substituted, their values split.
                 let candidates: Vec<&Word> = if word.values.is_empty() {
                     vec![word]
                 } else {
@@ -372,17 +377,26 @@ impl Analysis {
                     if !w.depends_on_static() || w.dynamic.contains(&Dynamic::Found) {
                         continue;
                     }
-                    let text = match w.text.split_once('=') {
-                        Some((flag, value)) if flag.starts_with("--") => value,
+                    let mut texts = Vec::new();
+                    match w.text.split_once('=') {
+                        Some((flag, value)) if flag.starts_with("--") => texts.push(value),
                         _ if w.text.starts_with('-') => continue,
-                        _ => w.text.as_str(),
-                    };
-                    if text.is_empty() || text.contains('\0') {
-                        continue;
+                        // `NAME=value` (an argument that looks like an assignment, where bash
+                        // expands a `~` after the `=`, or `dd if=FILE`): the value too.
+                        Some((name, value)) if is_name(name) => {
+                            texts.push(w.text.as_str());
+                            texts.push(value);
+                        }
+                        _ => texts.push(w.text.as_str()),
                     }
-                    let mut request = PathRequest::read(text, PathRole::Argument);
-                    request.pattern = w.dynamic.contains(&Dynamic::Glob);
-                    push(request);
+                    for text in texts {
+                        if text.is_empty() || text.contains('\0') {
+                            continue;
+                        }
+                        let mut request = PathRequest::read(text, PathRole::Argument);
+                        request.pattern = w.dynamic.contains(&Dynamic::Glob);
+                        push(request);
+                    }
                 }
             }
         }
@@ -420,6 +434,12 @@ impl Analysis {
         }
         out
     }
+}
+
+/// A shell variable name: a letter or `_`, then letters, digits and `_`.
+fn is_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 #[cfg(test)]

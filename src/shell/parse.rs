@@ -141,6 +141,44 @@ pub(super) fn join_continuations(script: &str, tree: &Tree) -> Option<String> {
     Some(out)
 }
 
+/// The text tree-sitter left out of the tree: each run of characters other than blanks that
+/// no token covers, with its byte offset. Bash reads every such character, so a script where
+/// tree-sitter dropped one (`echo $`, `cat - <<EOF`) is read differently by the two.
+pub(super) fn uncovered(script: &str, tree: &Tree) -> Vec<(usize, String)> {
+    let mut leaves: Vec<(usize, usize)> = Vec::new();
+    collect_leaves(tree.root_node(), &mut leaves);
+    leaves.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    let gap = |from: usize, to: usize, out: &mut Vec<(usize, String)>| {
+        let Some(text) = script.get(from..to) else {
+            return;
+        };
+        let mut start = None;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    out.push((from + s, text[s..i].to_owned()));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    };
+    for (start, end) in leaves {
+        if start > at {
+            gap(at, start, &mut out);
+        }
+        at = at.max(end);
+    }
+    gap(at, script.len(), &mut out);
+    out
+}
+
 /// Byte ranges of every leaf (token) and of every node whose text tree-sitter keeps whole
 /// (strings, heredoc bodies, comments).
 fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {

@@ -12,6 +12,7 @@
 
 mod arith;
 mod builtins;
+mod expand;
 mod inner;
 mod redirects;
 mod scope;
@@ -83,10 +84,18 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         scope: scope::scope(root, source),
         bindings: HashMap::new(),
         stdin: HashMap::new(),
+        consumed: Vec::new(),
         visited: 0,
     };
     walker.integers();
     walker.visit(root);
+    for (at, token) in parse::uncovered(source, &tree) {
+        if !walker.consumed.contains(&at) {
+            walker.problem(format!(
+                "tree-sitter left {token:?} out of the tree, where bash reads it"
+            ));
+        }
+    }
     let visited = walker.visited;
     let mut out = walker.out;
     match counted {
@@ -134,6 +143,8 @@ struct Walker<'s> {
     bindings: HashMap<String, Vec<Word>>,
     /// What each command reads on stdin from a heredoc or herestring.
     stdin: HashMap<usize, Word>,
+    /// Where the walk took text tree-sitter left out of the tree as words (`skipped`).
+    consumed: Vec<usize>,
     visited: usize,
 }
 
@@ -204,6 +215,10 @@ impl Walker<'_> {
             "function_definition" => self.in_context("function", |w| w.scan(node)),
             "variable_assignment" => {
                 let (name, values, record) = self.assignment(node);
+                let array = node
+                    .child_by_field_name("value")
+                    .is_some_and(|v| v.kind() == "array");
+                let values = self.binding(values, array);
                 self.bind(&name, values);
                 let hazards = self.set_variable(&record, None);
                 self.out.hazards.extend(hazards);
@@ -258,6 +273,7 @@ impl Walker<'_> {
                 values.push(self.word(child));
             }
         }
+        let values = self.binding(values, true);
         if let Some(var) = node.child_by_field_name("variable") {
             let name = self.text(var).to_owned();
             let hazards = self.shell_variable(&name, None);
@@ -354,6 +370,18 @@ impl Walker<'_> {
         let mut end = node.start_byte();
         let children = fields(node);
         for (i, &(field, child)) in children.iter().enumerate() {
+            if i > 0
+                && child.start_byte() == end
+                && field == Some("argument")
+                && children[i - 1].1.kind() != "$"
+            {
+                // Two words with nothing between them are one word to bash: tree-sitter split
+                // it (`"$a"/$b/c`, where it loses the `$`).
+                self.problem(format!(
+                    "tree-sitter split the word at {:?} in two",
+                    self.text(child)
+                ));
+            }
             words.extend(self.skipped(end, child.start_byte()));
             end = child.end_byte();
             match field {
@@ -398,6 +426,20 @@ impl Walker<'_> {
             end = r.end_byte();
             words.extend(self.redirect_arguments(*r));
         }
+        // Brace expansion makes words of argv, as it does for the program; the other expansions
+        // make each word's values, the paths it may name.
+        let mut argv = Vec::with_capacity(words.len());
+        for (i, w) in words.into_iter().enumerate() {
+            if i == 0 {
+                argv.push(w);
+                continue;
+            }
+            for mut field in self.brace_fields(w) {
+                self.expand_values(&mut field, expand::Context::Argument);
+                argv.push(field);
+            }
+        }
+        let words = argv;
         let index = self.push(words, assignments);
         for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
             self.redirect(r, Some(index));
@@ -423,11 +465,13 @@ impl Walker<'_> {
             return Vec::new();
         };
         let mut out = Vec::new();
+        let mut offset = 0;
         for token in gap.split_ascii_whitespace() {
+            let at = from + offset + gap[offset..].find(token).unwrap_or(0);
+            offset = at - from + token.len();
             if token == "-" {
                 out.push(Word::fixed(token));
-            } else {
-                self.problem(format!("tree-sitter left {token:?} out of the tree"));
+                self.consumed.push(at);
             }
         }
         out
