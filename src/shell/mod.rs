@@ -377,24 +377,35 @@ impl Analysis {
                     if !w.depends_on_static() || w.dynamic.contains(&Dynamic::Found) {
                         continue;
                     }
+                    // Each text, and whether a `~` that starts it is bash's to expand.
+                    let tilde = w.dynamic.contains(&Dynamic::Tilde);
                     let mut texts = Vec::new();
                     match w.text.split_once('=') {
-                        Some((flag, value)) if flag.starts_with("--") => texts.push(value),
+                        Some((flag, value)) if flag.starts_with("--") => texts.push((value, tilde)),
                         _ if w.text.starts_with('-') => continue,
                         // `NAME=value` (an argument that looks like an assignment, where bash
                         // expands a `~` after the `=`, or `dd if=FILE`): the value too.
                         Some((name, value)) if is_name(name) => {
-                            texts.push(w.text.as_str());
-                            texts.push(value);
+                            texts.push((w.text.as_str(), tilde));
+                            texts.push((value, true));
                         }
-                        _ => texts.push(w.text.as_str()),
+                        _ => texts.push((w.text.as_str(), tilde)),
                     }
-                    for text in texts {
+                    for (text, tilde) in texts {
                         if text.is_empty() || text.contains('\0') {
                             continue;
                         }
+                        let pattern = w.dynamic.contains(&Dynamic::Glob);
+                        if text.starts_with('~') && !tilde {
+                            // A `~` bash did not expand (`"~/x"`, `--file=~/x`) names a folder
+                            // `~`, unless the program expands it itself: judged both ways.
+                            let mut request =
+                                PathRequest::read(format!("./{text}"), PathRole::Argument);
+                            request.pattern = pattern;
+                            push(request);
+                        }
                         let mut request = PathRequest::read(text, PathRole::Argument);
-                        request.pattern = w.dynamic.contains(&Dynamic::Glob);
+                        request.pattern = pattern;
                         push(request);
                     }
                 }

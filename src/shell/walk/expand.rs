@@ -104,20 +104,22 @@ fn word_of(atoms: &[Atom]) -> Word {
     w
 }
 
-/// The words a brace expression in `word` makes it, in bash's order; `None` when the word holds
-/// no brace expression. Words left empty are dropped, as bash drops them.
-pub(super) fn braces(word: &Word) -> Result<Option<Vec<Word>>, TooMany> {
+/// Whether `word` holds a brace expression bash expands.
+pub(super) fn has_braces(word: &Word) -> bool {
     let candidate = word
         .pieces
         .iter()
         .any(|p| matches!(p, Piece::Unquoted(raw) if raw.contains('{')));
-    if !candidate {
+    candidate && first_brace(&atoms(word)).is_some()
+}
+
+/// The words a brace expression in `word` makes it, in bash's order; `None` when the word holds
+/// no brace expression. Words left empty are dropped, as bash drops them.
+pub(super) fn braces(word: &Word) -> Result<Option<Vec<Word>>, TooMany> {
+    if !has_braces(word) {
         return Ok(None);
     }
     let atoms = atoms(word);
-    if first_brace(&atoms).is_none() {
-        return Ok(None);
-    }
     let mut out = Vec::new();
     expand_braces(atoms, &mut out)?;
     // Each word is what its text fixes: a word made only of literal text is static, as the

@@ -183,7 +183,7 @@ impl Walker<'_> {
         if !w.text.contains('{') {
             return;
         }
-        if !matches!(expand::braces(w), Ok(None)) {
+        if expand::has_braces(w) {
             w.dynamic.insert(Dynamic::Brace);
             self.out.features.insert(Feature::BraceExpansion);
         }
