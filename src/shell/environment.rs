@@ -13,7 +13,7 @@
 //!
 //! Where the assignment stands decides which test applies:
 //!
-//! - in a program's environment ([`env`], [`env_value`]): before a command (`X=1 cmd`), through
+//! - in a program's environment ([`env()`], [`env_value`]): before a command (`X=1 cmd`), through
 //!   `env`, exported (`export`, `declare -x`, `local -x`, `typeset -x`, any assignment after
 //!   `set -a`): strict;
 //! - a shell variable ([`shell_variable`]): a standalone `X=1`, a `for` variable, a `read`,
@@ -216,7 +216,7 @@ pub fn env(name: &str, command: Option<usize>) -> Vec<Hazard> {
     env_value(name, None, command)
 }
 
-/// [`env`], knowing the static value (`None` when it is not static): a program variable set to
+/// [`env()`], knowing the static value (`None` when it is not static): a program variable set to
 /// a value of [`INERT_VALUES`] runs nothing.
 pub fn env_value(name: &str, value: Option<&str>, command: Option<usize>) -> Vec<Hazard> {
     if is_inert(name) {

@@ -19,13 +19,16 @@
 //!
 //! A parse error, a node kind the walk does not know, a command name that is not static, a
 //! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a script
-//! over [`MAX_SCRIPT`] bytes: each is recorded in [`Analysis::problems`], and a call with
-//! problems is never allowed (the policy stage asks, or denies under `strict`).
+//! over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
+//! tree-sitter left out of the tree or a word it split in two: each is recorded in
+//! [`Analysis::problems`], and a call with problems is never allowed (the policy stage asks, or
+//! denies under `strict`).
 //!
-//! One bash behaviour tree-sitter does not model is handled before the walk: a backslash-newline
-//! glued inside a word (`r\<newline>m`) is a line continuation that bash removes *before*
-//! splitting words, while tree-sitter treats it as a separator. Such continuations are removed
-//! and the script parsed again (`parse`).
+//! Two bash behaviours tree-sitter does not model are handled before the walk: a
+//! backslash-newline glued inside a word (`r\<newline>m`) is a line continuation that bash
+//! removes *before* splitting words, while tree-sitter treats it as a separator (such
+//! continuations are removed and the script parsed again); and a carriage return is a word
+//! character to bash, a blank to tree-sitter (the parser sees `x` in its place) (`parse`).
 //!
 //! # Layout
 //!
@@ -40,7 +43,9 @@
 //! - [`hazards`]: the hazard tables and the scan that runs them;
 //! - [`readers`]: the read-only table and the effects;
 //! - [`wrappers`]: the wrapper table, and what a wrapper runs;
-//! - `walk`: the walk over the tree, which records what [`wrappers`] unwraps.
+//! - `walk`: the walk over the tree, which records what [`wrappers`] unwraps; inside it, the
+//!   pre-pass over what the script assigns (`scope`), bash's expansions of static text
+//!   (`expand`) and the places bash evaluates arithmetic (`arith`).
 
 pub mod environment;
 pub mod hazards;

@@ -7,8 +7,13 @@
 //! [`redirects`], words, variables and bindings in [`words`], and what a wrapper runs in
 //! [`inner`]. Words are evaluated where they occur; a `$(...)`, backtick or `<(...)` inside any
 //! word, expansion, arithmetic, subscript or heredoc is walked as statements in its own context,
-//! so a command hidden there is found like any other. At the end the number of commands found is
-//! checked against the tree's own count (`grammars/bash/commands.scm`).
+//! so a command hidden there is found like any other. Before the walk, [`scope`] reads what the
+//! script assigns; during it, [`expand`] performs bash's expansions of static text (braces into
+//! argv words, the paths each word may name), [`arith`] checks every place bash evaluates
+//! arithmetic, and [`builtins`] says which operands of `read`, `mapfile`, `printf -v` and
+//! `getopts` name variables. At the end the number of commands found is checked against the
+//! tree's own count (`grammars/bash/commands.scm`), and any text tree-sitter left out of the
+//! tree makes the script not understood.
 
 mod arith;
 mod builtins;
