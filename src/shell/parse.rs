@@ -144,9 +144,9 @@ pub(super) fn join_continuations(script: &str, tree: &Tree) -> Option<String> {
 /// The text tree-sitter left out of the tree: each run of characters other than blanks that
 /// no token covers, with its byte offset. Bash reads every such character, so a script where
 /// tree-sitter dropped one (`echo $`, `cat - <<EOF`) is read differently by the two.
-pub(super) fn uncovered(script: &str, tree: &Tree) -> Vec<(usize, String)> {
-    let mut leaves: Vec<(usize, usize)> = Vec::new();
-    collect_leaves(tree.root_node(), &mut leaves);
+/// `leaves` are the byte ranges of the tree's tokens and of the nodes it keeps whole, in any
+/// order.
+pub(super) fn uncovered(script: &str, leaves: &mut [(usize, usize)]) -> Vec<(usize, String)> {
     leaves.sort_unstable();
     let mut out = Vec::new();
     let mut at = 0;
@@ -169,7 +169,7 @@ pub(super) fn uncovered(script: &str, tree: &Tree) -> Vec<(usize, String)> {
             }
         }
     };
-    for (start, end) in leaves {
+    for &mut (start, end) in leaves {
         if start > at {
             gap(at, start, &mut out);
         }

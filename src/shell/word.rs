@@ -58,7 +58,8 @@ pub struct Word {
     /// [`Dynamic::Glob`] marks a pattern still to be matched against the disk). For a word
     /// that is exactly one bound variable: the words it is bound to.
     pub values: Vec<Word>,
-    /// The word as bash's expansions see it, piece by piece.
+    /// The word as bash's expansions see it, piece by piece; empty when the word is its text,
+    /// quoted (a static word).
     pub pieces: Vec<Piece>,
 }
 
@@ -95,7 +96,12 @@ impl Word {
     pub fn fixed(text: impl Into<String>) -> Word {
         let text = text.into();
         Word {
-            pieces: vec![Piece::Quoted(text.clone())],
+            // `""` is a word all the same: one empty piece says so.
+            pieces: if text.is_empty() {
+                vec![Piece::Quoted(String::new())]
+            } else {
+                Vec::new()
+            },
             text,
             ..Word::default()
         }
@@ -147,16 +153,28 @@ impl Word {
 
     /// Appends another part of the same word.
     pub fn push(&mut self, part: Word) {
-        self.text.push_str(&part.text);
-        self.dynamic.extend(part.dynamic);
+        let Word {
+            text,
+            dynamic,
+            values,
+            mut pieces,
+        } = part;
+        if self.pieces.is_empty() && !self.text.is_empty() {
+            self.pieces.push(Piece::Quoted(self.text.clone()));
+        }
+        if pieces.is_empty() && !text.is_empty() {
+            pieces.push(Piece::Quoted(text.clone()));
+        }
+        self.text.push_str(&text);
+        self.dynamic.extend(dynamic);
         if self.values.is_empty() {
-            self.values = part.values;
+            self.values = values;
         } else {
             // Two bound variables in one word: the combinations are not tracked here (the walk
             // expands the pieces).
             self.values.clear();
         }
-        self.pieces.extend(part.pieces);
+        self.pieces.extend(pieces);
     }
 
     /// Adds a kind of dynamic part to a word that is one expansion (to the expansion too, so

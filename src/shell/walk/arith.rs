@@ -370,7 +370,12 @@ impl Walker<'_> {
     /// `test -v`, `read`, `mapfile`, `printf -v`, `getopts`), given the argument nodes of the
     /// command at `index`.
     pub(super) fn builtin_operands(&mut self, index: usize, arguments: &[Node]) {
-        let Some(name) = self.out.commands[index].trusted_name().map(str::to_owned) else {
+        const CHECKED: &[&str] = &["let", "test", "[", "unset"];
+        let Some(name) = self.out.commands[index]
+            .trusted_name()
+            .filter(|n| CHECKED.contains(n) || super::builtins::FILLING.contains(n))
+            .map(str::to_owned)
+        else {
             return;
         };
         let texts: Vec<&str> = arguments.iter().map(|a| text(*a, self.src)).collect();

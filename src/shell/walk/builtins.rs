@@ -19,6 +19,9 @@ pub(super) const ASSIGNING: &[&str] = &[
     "eval",
 ];
 
+/// The builtins [`filled`] knows.
+pub(super) const FILLING: &[&str] = &["read", "mapfile", "readarray", "printf", "getopts"];
+
 /// For a builtin that fills variables with text from outside the script (`read`, `mapfile`,
 /// `readarray`, `printf -v`, `getopts`): the index in `args` (the words after the name) of each
 /// word that names such a variable, and the name (the part after an option letter when the

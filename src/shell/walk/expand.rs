@@ -30,6 +30,10 @@ enum Atom<'w> {
 
 fn atoms(word: &Word) -> Vec<Atom<'_>> {
     let mut out = Vec::with_capacity(word.text.len());
+    if word.pieces.is_empty() {
+        out.extend(word.text.chars().map(|c| Atom::Char(c, false)));
+        return out;
+    }
     for piece in &word.pieces {
         match piece {
             Piece::Unquoted(raw) => {

@@ -94,7 +94,8 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
     };
     walker.integers();
     walker.visit(root);
-    for (at, token) in parse::uncovered(source, &tree) {
+    let mut leaves = std::mem::take(&mut walker.scope.leaves);
+    for (at, token) in parse::uncovered(source, &mut leaves) {
         if !walker.consumed.contains(&at) {
             walker.problem(format!(
                 "tree-sitter left {token:?} out of the tree, where bash reads it"
@@ -626,7 +627,10 @@ impl Walker<'_> {
     /// The variables a builtin fills from its input (`read X`, `mapfile X`, `printf -v X`).
     fn filled_variables(&mut self, index: usize) {
         let command = &self.out.commands[index];
-        let Some(name) = command.trusted_name() else {
+        let Some(name) = command
+            .trusted_name()
+            .filter(|n| builtins::FILLING.contains(n))
+        else {
             return;
         };
         let args: Vec<&str> = command.argv[1..].iter().map(String::as_str).collect();

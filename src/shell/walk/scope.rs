@@ -52,6 +52,25 @@ pub(super) struct Scope {
     pub sets_home: bool,
     /// `set -a` or `set -o allexport`: assignments are exported.
     pub allexport: bool,
+    /// The byte range of every token, and of every node whose text tree-sitter keeps whole
+    /// (strings, heredoc bodies, comments): what the tree covers of the script.
+    pub leaves: Vec<(usize, usize)>,
+}
+
+/// Nodes whose text tree-sitter keeps whole.
+const WHOLE: &[&str] = &[
+    "raw_string",
+    "ansi_c_string",
+    "string_content",
+    "heredoc_body",
+    "heredoc_content",
+    "comment",
+];
+
+/// A shell variable name.
+fn is_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 impl Scope {
@@ -83,8 +102,15 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut poisoned: HashSet<String> = HashSet::new();
     let mut assigned: HashSet<String> = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
+    // One depth-first pass with one cursor, the kind of each node's parent at hand.
+    let mut cursor = root.walk();
+    let mut parents: Vec<&str> = Vec::new();
+    'walk: loop {
+        let node = cursor.node();
+        let parent = parents.last().copied().unwrap_or("");
+        if node.child_count() == 0 || WHOLE.contains(&node.kind()) {
+            out.leaves.push((node.start_byte(), node.end_byte()));
+        }
         match node.kind() {
             "variable_assignment" | "for_statement" => {
                 let field = if node.kind() == "for_statement" {
@@ -104,9 +130,7 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                     for value in values {
                         sources.push((name.clone(), Source::Value(value)));
                     }
-                    if node.kind() == "variable_assignment"
-                        && node.parent().is_some_and(|p| p.kind() == "command")
-                    {
+                    if node.kind() == "variable_assignment" && parent == "command" {
                         // A prefix assignment (`X=1 cmd`) does not bind for the rest of the
                         // script, nor change the shell's own `HOME`.
                         poisoned.insert(name);
@@ -116,17 +140,19 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                 }
             }
             "word" => {
-                poisoned.insert(text(node, src).to_owned());
+                let t = text(node, src);
+                if is_name(t) {
+                    poisoned.insert(t.to_owned());
+                }
             }
             "expansion" => assigning_expansion(node, src, &mut sources),
-            "variable_name" => {
-                let parent = node.parent().map(|p| p.kind()).unwrap_or("");
+            "variable_name"
                 if !matches!(
                     parent,
                     "variable_assignment" | "simple_expansion" | "expansion" | "for_statement"
-                ) {
-                    poisoned.insert(text(node, src).to_owned());
-                }
+                ) =>
+            {
+                poisoned.insert(text(node, src).to_owned());
             }
             "command" | "declaration_command" | "unset_command" => {
                 let name = node
@@ -143,7 +169,12 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                         poisoned.insert(builtins::base(t).to_owned());
                     }
                 }
-                if node.kind() == "command" {
+                if node.kind() == "command"
+                    && matches!(
+                        name,
+                        "read" | "mapfile" | "readarray" | "printf" | "getopts" | "set"
+                    )
+                {
                     let mut cursor = node.walk();
                     let args: Vec<&str> = node
                         .children_by_field_name("argument", &mut cursor)
@@ -161,8 +192,16 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
             }
             _ => {}
         }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
+        if cursor.goto_first_child() {
+            parents.push(node.kind());
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+            parents.pop();
+        }
     }
     out.bindable = counts
         .into_iter()
