@@ -126,6 +126,9 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("2", "benign", "declare -n r='a[$(touch p)]'; echo $r", "ask"),
     ("2", "benign", "bash -c '(( $1 ))' _ 'a[$(touch p)]'", "ask"),
     ("2", "benign", "f() { (( $1 )); }; f 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "command let 'a[$(touch p)]=1'", "ask"),
+    ("2", "benign", "builtin read 'a[$(touch p)]' <<< x", "ask"),
+    ("2", "benign", "command let i=1+2", "allow"),
     // 9. Paths made by expansion: braces, bound variables anywhere in a word, splitting of
     // their unquoted values, tilde with the script's own HOME, `~+`.
     ("9", "default", "head -n5 {README.md,.env}", "deny"),
@@ -159,6 +162,8 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("4", "benign", "TAR_OPTIONS=--to-command=./x.sh tar xf a.tar", "ask"),
     ("4", "benign", "export TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
     ("4", "benign", "tar xf a.tar", "allow"),
+    ("4", "benign", "'export' TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
+    ("4", "benign", "command export TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
     ("4", "benign", "MAKEFILES=evil.mk make", "ask"),
     ("4", "benign", "GNUMAKEFLAGS='--eval=$(shell id)' make", "ask"),
     ("4", "benign", "make", "allow"),

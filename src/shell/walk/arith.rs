@@ -25,7 +25,7 @@ use tree_sitter::Node;
 
 use super::{Walker, text};
 use crate::shell::Hazard;
-use crate::shell::word;
+use crate::shell::word::{self, Piece, Word};
 
 /// The operators of `[[ ]]` that compare integers, evaluating both sides as arithmetic.
 const INTEGER_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
@@ -202,6 +202,48 @@ fn target_is_safe(subscript: Node, src: &str, tainted: &dyn Fn(&str) -> bool) ->
         .is_none_or(|i| expression_is_safe(i, src, tainted))
 }
 
+/// Whether an expansion, by its source text, gives text safe for arithmetic: a variable that
+/// cannot hold code, a number (`$#`, `${#x}`, `$((…))`).
+fn source_is_safe(source: &str, tainted: &dyn Fn(&str) -> bool) -> bool {
+    let Some(rest) = source.strip_prefix('$') else {
+        return false;
+    };
+    if rest.starts_with("((") || rest.starts_with('[') {
+        return true;
+    }
+    let name = match rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        Some(inner) if inner.starts_with('#') => return true,
+        Some(inner) => inner,
+        None => rest,
+    };
+    let plain = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    NUMERIC_SPECIALS.contains(&name) || (plain && !tainted(name))
+}
+
+/// [`value_is_safe`] for a word of argv (a wrapper's inner command has no nodes).
+pub(super) fn word_is_safe(word: &Word, tainted: &dyn Fn(&str) -> bool) -> bool {
+    if word.pieces.is_empty() {
+        return text_is_safe(&word.text, tainted);
+    }
+    word.pieces.iter().all(|piece| match piece {
+        Piece::Unquoted(raw) => text_is_safe(&word::unquote(raw), tainted),
+        Piece::Quoted(text) => text_is_safe(text, tainted),
+        Piece::Expansion(e) => source_is_safe(&e.source, tainted),
+    })
+}
+
+/// [`name_is_safe`] for a word of argv.
+fn word_names_safely(word: &Word, tainted: &dyn Fn(&str) -> bool) -> bool {
+    let name = word.text.split('=').next().unwrap_or(&word.text);
+    if !word.is_static() {
+        return word_is_safe(word, tainted);
+    }
+    match (name.find('['), name.rfind(']')) {
+        (Some(open), Some(close)) if open < close => text_is_safe(&name[open + 1..close], tainted),
+        _ => !name.contains(['$', '`']),
+    }
+}
+
 impl Walker<'_> {
     /// Whether `name` may hold code ([`Scope::is_tainted`](super::scope::Scope::is_tainted)).
     fn tainted(&self, name: &str) -> bool {
@@ -367,39 +409,71 @@ impl Walker<'_> {
     }
 
     /// Checks the operands of a builtin that evaluate as arithmetic or name a variable (`let`,
-    /// `test -v`, `read`, `mapfile`, `printf -v`, `getopts`), given the argument nodes of the
-    /// command at `index`.
-    pub(super) fn builtin_operands(&mut self, index: usize, arguments: &[Node]) {
-        const CHECKED: &[&str] = &["let", "test", "[", "unset"];
-        let Some(name) = self.out.commands[index]
+    /// `test -v`, `unset`, `read`, `mapfile`, `printf -v`, `getopts`, and `declare` and its kin
+    /// when a wrapper runs them: `command declare …`), on the words of the command at `index`,
+    /// so that a builtin reached through `command` or `builtin` is checked as well.
+    pub(super) fn builtin_operands(&mut self, index: usize, declaration: bool) {
+        const CHECKED: &[&str] = &[
+            "let", "test", "[", "unset", "declare", "typeset", "local", "export", "readonly",
+        ];
+        let command = &self.out.commands[index];
+        let Some(name) = command
             .trusted_name()
             .filter(|n| CHECKED.contains(n) || super::builtins::FILLING.contains(n))
-            .map(str::to_owned)
         else {
             return;
         };
-        let texts: Vec<&str> = arguments.iter().map(|a| text(*a, self.src)).collect();
-        let checked: Vec<Node> = match name.as_str() {
-            "let" => arguments.to_vec(),
+        let words = &command.words[1..];
+        let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+        let flags: String = texts
+            .iter()
+            .filter(|t| t.starts_with('-') && **t != "--")
+            .map(|t| &t[1..])
+            .collect();
+        // (operand, evaluated whole as arithmetic)
+        let checked: Vec<(&Word, bool)> = match name {
+            "let" => words.iter().map(|w| (w, true)).collect(),
             "test" | "[" => texts
                 .iter()
                 .enumerate()
                 .filter(|(_, t)| **t == "-v")
-                .filter_map(|(i, _)| arguments.get(i + 1).copied())
+                .filter_map(|(i, _)| words.get(i + 1).map(|w| (w, false)))
                 .collect(),
-            "unset" => arguments
+            "unset" => words
                 .iter()
-                .zip(&texts)
-                .filter(|(_, t)| !t.starts_with('-'))
-                .map(|(a, _)| *a)
+                .filter(|w| !w.text.starts_with('-'))
+                .map(|w| (w, false))
                 .collect(),
-            _ => super::builtins::filled(&name, &texts)
+            // A declaration the walk read from the tree is checked on its nodes.
+            "declare" | "typeset" | "local" | "export" | "readonly" if declaration => Vec::new(),
+            "declare" | "typeset" | "local" | "export" | "readonly" => {
+                let whole = flags.contains(['i', 'n']);
+                words
+                    .iter()
+                    .filter(|w| !w.text.starts_with(['-', '+']))
+                    .map(|w| (w, whole))
+                    .collect()
+            }
+            _ => super::builtins::filled(name, &texts)
                 .into_iter()
-                .filter_map(|(at, _)| at.and_then(|at| arguments.get(at).copied()))
+                .filter_map(|(at, _)| at.and_then(|at| words.get(at)).map(|w| (w, false)))
                 .collect(),
         };
-        let arithmetic = name == "let";
-        self.check_operands(index, &checked, arithmetic);
+        let tainted = |n: &str| self.tainted(n);
+        let unsafe_operands: Vec<String> = checked
+            .into_iter()
+            .filter(|(w, arithmetic)| {
+                if *arithmetic {
+                    !word_is_safe(w, &tainted)
+                } else {
+                    !word_names_safely(w, &tainted)
+                }
+            })
+            .map(|(w, _)| w.text.clone())
+            .collect();
+        for what in unsafe_operands {
+            self.dynamic_code(&what, Some(index));
+        }
     }
 
     /// Checks the operands of a declaration (`declare`, `local`, `export`…): names with

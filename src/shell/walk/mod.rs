@@ -372,7 +372,6 @@ impl Walker<'_> {
         let mut words = Vec::new();
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
-        let mut arguments: Vec<Node> = Vec::new();
         let mut end = node.start_byte();
         let children = fields(node);
         for (i, &(field, child)) in children.iter().enumerate() {
@@ -408,10 +407,7 @@ impl Walker<'_> {
                 Some("argument") if !child.is_named() => {
                     words.push(Word::fixed(self.text(child)));
                 }
-                Some("argument") => {
-                    arguments.push(child);
-                    words.push(self.word(child));
-                }
+                Some("argument") => words.push(self.word(child)),
                 Some("redirect") => {
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
@@ -451,7 +447,8 @@ impl Walker<'_> {
             self.redirect(r, Some(index));
         }
         self.filled_variables(index);
-        self.builtin_operands(index, &arguments);
+        self.builtin_operands(index, false);
+        self.exported(index);
         self.unwrap(index);
     }
 
@@ -538,11 +535,10 @@ impl Walker<'_> {
 
     /// `export A=b`, `local x`, `declare -x`, `readonly`, `unset`: a builtin command whose
     /// assignments are checked like any other; what it exports is checked as a program's
-    /// environment.
+    /// environment ([`Walker::exported`]).
     fn declaration(&mut self, node: Node) {
         let mut words = Vec::new();
-        let mut assignments = Vec::new();
-        let mut names = Vec::new();
+        let mut assignments = false;
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
         for child in children {
@@ -555,51 +551,61 @@ impl Walker<'_> {
                     word.push(v);
                 }
                 words.push(word);
-                assignments.push(record);
+                assignments = true;
             } else {
-                let word = self.word(child);
-                if !word.text.starts_with(['-', '+']) {
-                    names.push(word.text.clone());
-                }
-                words.push(word);
+                words.push(self.word(child));
             }
         }
-        if !assignments.is_empty() {
+        if assignments {
             self.out.features.insert(Feature::Assignment);
         }
-        let builtin = words.first().map(|w| w.text.clone()).unwrap_or_default();
+        let index = self.push(words, Vec::new());
+        self.declaration_operands(index, node);
+        self.builtin_operands(index, true);
+        self.exported(index);
+    }
+
+    /// What `export`, `declare`, `typeset`, `local` or `readonly` at `index` sets or exports,
+    /// read from its words (written alone, or run by `command`/`builtin`, or spelled `'export'`,
+    /// which tree-sitter takes for a plain command): an exported variable is checked as a
+    /// program's environment, a function exported as `BASH_FUNC_name%%`, a variable only set as
+    /// a shell variable.
+    fn exported(&mut self, index: usize) {
+        let command = &self.out.commands[index];
+        let Some(builtin) = command
+            .trusted_name()
+            .filter(|n| matches!(*n, "export" | "declare" | "typeset" | "local" | "readonly"))
+        else {
+            return;
+        };
+        let words = &command.words[1..];
         let flags: String = words
             .iter()
-            .skip(1)
             .filter(|w| w.text.starts_with('-') && w.text != "--")
             .map(|w| &w.text[1..])
             .collect();
-        let exported = match builtin.as_str() {
+        let exported = match builtin {
             "export" => !flags.contains('n'),
             "declare" | "typeset" | "local" => flags.contains('x'),
             _ => false,
         };
-        let index = self.push(words, Vec::new());
-        self.declaration_operands(index, node);
+        let function = flags.contains('f');
         let mut found: Vec<Hazard> = Vec::new();
-        if exported && flags.contains('f') {
-            for name in &names {
+        for w in words.iter().filter(|w| !w.text.starts_with(['-', '+'])) {
+            let (name, value) = match w.text.split_once('=') {
+                Some((name, value)) => (name.trim_end_matches('+'), Some(value)),
+                None => (w.text.as_str(), None),
+            };
+            let value = value.filter(|_| w.is_static());
+            if exported && function {
                 found.extend(environment::env(
                     &format!("BASH_FUNC_{name}%%"),
                     Some(index),
                 ));
-            }
-        } else if exported || (self.scope.allexport && builtin != "unset") {
-            for name in &names {
-                found.extend(environment::env(name, Some(index)));
-            }
-        }
-        for a in &assignments {
-            if exported {
-                let value = a.is_static.then_some(a.value.as_str());
-                found.extend(environment::env_value(&a.name, value, Some(index)));
-            } else {
-                found.extend(self.set_variable(a, Some(index)));
+            } else if exported || self.scope.allexport {
+                found.extend(environment::env_value(name, value, Some(index)));
+            } else if w.text.contains('=') {
+                found.extend(environment::shell_variable(name, value, Some(index)));
             }
         }
         self.out.hazards.extend(found);
