@@ -124,6 +124,8 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("2", "benign", "for ((i=0; i<3; i++)); do echo x; done", "allow"),
     ("2", "benign", "x='a[$(touch p)]'; echo ${!x}", "ask"),
     ("2", "benign", "declare -n r='a[$(touch p)]'; echo $r", "ask"),
+    ("2", "benign", "declare -n r; r='a[$(touch p)]'; echo \"$r\"", "ask"),
+    ("2", "benign", "x=5; declare -n r=x; (( r > 1 )) && echo big", "allow"),
     ("2", "benign", "bash -c '(( $1 ))' _ 'a[$(touch p)]'", "ask"),
     ("2", "benign", "f() { (( $1 )); }; f 'a[$(touch p)]'", "ask"),
     ("2", "benign", "command let 'a[$(touch p)]=1'", "ask"),

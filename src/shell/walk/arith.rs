@@ -276,6 +276,9 @@ impl Walker<'_> {
         for name in found {
             self.dynamic_code(&format!("declare -i {name}"), None);
         }
+        for what in self.scope.reference_code.clone() {
+            self.dynamic_code(&what, None);
+        }
     }
 
     /// Checks the expressions below an arithmetic node (`(( ))`, `$(( ))`, `for (( ))`).

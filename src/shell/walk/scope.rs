@@ -48,6 +48,11 @@ pub(super) struct Scope {
     pub integers: HashSet<String>,
     /// Declared `-A`: their subscripts are strings, not arithmetic.
     pub associative: HashSet<String>,
+    /// Declared `-n`: name references, whose value is the name of another variable.
+    pub references: HashSet<String>,
+    /// Values given to a name reference that are not a safe name (`r='a[$(cmd)]'`, a value read
+    /// from input): bash runs the subscript when it follows the reference.
+    pub reference_code: Vec<String>,
     /// `HOME` is set other than for one command: a later `~` follows it.
     pub sets_home: bool,
     /// `set -a` or `set -o allexport`: assignments are exported.
@@ -160,7 +165,7 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                     .map(|n| text(n, src))
                     .unwrap_or_else(|| node.child(0).map(|c| text(c, src)).unwrap_or(""));
                 if node.kind() == "declaration_command" {
-                    declared(node, src, &mut out, &mut sources);
+                    declared(node, src, &mut out);
                 }
                 if ASSIGNING.contains(&name) || node.kind() != "command" {
                     let mut cursor = node.walk();
@@ -235,6 +240,20 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
             break;
         }
     }
+    // A name reference follows whatever name it is given, subscript and all.
+    for (name, source) in &sources {
+        if !out.references.contains(name) {
+            continue;
+        }
+        let what = match source {
+            Source::Input => Some(name.clone()),
+            Source::Value(value) => {
+                (!arith::name_is_safe(*value, src, &|n: &str| out.is_tainted(n)))
+                    .then(|| text(*value, src).to_owned())
+            }
+        };
+        out.reference_code.extend(what);
+    }
     out
 }
 
@@ -267,12 +286,7 @@ fn assigning_expansion<'t>(node: Node<'t>, src: &str, sources: &mut Vec<(String,
 
 /// `declare -i`, `-A` and `-n` (and `local`, `typeset`…): integer and associative variables,
 /// and name references, which read a variable named by their value.
-fn declared<'t>(
-    node: Node<'t>,
-    src: &str,
-    out: &mut Scope,
-    sources: &mut Vec<(String, Source<'t>)>,
-) {
+fn declared(node: Node, src: &str, out: &mut Scope) {
     let mut cursor = node.walk();
     let children: Vec<Node> = node.named_children(&mut cursor).collect();
     let flags: String = children
@@ -298,7 +312,7 @@ fn declared<'t>(
             out.associative.insert(target.clone());
         }
         if flags.contains('n') {
-            sources.push((target, Source::Input));
+            out.references.insert(target);
         }
     }
 }
