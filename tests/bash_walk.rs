@@ -85,6 +85,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("cr", "benign", "echo a\rb", "allow"),
     ("cr", "benign", "git status\r", "ask"),
     ("cr", "benign", "git status\n", "allow"),
+    ("cr", "default", "echo a\rb", "allow"),
     ("cr", "default", "cat <<EOF\r\nx\nEOF\r\ncat .env", "deny"),
     // 2. Arithmetic evaluation runs code: a subscript's `$(...)` runs wherever bash evaluates
     // arithmetic, and a variable's value is evaluated in turn.
@@ -137,6 +138,10 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("9", "default", "head -n5 {README.md,src/a.rs}", "allow"),
     ("9", "default", "cat .e{n,x}v", "deny"),
     ("9", "default", "cat README.{md,txt}", "allow"),
+    ("9", "benign", "head -n5 {README.md,.env}", "deny"),
+    ("9", "benign", "head -n5 {README.md,src/a.rs}", "allow"),
+    ("9", "benign", "f='README.md .env'; cat $f", "deny"),
+    ("9", "benign", "f='README.md src/a.rs'; cat $f", "allow"),
     ("9", "benign", "p=secrets; cat config/${p}.env", "deny"),
     ("9", "benign", "p=src; cat ${p}/a.rs", "allow"),
     ("9", "default", "p=.env; cat ./$p", "deny"),
