@@ -1059,9 +1059,11 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         if lacks_jail(&gate) {
             return ("6".into(), Vec::new());
         }
-        // `$((n+1))` is decided at run time, so even an allow-all fallback asks (policy step
-        // 5): a person approves each bump here, as the lease is what this test is about.
-        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; echo $((n+1)) > count"}}]});
+        // `expr`, not `$((n+1))`: bash would evaluate the file's text as arithmetic, where a
+        // subscript runs code (the `dynamic_code` hazard, issue 10). `$n` is decided at run time,
+        // so even an allow-all fallback asks (policy step 5): a person approves each bump here,
+        // as the lease is what this test is about.
+        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; expr \"$n\" + 1 > count"}}]});
         let turns = json!([bump, bump, bump]);
         let leases = Leases::new();
         let other = if shared {

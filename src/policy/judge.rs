@@ -820,10 +820,11 @@ mod tests {
 
     #[test]
     fn an_assignment_value_decided_at_run_time_under_a_fallback_allow_needs_a_person() {
-        let why = capped(&allow_all(), "LEVEL=$(cat level) make");
+        // `LANG` is inert (not an environment hazard), so the run-time value is what caps it.
+        let why = capped(&allow_all(), "LANG=$(cat lang) make");
         assert_eq!(
             why,
-            "the value of `LEVEL=$(cat level)` before `make` is decided at run time"
+            "the value of `LANG=$(cat lang)` before `make` is decided at run time"
         );
     }
 

@@ -71,6 +71,18 @@ impl Walker<'_> {
         self.context = saved;
         self.out.commands[index].parent = Some(parent);
         self.out.features.insert(Feature::Wrapper);
+        // A builtin reached through `command` or `builtin` assigns and evaluates as it would
+        // written alone.
+        self.filled_variables(index);
+        self.builtin_operands(index, false);
+        self.exported(index);
+        // What the wrapper reads on stdin reaches what it runs (`timeout 5 bash <<EOF`), except
+        // under xargs, which reads its stdin itself.
+        if how != "xargs"
+            && let Some(body) = self.stdin.get(&parent).cloned()
+        {
+            self.stdin.insert(index, body);
+        }
         self.unwrap(index);
     }
 }

@@ -7,20 +7,30 @@
 //! [`redirects`], words, variables and bindings in [`words`], and what a wrapper runs in
 //! [`inner`]. Words are evaluated where they occur; a `$(...)`, backtick or `<(...)` inside any
 //! word, expansion, arithmetic, subscript or heredoc is walked as statements in its own context,
-//! so a command hidden there is found like any other. At the end the number of commands found is
-//! checked against the tree's own count (`grammars/bash/commands.scm`).
+//! so a command hidden there is found like any other. Before the walk, [`scope`] reads what the
+//! script assigns; during it, [`expand`] performs bash's expansions of static text (braces into
+//! argv words, the paths each word may name), [`arith`] checks every place bash evaluates
+//! arithmetic, and [`builtins`] says which operands of `read`, `mapfile`, `printf -v` and
+//! `getopts` name variables. At the end the number of commands found is checked against the
+//! tree's own count (`grammars/bash/commands.scm`), and any text tree-sitter left out of the
+//! tree makes the script not understood.
 
+mod arith;
+mod builtins;
+mod expand;
 mod inner;
 mod redirects;
+mod scope;
 mod words;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use tree_sitter::Node;
 
 use super::word::{Dynamic, Word};
 use super::{
-    Analysis, Assignment, Command, DynamicWord, Feature, MAX_DEPTH, MAX_SCRIPT, hazards, parse,
+    Analysis, Assignment, Command, DynamicWord, Feature, Hazard, MAX_DEPTH, MAX_SCRIPT,
+    environment, parse,
 };
 
 /// Words that cannot be a command name; seeing one there means tree-sitter misread the script.
@@ -76,12 +86,22 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         depth,
         context: context.to_vec(),
         out,
-        bindable: words::bindable_names(root, source),
+        scope: scope::scope(root, source),
         bindings: HashMap::new(),
         stdin: HashMap::new(),
+        consumed: Vec::new(),
         visited: 0,
     };
+    walker.integers();
     walker.visit(root);
+    let mut leaves = std::mem::take(&mut walker.scope.leaves);
+    for (at, token) in parse::uncovered(source, &mut leaves) {
+        if !walker.consumed.contains(&at) {
+            walker.problem(format!(
+                "tree-sitter left {token:?} out of the tree, where bash reads it"
+            ));
+        }
+    }
     let visited = walker.visited;
     let mut out = walker.out;
     match counted {
@@ -123,12 +143,14 @@ struct Walker<'s> {
     depth: usize,
     context: Vec<String>,
     out: Analysis,
-    /// The variables that may be bound ([`words::bindable_names`]).
-    bindable: HashSet<String>,
+    /// What the script assigns ([`scope::scope`]).
+    scope: scope::Scope,
     /// What each bound variable stands for.
     bindings: HashMap<String, Vec<Word>>,
     /// What each command reads on stdin from a heredoc or herestring.
     stdin: HashMap<usize, Word>,
+    /// Where the walk took text tree-sitter left out of the tree as words (`skipped`).
+    consumed: Vec<usize>,
     visited: usize,
 }
 
@@ -180,23 +202,39 @@ impl Walker<'_> {
             "list" => self.in_context("list", |w| w.statements(node)),
             "pipeline" => self.in_context("pipeline", |w| w.statements(node)),
             "subshell" => self.in_context("subshell", |w| w.statements(node)),
-            "compound_statement" => self.in_context("group", |w| w.statements(node)),
+            "compound_statement" => {
+                if node.child(0).is_some_and(|c| c.kind() == "((") {
+                    self.arithmetic(node);
+                }
+                self.in_context("group", |w| w.statements(node))
+            }
             "negated_command" => self.in_context("negation", |w| w.statements(node)),
             "if_statement" => self.in_context("if", |w| w.statements(node)),
             "while_statement" => self.in_context("loop", |w| w.statements(node)),
-            "c_style_for_statement" => self.in_context("loop", |w| w.scan(node)),
+            "c_style_for_statement" => {
+                self.arithmetic(node);
+                self.in_context("loop", |w| w.scan(node))
+            }
             "for_statement" => self.for_loop(node),
             "case_statement" => self.in_context("case", |w| w.scan(node)),
             "case_item" => self.statements(node),
             "function_definition" => self.in_context("function", |w| w.scan(node)),
             "variable_assignment" => {
-                let assignment = self.assignment(node);
-                self.bind(&assignment.0, assignment.1);
-                self.out.hazards.extend(hazards::env(&assignment.0, None));
+                let (name, values, record) = self.assignment(node);
+                let array = node
+                    .child_by_field_name("value")
+                    .is_some_and(|v| v.kind() == "array");
+                let values = self.binding(values, array);
+                self.bind(&name, values);
+                let hazards = self.set_variable(&record, None);
+                self.out.hazards.extend(hazards);
             }
             "variable_assignments" => self.statements(node),
             "declaration_command" | "unset_command" => self.declaration(node),
-            "test_command" => self.scan(node),
+            "test_command" => {
+                self.test_expression(node);
+                self.scan(node)
+            }
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                 self.redirect(node, None);
             }
@@ -241,8 +279,11 @@ impl Walker<'_> {
                 values.push(self.word(child));
             }
         }
+        let values = self.binding(values, true);
         if let Some(var) = node.child_by_field_name("variable") {
             let name = self.text(var).to_owned();
+            let hazards = self.shell_variable(&name, None);
+            self.out.hazards.extend(hazards);
             if !values.is_empty() && values.iter().all(Word::depends_on_static) {
                 self.bind(&name, values);
             }
@@ -306,6 +347,13 @@ impl Walker<'_> {
             Some(body) => {
                 self.visit(body);
                 for r in redirects {
+                    if !redirects::extra_words(r).is_empty() {
+                        // `{ ls; } > out extra`: bash refuses the script.
+                        self.problem(format!(
+                            "words after the redirection `{}` of a compound command: bash refuses this",
+                            self.text(r)
+                        ));
+                    }
                     self.redirect(r, None);
                 }
             }
@@ -317,13 +365,30 @@ impl Walker<'_> {
         }
     }
 
-    /// One simple command, with the redirections around it.
+    /// One simple command, with the redirections around it. Words that tree-sitter files under
+    /// a redirection (`cmd <in a b`: `a` and `b`) are arguments of the command, in their place.
     fn command(&mut self, node: Node, outer_redirects: &[Node]) {
         self.visited += 1;
         let mut words = Vec::new();
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
-        for (field, child) in fields(node) {
+        let mut end = node.start_byte();
+        let children = fields(node);
+        for (i, &(field, child)) in children.iter().enumerate() {
+            if i > 0
+                && child.start_byte() == end
+                && field == Some("argument")
+                && children[i - 1].1.kind() != "$"
+            {
+                // Two words with nothing between them are one word to bash: tree-sitter split
+                // it (`"$a"/$b/c`, where it loses the `$`).
+                self.problem(format!(
+                    "tree-sitter split the word at {:?} in two",
+                    self.text(child)
+                ));
+            }
+            words.extend(self.skipped(end, child.start_byte()));
+            end = child.end_byte();
             match field {
                 Some("name") => {
                     let word = match child.named_child(0) {
@@ -333,22 +398,86 @@ impl Walker<'_> {
                     words.push(word);
                 }
                 // `$"..."` parses as an anonymous `$` then a string: the `$` is not a word.
-                Some("argument") if !child.is_named() => {}
+                Some("argument")
+                    if !child.is_named()
+                        && self.text(child) == "$"
+                        && children.get(i + 1).is_some_and(|(_, next)| {
+                            next.kind() == "string" && next.start_byte() == child.end_byte()
+                        }) => {}
+                Some("argument") if !child.is_named() => {
+                    words.push(Word::fixed(self.text(child)));
+                }
                 Some("argument") => words.push(self.word(child)),
-                Some("redirect") => redirects.push(child),
+                Some("redirect") => {
+                    redirects.push(child);
+                    words.extend(self.redirect_arguments(child));
+                }
                 _ if child.kind() == "variable_assignment" => {
                     assignments.push(self.assignment(child).2);
                 }
-                _ if child.kind().ends_with("_redirect") => redirects.push(child),
+                _ if child.kind().ends_with("_redirect") => {
+                    redirects.push(child);
+                    words.extend(self.redirect_arguments(child));
+                }
                 _ if child.is_named() => self.visit(child),
                 _ => {}
             }
         }
+        for r in outer_redirects {
+            words.extend(self.skipped(end, r.start_byte()));
+            end = r.end_byte();
+            words.extend(self.redirect_arguments(*r));
+        }
+        // Brace expansion makes words of argv, as it does for the program; the other expansions
+        // make each word's values, the paths it may name.
+        let mut argv = Vec::with_capacity(words.len());
+        for (i, w) in words.into_iter().enumerate() {
+            if i == 0 {
+                argv.push(w);
+                continue;
+            }
+            for mut field in self.brace_fields(w) {
+                self.expand_values(&mut field, expand::Context::Argument);
+                argv.push(field);
+            }
+        }
+        let words = argv;
         let index = self.push(words, assignments);
         for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
             self.redirect(r, Some(index));
         }
+        self.filled_variables(index);
+        self.builtin_operands(index, false);
+        self.exported(index);
         self.unwrap(index);
+    }
+
+    /// The words of a command that tree-sitter filed under one of its redirections.
+    fn redirect_arguments(&mut self, node: Node) -> Vec<Word> {
+        redirects::extra_words(node)
+            .into_iter()
+            .map(|w| self.word(w))
+            .collect()
+    }
+
+    /// Text between two nodes of one command that tree-sitter left out of the tree. It drops a
+    /// lone `-` just before `2>&1` or a heredoc (`cat - <<EOF`), which bash passes as an
+    /// argument; anything else left out is not understood.
+    fn skipped(&mut self, from: usize, to: usize) -> Vec<Word> {
+        let Some(gap) = self.src.get(from..to) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut offset = 0;
+        for token in gap.split_ascii_whitespace() {
+            let at = from + offset + gap[offset..].find(token).unwrap_or(0);
+            offset = at - from + token.len();
+            if token == "-" {
+                out.push(Word::fixed(token));
+                self.consumed.push(at);
+            }
+        }
+        out
     }
 
     /// Records a command; returns its index.
@@ -374,8 +503,14 @@ impl Walker<'_> {
         if !assignments.is_empty() {
             self.out.features.insert(Feature::Assignment);
         }
-        for a in &assignments {
-            self.out.hazards.extend(hazards::env(&a.name, Some(index)));
+        let harmless = words.first().is_some_and(|w| {
+            w.is_static() && environment::BUILTINS_WITHOUT_PROGRAMS.contains(&w.text.as_str())
+        });
+        for a in assignments.iter().filter(|_| !harmless) {
+            let value = a.is_static.then_some(a.value.as_str());
+            self.out
+                .hazards
+                .extend(environment::env_value(&a.name, value, Some(index)));
         }
         let dynamic = words
             .iter()
@@ -399,10 +534,11 @@ impl Walker<'_> {
     }
 
     /// `export A=b`, `local x`, `declare -x`, `readonly`, `unset`: a builtin command whose
-    /// assignments are checked like any other.
+    /// assignments are checked like any other; what it exports is checked as a program's
+    /// environment ([`Walker::exported`]).
     fn declaration(&mut self, node: Node) {
         let mut words = Vec::new();
-        let mut assignments = Vec::new();
+        let mut assignments = false;
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
         for child in children {
@@ -415,17 +551,100 @@ impl Walker<'_> {
                     word.push(v);
                 }
                 words.push(word);
-                assignments.push(record);
+                assignments = true;
             } else {
                 words.push(self.word(child));
             }
         }
-        for a in &assignments {
-            self.out.hazards.extend(hazards::env(&a.name, None));
-        }
-        if !assignments.is_empty() {
+        if assignments {
             self.out.features.insert(Feature::Assignment);
         }
-        self.push(words, Vec::new());
+        let index = self.push(words, Vec::new());
+        self.declaration_operands(index, node);
+        self.builtin_operands(index, true);
+        self.exported(index);
+    }
+
+    /// What `export`, `declare`, `typeset`, `local` or `readonly` at `index` sets or exports,
+    /// read from its words (written alone, or run by `command`/`builtin`, or spelled `'export'`,
+    /// which tree-sitter takes for a plain command): an exported variable is checked as a
+    /// program's environment, a function exported as `BASH_FUNC_name%%`, a variable only set as
+    /// a shell variable.
+    fn exported(&mut self, index: usize) {
+        let command = &self.out.commands[index];
+        let Some(builtin) = command
+            .trusted_name()
+            .filter(|n| matches!(*n, "export" | "declare" | "typeset" | "local" | "readonly"))
+        else {
+            return;
+        };
+        let words = &command.words[1..];
+        let flags: String = words
+            .iter()
+            .filter(|w| w.text.starts_with('-') && w.text != "--")
+            .map(|w| &w.text[1..])
+            .collect();
+        let exported = match builtin {
+            "export" => !flags.contains('n'),
+            "declare" | "typeset" | "local" => flags.contains('x'),
+            _ => false,
+        };
+        let function = flags.contains('f');
+        let mut found: Vec<Hazard> = Vec::new();
+        for w in words.iter().filter(|w| !w.text.starts_with(['-', '+'])) {
+            let (name, value) = match w.text.split_once('=') {
+                Some((name, value)) => (name.trim_end_matches('+'), Some(value)),
+                None => (w.text.as_str(), None),
+            };
+            let value = value.filter(|_| w.is_static());
+            if exported && function {
+                found.extend(environment::env(
+                    &format!("BASH_FUNC_{name}%%"),
+                    Some(index),
+                ));
+            } else if exported || self.scope.allexport {
+                found.extend(environment::env_value(name, value, Some(index)));
+            } else if w.text.contains('=') {
+                found.extend(environment::shell_variable(name, value, Some(index)));
+            }
+        }
+        self.out.hazards.extend(found);
+    }
+
+    /// The hazards of a standalone assignment (or one in `declare`, `local`…).
+    fn set_variable(&self, a: &Assignment, command: Option<usize>) -> Vec<Hazard> {
+        let value = a.is_static.then_some(a.value.as_str());
+        if self.scope.allexport {
+            environment::env_value(&a.name, value, command)
+        } else {
+            environment::shell_variable(&a.name, value, command)
+        }
+    }
+
+    /// The hazards of a variable set from input or a list (`for`, `read`, `mapfile`…).
+    fn shell_variable(&self, name: &str, command: Option<usize>) -> Vec<Hazard> {
+        if self.scope.allexport {
+            environment::env(name, command)
+        } else {
+            environment::shell_variable(name, None, command)
+        }
+    }
+
+    /// The variables a builtin fills from its input (`read X`, `mapfile X`, `printf -v X`).
+    fn filled_variables(&mut self, index: usize) {
+        let command = &self.out.commands[index];
+        let Some(name) = command
+            .trusted_name()
+            .filter(|n| builtins::FILLING.contains(n))
+        else {
+            return;
+        };
+        let args: Vec<&str> = command.argv[1..].iter().map(String::as_str).collect();
+        let filled = builtins::filled(name, &args);
+        let mut found = Vec::new();
+        for (_, variable) in filled {
+            found.extend(self.shell_variable(builtins::base(&variable), Some(index)));
+        }
+        self.out.hazards.extend(found);
     }
 }

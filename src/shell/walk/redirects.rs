@@ -48,6 +48,9 @@ impl Walker<'_> {
         let mut has_target = false;
         for (field, child) in fields(node) {
             match field {
+                // Only the first destination is the target: later words are arguments of the
+                // command (`extra_words`).
+                Some("destination") if has_target => {}
                 Some("destination") => {
                     target.push(self.word(child));
                     has_target = true;
@@ -110,7 +113,7 @@ impl Walker<'_> {
         let mut body = Word::default();
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
-        for child in children {
+        for (i, child) in children.into_iter().enumerate() {
             match child.kind() {
                 "heredoc_start" => {
                     quoted = self.text(child).contains(['\'', '"', '\\']);
@@ -129,6 +132,8 @@ impl Walker<'_> {
                     }
                 }
                 "heredoc_end" | "<<" | "<<-" => {}
+                // `cat <<EOF file`: `file` is an argument of the command (`extra_words`).
+                _ if node.field_name_for_child(i as u32) == Some("argument") => {}
                 _ if child.is_named() => self.visit(child),
                 _ => {}
             }
@@ -145,6 +150,23 @@ impl Walker<'_> {
             self.stdin.insert(c, body);
         }
     }
+}
+
+/// The words tree-sitter files under a redirection that are not its target: in `cmd <in a b`,
+/// `a` and `b`; in `cmd <<EOF file`, `file`. Bash gives them to the command as arguments.
+pub(super) fn extra_words(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut target = false;
+    for (field, child) in fields(node) {
+        match (node.kind(), field) {
+            ("file_redirect", Some("destination")) if !target => target = true,
+            ("file_redirect", Some("destination")) | ("heredoc_redirect", Some("argument")) => {
+                out.push(child)
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Device files that are harmless to redirect to or from.

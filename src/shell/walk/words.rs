@@ -3,107 +3,25 @@
 //! variables the script binds once to static words, which then stand for those words
 //! ([`Dynamic::Bound`]).
 
-use std::collections::{HashMap, HashSet};
-
 use tree_sitter::Node;
 
-use super::{Walker, is_expression, text};
-use crate::shell::word::{self, Dynamic, Word};
+use super::expand::{self, Context, Expanded, Home};
+use super::{Walker, is_expression};
+use crate::shell::word::{self, Dynamic, Piece, Word};
 use crate::shell::{Assignment, Feature};
-
-/// Builtins whose arguments name variables they assign: such a variable is never bound.
-const ASSIGNING: &[&str] = &[
-    "read",
-    "mapfile",
-    "readarray",
-    "getopts",
-    "let",
-    "declare",
-    "typeset",
-    "local",
-    "export",
-    "readonly",
-    "unset",
-    "printf",
-    "eval",
-];
-
-/// Names assigned exactly once in the whole script, by a standalone assignment or a `for`, and
-/// never touched by a builtin that assigns, nor used as a bare word (arithmetic): only these
-/// may be treated as bound to the words assigned.
-pub(super) fn bindable_names(root: Node, src: &str) -> HashSet<String> {
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut poisoned: HashSet<String> = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        match node.kind() {
-            "variable_assignment" | "for_statement" => {
-                let field = if node.kind() == "for_statement" {
-                    "variable"
-                } else {
-                    "name"
-                };
-                if let Some(name) = node.child_by_field_name(field) {
-                    let name = text(name, src).to_owned();
-                    *counts.entry(name).or_default() += 1;
-                }
-                if node.kind() == "variable_assignment"
-                    && node.parent().is_some_and(|p| p.kind() == "command")
-                {
-                    // A prefix assignment (`X=1 cmd`) does not bind for the rest of the script.
-                    if let Some(name) = node.child_by_field_name("name") {
-                        poisoned.insert(text(name, src).to_owned());
-                    }
-                }
-            }
-            "word" => {
-                poisoned.insert(text(node, src).to_owned());
-            }
-            "variable_name" => {
-                let parent = node.parent().map(|p| p.kind()).unwrap_or("");
-                if !matches!(
-                    parent,
-                    "variable_assignment" | "simple_expansion" | "expansion" | "for_statement"
-                ) {
-                    poisoned.insert(text(node, src).to_owned());
-                }
-            }
-            "command" | "declaration_command" | "unset_command" => {
-                let name = node
-                    .child_by_field_name("name")
-                    .map(|n| text(n, src))
-                    .unwrap_or_else(|| node.child(0).map(|c| text(c, src)).unwrap_or(""));
-                if ASSIGNING.contains(&name) || node.kind() != "command" {
-                    let mut cursor = node.walk();
-                    for child in node.children(&mut cursor) {
-                        let t = text(child, src);
-                        poisoned.insert(t.split('=').next().unwrap_or(t).to_owned());
-                    }
-                }
-            }
-            _ => {}
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    counts
-        .into_iter()
-        .filter(|(name, n)| *n == 1 && !poisoned.contains(name))
-        .map(|(name, _)| name)
-        .collect()
-}
 
 // Assignments and bindings.
 impl Walker<'_> {
     /// Binds `name` to `values` when the script may bind it and every value is static.
     pub(super) fn bind(&mut self, name: &str, values: Vec<Word>) {
-        if self.bindable.contains(name) && values.iter().all(Word::depends_on_static) {
+        if self.scope.bindable.contains(name) && values.iter().all(Word::depends_on_static) {
             self.bindings.insert(name.to_owned(), values);
         }
     }
 
     /// A `NAME=value` assignment: its name, its value as words, and the record.
     pub(super) fn assignment(&mut self, node: Node) -> (String, Vec<Word>, Assignment) {
+        self.assignment_code(node);
         let name = node
             .child_by_field_name("name")
             .map(|n| self.text(n).to_owned())
@@ -137,22 +55,14 @@ impl Walker<'_> {
         let raw = self.text(node);
         match node.kind() {
             "word" => {
-                let mut w = Word::fixed(word::unquote(raw));
-                if word::has_glob(raw) {
-                    w.dynamic.insert(Dynamic::Glob);
+                let mut w = Word::unquoted(raw);
+                if w.dynamic.contains(&Dynamic::Glob) {
                     self.out.features.insert(Feature::Glob);
                 }
-                if raw.starts_with('~') {
-                    w.dynamic.insert(Dynamic::Tilde);
+                if w.dynamic.contains(&Dynamic::Tilde) {
                     self.out.features.insert(Feature::Tilde);
                 }
-                if raw.contains('{')
-                    && raw.contains('}')
-                    && (raw.contains(',') || raw.contains(".."))
-                {
-                    w.dynamic.insert(Dynamic::Brace);
-                    self.out.features.insert(Feature::BraceExpansion);
-                }
+                self.note_braces(&mut w);
                 w
             }
             "number" | "variable_name" | "test_operator" | "file_descriptor" | "heredoc_start"
@@ -168,44 +78,37 @@ impl Walker<'_> {
             "ansi_c_string" => Word::fixed(word::decode_ansi_c(raw)),
             "string_content" => Word::fixed(word::decode_double(raw)),
             "string" | "translated_string" => {
+                let parts = self.parts(node);
+                if parts.is_empty() {
+                    // `""`: no text, but a word all the same.
+                    return Word::fixed("");
+                }
                 let mut w = Word::default();
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                let single = children.len() == 1;
-                for child in children {
-                    let part = self.word(child);
-                    if single {
-                        return part;
-                    }
+                for part in parts {
                     w.push(part);
                 }
-                w
+                w.into_quoted()
             }
             "concatenation" => {
                 let mut w = Word::default();
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for (i, child) in children.into_iter().enumerate() {
-                    let mut part = self.word(child);
+                for (i, mut part) in self.parts(node).into_iter().enumerate() {
                     if i > 0 {
                         // A `~` only expands at the start of a word.
                         part.dynamic.remove(&Dynamic::Tilde);
                     }
                     w.push(part);
                 }
-                let unquoted = raw;
-                if unquoted.contains('{')
-                    && unquoted.contains('}')
-                    && (unquoted.contains(',') || unquoted.contains(".."))
-                {
-                    w.dynamic.insert(Dynamic::Brace);
-                    self.out.features.insert(Feature::BraceExpansion);
-                }
+                self.note_braces(&mut w);
                 w
             }
             "simple_expansion" | "expansion" => {
                 self.scan(node);
-                self.variable(node, raw)
+                let safe = self.expansion_code(node);
+                let mut w = self.variable(node, raw);
+                if !safe {
+                    w.insert(Dynamic::Substitution);
+                }
+                w
             }
             "command_substitution" | "process_substitution" => {
                 self.substitution(node);
@@ -213,9 +116,17 @@ impl Walker<'_> {
             }
             "arithmetic_expansion" => {
                 self.scan(node);
-                Word::with(raw, Dynamic::Arithmetic)
+                let mut w = Word::with(raw, Dynamic::Arithmetic);
+                if !self.arithmetic(node) {
+                    w.insert(Dynamic::Substitution);
+                }
+                w
             }
-            "brace_expression" => Word::with(raw, Dynamic::Brace),
+            "brace_expression" => {
+                let mut w = Word::unquoted(raw);
+                self.note_braces(&mut w);
+                w
+            }
             "extglob_pattern" | "regex" => Word::with(raw, Dynamic::Glob),
             "special_variable_name" => Word::with(raw, Dynamic::Variable),
             "command_name" => match node.named_child(0) {
@@ -255,8 +166,129 @@ impl Walker<'_> {
         if let Some(values) = simple_name.and_then(|n| self.bindings.get(n)) {
             let mut w = Word::with(raw, Dynamic::Bound);
             w.values = values.clone();
+            if let [Piece::Expansion(e)] = w.pieces.as_mut_slice() {
+                e.values = values.clone();
+                e.variable = simple_name.map(str::to_owned);
+            }
             return w;
         }
         Word::with(raw, Dynamic::Variable)
+    }
+}
+
+// Expansions.
+impl Walker<'_> {
+    /// Marks a word that holds a brace expression bash expands.
+    fn note_braces(&mut self, w: &mut Word) {
+        if !w.text.contains('{') {
+            return;
+        }
+        if expand::has_braces(w) {
+            w.dynamic.insert(Dynamic::Brace);
+            self.out.features.insert(Feature::BraceExpansion);
+        }
+    }
+
+    /// What a leading `~` stands for at this point of the script.
+    pub(super) fn home(&self) -> Home<'_> {
+        if !self.scope.sets_home {
+            Home::Unset
+        } else if let Some(values) = self.bindings.get("HOME") {
+            Home::Bound(values)
+        } else {
+            Home::Dynamic
+        }
+    }
+
+    /// The words bash makes of one word of a command or a `for` list: brace expansion first.
+    pub(super) fn brace_fields(&mut self, w: Word) -> Vec<Word> {
+        if !w.dynamic.contains(&Dynamic::Brace) {
+            return vec![w];
+        }
+        match expand::braces(&w) {
+            Ok(Some(fields)) => fields,
+            Ok(None) => vec![w],
+            Err(expand::TooMany) => {
+                self.problem(format!(
+                    "{:?} expands to more than {} words; it is not expanded",
+                    w.text,
+                    expand::MAX_FIELDS
+                ));
+                vec![w]
+            }
+        }
+    }
+
+    /// Sets [`Word::values`]: what tilde expansion, bound variables and word splitting make of
+    /// the word, for path judgement. A part that cannot be known makes the word dynamic.
+    pub(super) fn expand_values(&mut self, w: &mut Word, context: Context) {
+        match expand::fields(w, context, self.home()) {
+            Ok(Expanded::Same) => {}
+            // Nothing at all (`$e` with `e` empty): one empty word, which names no path.
+            Ok(Expanded::Fields(fields)) if fields.is_empty() => w.values = vec![Word::fixed("")],
+            Ok(Expanded::Fields(fields)) => w.values = fields,
+            Ok(Expanded::Unresolvable) => {
+                w.values.clear();
+                w.dynamic.insert(Dynamic::Variable);
+            }
+            Err(expand::TooMany) => {
+                w.values.clear();
+                self.problem(format!(
+                    "{:?} expands to more than {} words; it is not expanded",
+                    w.text,
+                    expand::MAX_FIELDS
+                ));
+            }
+        }
+    }
+
+    /// The words a variable holds after `NAME=value` (`array`: `NAME=(a b)`), or after each
+    /// turn of `for NAME in WORDS` (`list`): each word as bash expands it there.
+    pub(super) fn binding(&mut self, values: Vec<Word>, list: bool) -> Vec<Word> {
+        let mut out = Vec::new();
+        for value in values {
+            let fields = if list {
+                self.brace_fields(value)
+            } else {
+                vec![value]
+            };
+            for mut field in fields {
+                let context = if list {
+                    Context::Argument
+                } else {
+                    Context::Assignment
+                };
+                self.expand_values(&mut field, context);
+                if field.values.is_empty() {
+                    out.push(field);
+                } else {
+                    out.append(&mut field.values);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Walker<'_> {
+    /// The parts of a string or concatenation: its named children, and a `$` that stands for
+    /// itself (`a$`, `"$"`; tree-sitter keeps it as an anonymous token). A `$` before a string
+    /// is the `$"..."` of a translated string.
+    fn parts(&mut self, node: Node) -> Vec<Word> {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let mut out = Vec::with_capacity(children.len());
+        for (i, child) in children.iter().enumerate() {
+            if child.is_named() {
+                out.push(self.word(*child));
+            } else if child.kind() == "$"
+                && !children.get(i + 1).is_some_and(|next| {
+                    next.kind() == "string" && next.start_byte() == child.end_byte()
+                })
+            {
+                out.push(Word::fixed("$"));
+            }
+        }
+        out
     }
 }
