@@ -26,7 +26,8 @@
 //! assignments ([`env()`]).
 
 use super::programs::spec::{self, Parsed, Role};
-use super::programs::{self, awk, git, sed};
+use super::programs::{self, awk, git, paths, sed};
+use super::word::Word;
 use super::{Analysis, Command, Feature, Hazard};
 
 /// How a command row decides.
@@ -250,9 +251,12 @@ fn table_names(basename: &str) -> [&str; 2] {
     ]
 }
 
-/// Finds every command hazard in the analysis.
+/// Finds every command hazard in the analysis. Reading each command against its spec, it also
+/// records the paths its words hide ([`paths::hidden`]) as those words' values, which the path
+/// requests read.
 pub(super) fn scan(analysis: &mut Analysis) {
     let mut found = Vec::new();
+    let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let away = moves_away(analysis);
     for (i, command) in analysis.commands.iter().enumerate() {
         if !command.words.first().is_some_and(|w| w.is_static()) {
@@ -260,6 +264,10 @@ pub(super) fn scan(analysis: &mut Analysis) {
         }
         let spec = programs::spec_for(command.basename());
         let parsed = spec::parse(spec.unwrap_or(&spec::GENERIC), &command.words[1..]);
+        let outer = wrapper_moves(analysis, i);
+        for (word, hidden) in paths::hidden(command, &parsed, &outer) {
+            revealed.push((i, word, hidden));
+        }
         let line = || command.argv.join(" ");
         for (f, risk) in parsed.risks() {
             found.push(Hazard {
@@ -300,6 +308,20 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 ),
             });
         }
+    }
+    for (command, word, hidden) in revealed {
+        let word = &mut analysis.commands[command].words[word];
+        if !word.values.is_empty() {
+            // A bound variable already stands for its values.
+            continue;
+        }
+        let mut values = vec![word.clone()];
+        values.extend(hidden.into_iter().map(|text| Word {
+            text,
+            dynamic: word.dynamic.clone(),
+            values: Vec::new(),
+        }));
+        word.values = values;
     }
     if found.iter().any(|h| h.id == "eval") {
         analysis.features.insert(Feature::Eval);
@@ -413,6 +435,22 @@ fn folder_elsewhere(
         Some((at, folder)) if *at < index => Some(folder.clone()),
         _ => None,
     }
+}
+
+/// The folders the wrappers around the command at `index` move it to (`env -C D cmd`).
+fn wrapper_moves(analysis: &Analysis, index: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut parent = analysis.commands[index].parent;
+    while let Some(p) = parent {
+        let wrapper = &analysis.commands[p];
+        let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
+        out.extend(paths::moves(
+            wrapper,
+            &spec::parse(spec, &wrapper.words[1..]),
+        ));
+        parent = wrapper.parent;
+    }
+    out
 }
 
 /// The operands, as the matcher found them.

@@ -180,25 +180,28 @@ fn parse(command: &Command) -> Parsed<'_> {
 
 /// Whether one command is a reader used read-only.
 pub fn reads_only(command: &Command) -> bool {
+    reads_only_as(command, &parse(command))
+}
+
+fn reads_only_as(command: &Command, parsed: &Parsed) -> bool {
     let Some(reader) = the_reader(command) else {
         return false;
     };
-    let parsed = parse(command);
     if parsed.with_role(Role::Writes).next().is_some() {
         return false;
     }
     match reader.rule {
         Rule::Plain | Rule::Options => true,
-        Rule::Check(check) => check(command, &parsed),
+        Rule::Check(check) => check(command, parsed),
     }
 }
 
 /// Whether one reader reads files it does not name.
-fn reads_unnamed(command: &Command) -> bool {
+fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
     let recursive = the_reader(command).is_some_and(|r| match r.recursive {
         Never => false,
         Always => true,
-        Recursion::Options => parse(command).options.iter().any(|f| match f.role() {
+        Recursion::Options => parsed.options.iter().any(|f| match f.role() {
             Role::Recursive(None) => true,
             Role::Recursive(Some(word)) => f
                 .value
@@ -245,8 +248,9 @@ pub(super) fn classify(analysis: &mut Analysis) {
                 effects.extend(row.effects.iter().copied());
             }
         }
+        let parsed = parse(c);
         if c.basename() == "git"
-            && parse(c)
+            && parsed
                 .subcommand(0)
                 .is_some_and(|s| GIT_NETWORK.contains(&s))
         {
@@ -255,7 +259,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
         if c.wrapper {
             continue;
         }
-        if reads_only(c) {
+        if reads_only_as(c, &parsed) {
             effects.insert(Effect::Read);
             if c.words
                 .iter()
@@ -264,7 +268,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
                 // A reader of something decided at run time (`cat $F`): not known to be harmless.
                 read_only = false;
             }
-            if reads_unnamed(c) {
+            if reads_unnamed(c, &parsed) {
                 unnamed.push(c.argv.join(" "));
             }
         } else {

@@ -319,55 +319,7 @@ pub fn unwrap(command: &Command, stdin: Option<&Word>) -> Unwrapped {
         format!("{name} {}", row.sub.join(" "))
     };
     match row.kind {
-        Kind::Exec | Kind::Options | Kind::AfterDashes => {
-            if quiet(&parsed) {
-                return out;
-            }
-            out.transparent = row.transparent;
-            let mut ran = false;
-            for f in parsed.with_role(Role::Script) {
-                ran = true;
-                let script_words: Vec<Word> = if f.opt.is_some_and(|o| o.takes == Takes::Nothing) {
-                    // A flag that makes the operands a script (`pnpm exec -c`).
-                    parsed
-                        .operands
-                        .iter()
-                        .map(|&i| words[i + 1].clone())
-                        .collect()
-                } else {
-                    value_word(words, f).into_iter().collect()
-                };
-                script(&mut out, &script_words, &format!("{how} {}", f.name));
-            }
-            if let Some(f) = parsed.with_role(Role::Command).next() {
-                let start = f.at + 2;
-                if start < words.len() {
-                    out.command(words[start..].to_vec(), Vec::new(), &how);
-                }
-                return out;
-            }
-            let start = match row.kind {
-                Kind::Options => None,
-                Kind::AfterDashes => (parsed.after_subcommands() + 1..words.len())
-                    .find(|&i| words[i].text == "--" && words[i].is_static())
-                    .map(|i| i + 1),
-                _ => parsed.operands.first().map(|&i| i + 1 + row.leading),
-            };
-            let Some(mut start) = start else {
-                if !ran {
-                    out.transparent = false;
-                }
-                return out;
-            };
-            if row.leading > 0 && words.get(start).is_some_and(|w| w.text == "--") {
-                start += 1;
-            }
-            if start < words.len() {
-                out.command(words[start..].to_vec(), Vec::new(), &how);
-            } else if !ran {
-                out.transparent = false;
-            }
-        }
+        Kind::Exec | Kind::Options | Kind::AfterDashes => exec(&mut out, words, row, &parsed, &how),
         Kind::Env => env(&mut out, words, row, &parsed),
         Kind::Xargs => {
             if quiet(&parsed) {
@@ -464,6 +416,57 @@ pub fn unwrap(command: &Command, stdin: Option<&Word>) -> Unwrapped {
         }
     }
     out
+}
+
+/// A wrapper or runner that runs a command: the scripts its options hold, then the command an
+/// option starts, or the one after its options (and `leading` words, and a `--`), or after a
+/// `--` among its operands. It is transparent only when something runs.
+fn exec(out: &mut Unwrapped, words: &[Word], row: &Row, parsed: &Parsed, how: &str) {
+    if quiet(parsed) {
+        return;
+    }
+    let mut ran = false;
+    let mut operands_are_script = false;
+    for f in parsed.with_role(Role::Script) {
+        ran = true;
+        let script_words: Vec<Word> = if f.opt.is_some_and(|o| o.takes == Takes::Nothing) {
+            // A flag that makes the operands a script (`pnpm -c exec 'a && b'`).
+            operands_are_script = true;
+            parsed
+                .operands
+                .iter()
+                .map(|&i| words[i + 1].clone())
+                .collect()
+        } else {
+            value_word(words, f).into_iter().collect()
+        };
+        script(out, &script_words, &format!("{how} {}", f.name));
+    }
+    let start = if operands_are_script {
+        None
+    } else if let Some(f) = parsed.with_role(Role::Command).next() {
+        Some(f.at + 2)
+    } else {
+        match row.kind {
+            Kind::Options => None,
+            Kind::AfterDashes => (parsed.after_subcommands() + 1..words.len())
+                .find(|&i| words[i].text == "--" && words[i].is_static())
+                .map(|i| i + 1),
+            _ => parsed.operands.first().map(|&i| i + 1 + row.leading),
+        }
+    };
+    if let Some(mut start) = start {
+        if row.leading > 0 && words.get(start).is_some_and(|w| w.text == "--") {
+            start += 1;
+        }
+        if start < words.len() {
+            out.command(words[start..].to_vec(), Vec::new(), how);
+            ran = true;
+        }
+    }
+    if ran {
+        out.transparent = row.transparent;
+    }
 }
 
 /// Words run as a script: static ones joined by spaces; a dynamic one is a hazard.

@@ -9,7 +9,8 @@
 //!   (ssh, rsync, curl), [`runners`] (npx, uv run, nix develop…), [`wrapping`] (timeout, env,
 //!   xargs, sudo, the shells), [`builtins`];
 //! - the mini-parsers behind the hazard table's checks for programs whose danger hides in a
-//!   language of their own: [`awk`] programs and [`sed`] scripts.
+//!   language of their own: [`awk`] programs and [`sed`] scripts;
+//! - [`paths`]: the paths hidden in attached option values, git's `REV:PATH` and folder moves.
 //!
 //! [`spec_for`] finds a program's spec by its basename. The hazard table, the readers, the
 //! wrappers and the policy's option normalization read the matcher's output; nothing here
@@ -22,11 +23,15 @@ pub mod builtins;
 pub mod files;
 pub mod git;
 pub mod interpreters;
+pub mod paths;
 pub mod remote;
 pub mod runners;
 pub mod sed;
 pub mod spec;
 pub mod wrapping;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use spec::Spec;
 
@@ -50,13 +55,23 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
 }
 
 /// The spec of a program, by its basename; a trailing version is ignored (`python3.11` is
-/// `python3`).
+/// `python3`). The index is built once, on first use.
 pub fn spec_for(basename: &str) -> Option<&'static Spec> {
-    let find = |name: &str| specs().find(|s| s.names.contains(&name));
-    find(basename).or_else(|| {
+    static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = HashMap::new();
+        for spec in specs() {
+            for name in spec.names {
+                // The first family to name a program owns it.
+                index.entry(*name).or_insert(spec);
+            }
+        }
+        index
+    });
+    index.get(basename).copied().or_else(|| {
         let trimmed = basename.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         (trimmed != basename && !trimmed.is_empty())
-            .then(|| find(trimmed))
+            .then(|| index.get(trimmed).copied())
             .flatten()
     })
 }

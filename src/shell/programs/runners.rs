@@ -129,7 +129,7 @@ pub const SPECS: &[Spec] = &[
     Spec::new(&["asdf"], STOP, &[]).subcommands(&[run(&["exec"], &[]), run(&["env"], &[])]),
     Spec::new(&["direnv"], STOP, &[]).subcommands(&[run(&["exec"], &[])]),
     Spec::new(&["dotenv"], STOP, &[
-        Opt::value(&["-e"]).risk(&LOADS), Opt::value(&["-v"]), Opt::optional(&["-c"]), Opt::value(&["-p"]),
+        Opt::value(&["-e"]), Opt::value(&["-v"]), Opt::optional(&["-c"]), Opt::value(&["-p"]),
         Opt::flag(&["--debug"]), Opt::flag(&["-o"]),
     ]),
     Spec::new(&["dotenvx"], Syntax::EXACT, &[]).subcommands(&[

@@ -28,7 +28,9 @@
 //! 4. `-abc`: each letter is an option until one takes a value, which is the rest of the word
 //!    (`-fFILE`, `-S1`) or, for a required value, the next word. Without clusters the whole
 //!    word is one option (`-name`, `-KILL`).
-//! 5. An option the spec does not know is reported under its own spelling, as a flag.
+//! 5. An option the spec does not know is reported under its own spelling, as a flag. Where
+//!    options end at the first operand, an operand right after an unknown long option may be
+//!    that option's value, so it does not end them (`node --stack-size 100 -e CODE`).
 
 use std::borrow::Cow;
 
@@ -508,6 +510,7 @@ pub fn parse_in<'a, A: Arg>(specs: &[&'static Spec], args: &'a [A]) -> Parsed<'a
         },
         ended: false,
         operands_here: 0,
+        unknown_long: None,
     };
     let mut i = 0;
     while i < args.len() {
@@ -524,6 +527,9 @@ struct Matcher<'a, A: Arg> {
     ended: bool,
     /// Operands seen since the current spec began (a subcommand is only the first).
     operands_here: usize,
+    /// The index of the last word that was a long option the spec does not know, written
+    /// without `=`: it may take the next word as its value.
+    unknown_long: Option<usize>,
 }
 
 /// Where an option's value is.
@@ -640,13 +646,20 @@ impl<'a, A: Arg> Matcher<'a, A> {
                     _ => NO_VALUE,
                 };
                 next = self.skip(next, hit, value);
-                self.push(i, Cow::Owned(format!("-{c}")), hit, value, false, false);
+                let spelled = match hit {
+                    Some(_) => Cow::Borrowed(""),
+                    None => Cow::Owned(format!("-{c}")),
+                };
+                self.push(i, spelled, hit, value, false, false);
             }
             return next;
         }
         self.out.operands.push(i);
         self.operands_here += 1;
-        if !spec.syntax.permute {
+        // Options end at the first operand, unless it may be the value of an option the spec
+        // does not know (`node --stack-size 100 -e CODE`): then the options after it are read
+        // too, so that none is missed.
+        if !spec.syntax.permute && self.unknown_long != Some(i.wrapping_sub(1)) {
             self.ended = true;
         }
         i + 1
@@ -703,6 +716,9 @@ impl<'a, A: Arg> Matcher<'a, A> {
                 next
             }
             Lookup::None => {
+                if eq.is_none() {
+                    self.unknown_long = Some(i);
+                }
                 let negative = syntax.negate && name.starts_with("--no-");
                 let positive = if negative {
                     match long(
@@ -737,13 +753,17 @@ impl<'a, A: Arg> Matcher<'a, A> {
             let hit = short(&self.out.specs, prefix, c);
             let rest = &letters[pos + c.len_utf8()..];
             pos += c.len_utf8();
-            let spelled = Cow::Owned(format!("{prefix}{c}"));
             let attached = Value {
                 text: (!rest.is_empty()).then_some(rest),
                 at: None,
             };
+            // The spelling is kept only for an option the spec does not know.
+            let spelled = || match hit {
+                Some(_) => Cow::Borrowed(""),
+                None => Cow::Owned(format!("{prefix}{c}")),
+            };
             match hit.map(|(o, _)| o.takes) {
-                Some(Takes::Nothing) | None => self.push(i, spelled, hit, NO_VALUE, false, false),
+                Some(Takes::Nothing) | None => self.push(i, spelled(), hit, NO_VALUE, false, false),
                 Some(Takes::Digits) => {
                     let digits =
                         rest.len() - rest.trim_start_matches(|d: char| d.is_ascii_digit()).len();
@@ -751,11 +771,11 @@ impl<'a, A: Arg> Matcher<'a, A> {
                         text: (digits > 0).then(|| &rest[..digits]),
                         at: None,
                     };
-                    self.push(i, spelled, hit, value, false, false);
+                    self.push(i, spelled(), hit, value, false, false);
                     pos += digits;
                 }
                 Some(Takes::Optional) => {
-                    self.push(i, spelled, hit, attached, false, false);
+                    self.push(i, spelled(), hit, attached, false, false);
                     return i + 1;
                 }
                 Some(_) => {
@@ -765,7 +785,7 @@ impl<'a, A: Arg> Matcher<'a, A> {
                         attached
                     };
                     let next = self.skip(i + 1, hit, value);
-                    self.push(i, spelled, hit, value, false, false);
+                    self.push(i, spelled(), hit, value, false, false);
                     return next;
                 }
             }
