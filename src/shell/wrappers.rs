@@ -125,6 +125,9 @@ pub enum Kind {
     Watch,
     /// `flock`: options, a lock file, then the inner argv, or `-c SCRIPT`.
     Flock,
+    /// Options, `leading` plain words, then one word that is a shell script (`sops exec-env
+    /// FILE 'npm test'`).
+    ScriptOperand,
 }
 
 /// One row of the wrapper table.
@@ -250,6 +253,23 @@ pub const TABLE: &[Row] = &[
     runner(&["corepack"], &[], Kind::Exec, 0, "corepack pnpm install", "pnpm install"),
     runner(&["go"], &["run"], Kind::Exec, 0, "go run -tags dev ./cmd/tool -v", "./cmd/tool -v"),
     runner(&["deno"], &["run"], Kind::Exec, 0, "deno run -A https://example.com/x.ts", "https://example.com/x.ts"),
+    runner(&["npm"], &["init"], Kind::Exec, 0, "npm init vite@latest app", "vite@latest app"),
+    runner(&["pnpm"], &["create"], Kind::Exec, 0, "pnpm create vite app", "vite app"),
+    runner(&["yarn"], &["create"], Kind::Exec, 0, "yarn create vite app", "vite app"),
+    Row { names: &["cross-env", "cross-env-shell"], sub: &[], kind: Kind::Env, leading: 0, transparent: false, example: "cross-env NODE_ENV=test jest", inner: "jest" },
+    runner(&["sops"], &["exec-env"], Kind::ScriptOperand, 1, "sops exec-env secrets.json 'npm test'", "npm test"),
+    runner(&["sops"], &["exec-file"], Kind::ScriptOperand, 1, "sops exec-file secrets.json 'cat {}'", "cat {}"),
+    runner(&["chamber"], &["exec"], Kind::Exec, 1, "chamber exec app -- npm start", "npm start"),
+    runner(&["envchain"], &[], Kind::Exec, 1, "envchain aws aws s3 ls", "aws s3 ls"),
+    // More wrappers: they only change how the command runs.
+    Row { names: &["script"], sub: &[], kind: Kind::Options, leading: 0, transparent: true, example: "script -q -c 'make test' /dev/null", inner: "make test" },
+    wrap(&["unbuffer", "chronic", "fakeroot", "catchsegv"], 0, "unbuffer npm test", "npm test"),
+    wrap(&["tsocks", "proxychains", "proxychains4", "torsocks"], 0, "proxychains4 -q curl example.com", "curl example.com"),
+    wrap(&["strace", "ltrace"], 0, "strace -f -e trace=execve -o trace.txt make", "make"),
+    wrap(&["valgrind"], 0, "valgrind --leak-check=full ./a.out", "./a.out"),
+    wrap(&["firejail"], 0, "firejail --net=none --private make", "make"),
+    Row { names: &["chroot"], sub: &[], kind: Kind::Exec, leading: 1, transparent: false, example: "chroot /srv/root /bin/sh -c id", inner: "/bin/sh -c id" },
+    Row { names: &["systemd-run"], sub: &[], kind: Kind::Exec, leading: 0, transparent: false, example: "systemd-run --user -p MemoryMax=1G make", inner: "make" },
 ];
 
 /// The row for a command basename and its parsed subcommands.
@@ -380,6 +400,15 @@ pub fn unwrap(command: &Command, stdin: Option<&Word>) -> Unwrapped {
             }
         }
         Kind::Shell => shell(&mut out, words, row, &parsed, name, stdin),
+        Kind::ScriptOperand => {
+            if let Some(&first) = parsed.operands.first() {
+                let at = first + 1 + row.leading;
+                if at < words.len() {
+                    out.transparent = row.transparent;
+                    script(&mut out, &words[at..at + 1], &how);
+                }
+            }
+        }
         Kind::Watch => {
             let Some(&first) = parsed.operands.first() else {
                 return out;

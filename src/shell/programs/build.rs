@@ -9,7 +9,7 @@
 //! option parser expands prefixes too (`--script-sh=` is `--script-shell`, with a warning);
 //! cargo's clap parser does not (`--manifest-pa` is refused).
 
-use super::interpreters::INLINE;
+use super::interpreters::{INLINE, LOADS};
 use super::spec::{Opt, Risk, Role, Spec, Syntax};
 
 /// Options that choose the configuration a tool runs programs with.
@@ -139,5 +139,76 @@ pub const SPECS: &[Spec] = &[
     ]).subcommands(&[
         npm_runner(&["dlx"]), npm_runner(&["exec"]), npm_sub(&["run"]), npm_runner(&["node"]), npm_runner(&["create"]),
         npm_sub(&["test"]), npm_sub(&["install"]), npm_sub(&["add"]), npm_sub(&["remove"]), npm_sub(&["workspace"]),
+    ]),
+    // Project tools that read their configuration (and code: conftest.py, eslint.config.js,
+    // a Gemfile, a Rakefile…) from the folder or the file an option names.
+    Spec::new(&["tox"], Syntax::EXACT, &[
+        Opt::value(&["-c", "--conf"]).role(Role::Config), Opt::value(&["-e"]), Opt::value(&["--workdir"]).role(Role::Folder),
+        Opt::value(&["--root"]).role(Role::Folder), Opt::value(&["-x", "--override"]).risk(&TOOL_CONFIG),
+    ]),
+    Spec::new(&["nox"], Syntax::EXACT, &[
+        Opt::value(&["-f", "--noxfile"]).role(Role::Config), Opt::value(&["-s", "--session", "--sessions"]),
+        Opt::value(&["--envdir"]),
+    ]),
+    Spec::new(&["pre-commit"], Syntax::EXACT, &[Opt::value(&["-c", "--config"]).role(Role::Config)]),
+    Spec::new(&["mvn", "mvnw"], Syntax::EXACT, &[
+        Opt::value(&["-f", "--file"]).role(Role::Config), Opt::value(&["-s", "--settings"]).role(Role::Config),
+        Opt::value(&["-gs", "--global-settings"]).role(Role::Config), Opt::value(&["-pl", "--projects"]),
+        Opt::value(&["-P", "--activate-profiles"]), Opt::value(&["-T", "--threads"]),
+    ]),
+    Spec::new(&["gradle", "gradlew"], Syntax::EXACT, &[
+        Opt::value(&["-p", "--project-dir"]).role(Role::Folder), Opt::value(&["-b", "--build-file"]).role(Role::Config),
+        Opt::value(&["-c", "--settings-file"]).role(Role::Config), Opt::value(&["-I", "--init-script"]).risk(&LOADS),
+        Opt::value(&["-g", "--gradle-user-home"]).role(Role::Config), Opt::value(&["-x", "--exclude-task"]),
+    ]),
+    Spec::new(&["rake"], Syntax::GNU, &[
+        Opt::value(&["-f", "--rakefile"]).role(Role::Config), Opt::value(&["-C", "--directory"]).role(Role::Folder),
+        Opt::value(&["-e", "--execute"]).risk(&INLINE), Opt::value(&["-p", "--execute-print"]).risk(&INLINE),
+        Opt::value(&["-E", "--execute-continue"]).risk(&INLINE), Opt::value(&["-r", "--require"]).risk(&LOADS),
+        Opt::value(&["-I", "--libdir"]), Opt::value(&["-R", "--rakelibdir"]).risk(&LOADS),
+    ]),
+    Spec::new(&["bundle"], Syntax::EXACT, &[Opt::value(&["--gemfile"]).role(Role::Config)])
+        .subcommands(&[Spec::new(&["exec"], Syntax::EXACT_STOP, &[Opt::value(&["--gemfile"]).role(Role::Config)])]),
+    Spec::new(&["composer"], Syntax::EXACT, &[Opt::value(&["-d", "--working-dir"]).role(Role::Folder)]),
+    Spec::new(&["cmake"], Syntax::EXACT, &[
+        Opt::value(&["-S"]).role(Role::Folder), Opt::value(&["-B"]), Opt::value(&["-C"]).risk(&LOADS),
+        Opt::value(&["-P"]).risk(&LOADS), Opt::value(&["-G"]), Opt::value(&["-D"]), Opt::value(&["-U"]),
+        Opt::value(&["-T"]), Opt::value(&["-A"]), Opt::value(&["--build"]), Opt::value(&["--install"]),
+        Opt::value(&["--preset"]), Opt::value(&["--toolchain"]).risk(&LOADS),
+    ]),
+    Spec::new(&["terraform", "tofu"], Syntax { clusters: false, ..Syntax::EXACT_STOP }, &[
+        Opt::value(&["-chdir"]).role(Role::Folder),
+    ]),
+    Spec::new(&["docker-compose"], Syntax::EXACT, &[
+        Opt::value(&["-f", "--file"]).role(Role::Config), Opt::value(&["--project-directory"]).role(Role::Folder),
+        Opt::value(&["-p", "--project-name"]), Opt::value(&["--env-file"]).risk(&LOADS), Opt::value(&["--profile"]),
+    ]),
+    Spec::new(&["pytest", "py.test"], Syntax::EXACT, &[
+        Opt::value(&["--rootdir"]).role(Role::Folder), Opt::value(&["-c", "--config-file"]).role(Role::Config),
+        Opt::value(&["--confcutdir"]).role(Role::Folder), Opt::value(&["-p"]).risk(&LOADS),
+        Opt::value(&["-k"]), Opt::value(&["-m"]), Opt::value(&["-o", "--override-ini"]).risk(&TOOL_CONFIG),
+        Opt::value(&["--basetemp"]), Opt::value(&["--junitxml", "--junit-xml"]), Opt::value(&["-n", "--numprocesses"]),
+        Opt::value(&["--maxfail"]), Opt::value(&["--tb"]), Opt::value(&["-W", "--pythonwarnings"]),
+        Opt::value(&["--cov"]), Opt::value(&["--cov-report"]), Opt::value(&["--durations"]), Opt::value(&["--deselect"]),
+        Opt::value(&["--ignore"]), Opt::value(&["--log-level"]),
+    ]),
+    Spec::new(&["jest", "vitest"], Syntax::EXACT, &[
+        Opt::value(&["-c", "--config"]).role(Role::Config), Opt::value(&["--rootDir", "--root", "-r"]).role(Role::Folder),
+        Opt::value(&["--setupFiles", "--setupFilesAfterEnv", "--globalSetup", "--testEnvironment", "--reporters"]).risk(&LOADS),
+        Opt::value(&["-t", "--testNamePattern"]), Opt::value(&["--testPathPattern"]), Opt::value(&["--coverageDirectory"]),
+    ]),
+    Spec::new(&["eslint"], Syntax::EXACT, &[
+        Opt::value(&["-c", "--config"]).role(Role::Config), Opt::value(&["--rulesdir"]).risk(&LOADS),
+        Opt::value(&["--plugin"]).risk(&LOADS), Opt::value(&["--resolve-plugins-relative-to"]).role(Role::Folder),
+        Opt::value(&["-f", "--format"]), Opt::value(&["-o", "--output-file"]).role(Role::Writes),
+        Opt::value(&["--ext"]), Opt::value(&["--ignore-path"]), Opt::value(&["--max-warnings"]), Opt::flag(&["--fix"]).role(Role::Writes),
+    ]),
+    Spec::new(&["prettier"], Syntax::EXACT, &[
+        Opt::value(&["--config"]).role(Role::Config), Opt::value(&["--plugin"]).risk(&LOADS),
+        Opt::value(&["--ignore-path"]), Opt::value(&["--log-level"]), Opt::flag(&["-w", "--write"]).role(Role::Writes),
+    ]),
+    Spec::new(&["tsc"], Syntax::EXACT, &[
+        Opt::value(&["-p", "--project"]).role(Role::Config), Opt::value(&["--outDir"]), Opt::value(&["--target"]),
+        Opt::value(&["--module"]), Opt::value(&["--lib"]), Opt::value(&["--plugins"]).risk(&LOADS),
     ]),
 ];

@@ -4,6 +4,7 @@
 //! - an option's value attached to its letter (`grep -f.env`, `sed -fscript.sed`) or after the
 //!   `=` of a one-dash option (`go test -exec=./x`); `--name=VALUE` words are read as paths
 //!   already;
+//! - curl's `@FILE` (`curl -d @.env`, `-F f=@.env`, `--data-urlencode k@.env`, `-H @.env`);
 //! - git's `REV:PATH` and `:STAGE:PATH` (`git show HEAD~1:config/.env`, `git cat-file -p
 //!   :0:.env`, `git archive HEAD config/.env`);
 //! - relative paths moved by an option that changes the folder (`git -C config show HEAD:.env`
@@ -87,6 +88,26 @@ pub fn hidden(command: &Command, parsed: &Parsed, outer: &[String]) -> Vec<(usiz
             continue;
         }
         add(f.at + 1, value.to_owned());
+    }
+    // curl's @FILE in the options that read one.
+    if command.basename() == "curl" {
+        for f in &parsed.options {
+            let Some(value) = f.value else { continue };
+            let path = match f.name.as_ref() {
+                "-d" | "--data-binary" | "--data-ascii" | "--json" | "-H" | "--variable" => value
+                    .strip_prefix('@')
+                    .or_else(|| value.split_once("@").map(|(_, p)| p)),
+                "--data-urlencode" => value.split_once('@').map(|(_, p)| p),
+                "-F" => value
+                    .split_once("=@")
+                    .or_else(|| value.split_once("=<"))
+                    .map(|(_, p)| p.split(';').next().unwrap_or(p)),
+                _ => None,
+            };
+            if let Some(path) = path.filter(|p| !p.is_empty() && *p != "-") {
+                add(f.value_at.map_or(f.at + 1, |at| at + 1), path.to_owned());
+            }
+        }
     }
     // git's REV:PATH.
     let git = command.basename() == "git"

@@ -11,8 +11,9 @@ pub const REMOTE_PROGRAM: Risk = Risk {
     why: "this option runs a local program (ProxyCommand, LocalCommand, a shell, a configuration that names one)",
 };
 
-/// OpenSSH parses with BSD getopt: no long options, options end at the first operand.
-const OPENSSH: Syntax = Syntax::EXACT_STOP;
+/// OpenSSH: no long options; ssh reads options again after the host (`ssh host -o X=y cmd`),
+/// so options count anywhere.
+const OPENSSH: Syntax = Syntax::EXACT;
 
 /// The remote tool specs.
 #[rustfmt::skip]
@@ -56,6 +57,7 @@ pub const SPECS: &[Spec] = &[
     Spec::new(&["curl"], Syntax::GNU, &[
         Opt::value(&["-o", "--output"]).role(Role::Writes), Opt::value(&["--output-dir"]), Opt::value(&["-d", "--data"]),
         Opt::value(&["--data-binary"]), Opt::value(&["--data-raw"]), Opt::value(&["--data-urlencode"]),
+        Opt::value(&["--data-ascii"]), Opt::value(&["--json"]), Opt::value(&["--variable"]),
         Opt::value(&["-K", "--config"]).risk(&REMOTE_PROGRAM), Opt::value(&["-H", "--header"]), Opt::value(&["-X", "--request"]),
         Opt::value(&["-u", "--user"]), Opt::value(&["-x", "--proxy"]), Opt::value(&["-A", "--user-agent"]),
         Opt::value(&["-e", "--referer"]), Opt::value(&["-b", "--cookie"]), Opt::value(&["-c", "--cookie-jar"]).role(Role::Writes),

@@ -138,6 +138,13 @@ pub const SPECS: &[Spec] = &[
             Opt::flag(&["-o", "--overload"]), Opt::flag(&["--strict"]), Opt::flag(&["--quiet", "-q"]),
         ]),
     ]),
+    Spec::new(&["cross-env", "cross-env-shell"], STOP, &[]),
+    Spec::new(&["sops"], Syntax::EXACT, &[]).subcommands(&[
+        run(&["exec-env"], &[Opt::value(&["--user"]), Opt::flag(&["--background"]), Opt::flag(&["--pristine"])]),
+        run(&["exec-file"], &[Opt::value(&["--user"]), Opt::value(&["--filename"]), Opt::value(&["--output-type"]), Opt::flag(&["--no-fifo"])]),
+    ]),
+    Spec::new(&["chamber"], Syntax::EXACT, &[]).subcommands(&[run(&["exec"], &[Opt::flag(&["--pristine"]), Opt::flag(&["--strict"])])]),
+    Spec::new(&["envchain"], STOP, &[Opt::flag(&["--set"]).role(Role::Quiet), Opt::flag(&["--list", "-l"]).role(Role::Quiet)]),
     Spec::new(&["env-cmd"], STOP, &[
         Opt::value(&["-f", "--file"]), Opt::value(&["-e", "--environments"]), Opt::value(&["-r", "--rc-file"]),
         Opt::flag(&["--fallback"]), Opt::flag(&["--no-override"]), Opt::flag(&["--silent"]), Opt::flag(&["--use-shell"]),

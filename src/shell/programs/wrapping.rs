@@ -121,6 +121,41 @@ pub const SPECS: &[Spec] = &[
         Opt::flag(&["--noprofile"]), Opt::flag(&["--posix"]), Opt::flag(&["--verbose"]),
         Opt::flag(&["--noediting"]), Opt::flag(&["--debugger"]), Opt::flag(&["--version"]), Opt::flag(&["--help"]),
     ]),
+    // More programs that run the command after their options.
+    Spec::new(&["script"], STOP, &[
+        Opt::value(&["-c", "--command"]).role(Role::Script), Opt::flag(&["-a", "--append"]), Opt::value(&["-E", "--echo"]),
+        Opt::flag(&["-e", "--return"]), Opt::flag(&["-f", "--flush"]), Opt::value(&["-I", "--log-in"]),
+        Opt::value(&["-O", "--log-out"]), Opt::value(&["-B", "--log-io"]), Opt::value(&["-T", "--log-timing"]),
+        Opt::value(&["-m", "--logging-format"]), Opt::value(&["-o", "--output-limit"]), Opt::flag(&["-q", "--quiet"]),
+    ]),
+    Spec::new(&["unbuffer", "chronic", "fakeroot", "catchsegv", "tsocks", "proxychains", "proxychains4", "torsocks"], Syntax::EXACT_STOP, &[
+        Opt::flag(&["-p"]), Opt::flag(&["-e"]), Opt::flag(&["-v"]), Opt::value(&["-f"]), Opt::value(&["-l"]), Opt::value(&["-s"]),
+        Opt::value(&["-i"]),
+    ]),
+    Spec::new(&["strace"], Syntax::EXACT_STOP, &[
+        Opt::value(&["-o", "--output"]).role(Role::Writes), Opt::value(&["-e"]), Opt::value(&["-p", "--attach"]).role(Role::Quiet),
+        Opt::value(&["-s", "--string-limit"]), Opt::value(&["-u", "--user"]), Opt::value(&["-E", "--env"]),
+        Opt::value(&["-a", "--columns"]), Opt::value(&["-b", "--detach-on"]), Opt::value(&["-I"]), Opt::value(&["-P", "--trace-path"]),
+        Opt::value(&["-S", "--summary-sort-by"]), Opt::value(&["-X", "--const-print-style"]), Opt::value(&["-O"]),
+    ]),
+    Spec::new(&["ltrace"], Syntax::EXACT_STOP, &[
+        Opt::value(&["-o", "--output"]).role(Role::Writes), Opt::value(&["-e"]), Opt::value(&["-p"]).role(Role::Quiet),
+        Opt::value(&["-s"]), Opt::value(&["-u"]), Opt::value(&["-a", "--align"]), Opt::value(&["-n", "--indent"]),
+        Opt::value(&["-l", "--library"]), Opt::value(&["-x"]), Opt::value(&["-F", "--config"]),
+    ]),
+    Spec::new(&["valgrind"], Syntax::EXACT_STOP, &[]),
+    Spec::new(&["chroot"], STOP, &[
+        Opt::value(&["--groups"]), Opt::value(&["--userspec"]), Opt::flag(&["--skip-chdir"]),
+    ]),
+    Spec::new(&["systemd-run"], STOP, &[
+        Opt::value(&["-u", "--unit"]), Opt::value(&["-p", "--property"]), Opt::value(&["-E", "--setenv"]),
+        Opt::value(&["--uid"]), Opt::value(&["--gid"]), Opt::value(&["-d", "--working-directory"]).role(Role::Folder),
+        Opt::value(&["--description"]), Opt::value(&["--slice"]), Opt::value(&["-M", "--machine"]), Opt::value(&["-H", "--host"]),
+        Opt::value(&["--on-active", "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive", "--on-calendar"]),
+        Opt::flag(&["--user"]), Opt::flag(&["--scope"]), Opt::flag(&["-t", "--pty"]), Opt::flag(&["-P", "--pipe"]),
+        Opt::flag(&["-q", "--quiet"]), Opt::flag(&["-G", "--collect"]), Opt::flag(&["--wait"]),
+    ]),
+    Spec::new(&["firejail"], Syntax { clusters: false, ..Syntax::EXACT_STOP }, &[]),
 ];
 
 /// The shells' syntax: exact names, options end at the first operand, `+` options.
