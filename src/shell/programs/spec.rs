@@ -825,3 +825,99 @@ impl<'a, A: Arg> Matcher<'a, A> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RISK: Risk = Risk {
+        id: "test",
+        why: "a test",
+    };
+
+    /// A made-up program exercising every rule of the matcher.
+    #[rustfmt::skip]
+    const PROG: Spec = Spec::new(&["prog"], Syntax { plus: true, old_letters: true, negate: true, ..Syntax::GNU }, &[
+        Opt::value(&["-o", "--output"]).risk(&RISK), Opt::flag(&["-r", "-R", "--recursive"]),
+        Opt::optional(&["-i", "--in-place"]), Opt::equals(&["--format"]), Opt::pair(&["--arg"]),
+        Opt::takes_digits(&["-l"]), Opt::flag(&["-e"]), Opt::value(&["+o"]), Opt::flag(&["--outline"]),
+        Opt::value(&["-c"]).role(Role::Ends), Opt::optional(&["--exec-path"]).risk_with_value(&RISK),
+    ]).subcommands(&[
+        Spec::new(&["sub"], Syntax::GNU_STOP, &[Opt::flag(&["-s"])]).inheriting(),
+        Spec::new(&["own"], Syntax::GNU, &[Opt::flag(&["-o"])]),
+    ]);
+
+    fn read(line: &str) -> Vec<(String, Option<String>)> {
+        let argv: Vec<&str> = line.split(' ').collect();
+        parse(&PROG, &argv)
+            .options
+            .iter()
+            .map(|f| {
+                let name = if f.negated {
+                    format!("no{}", f.name)
+                } else {
+                    f.name.to_string()
+                };
+                (name, f.value.map(str::to_owned))
+            })
+            .collect()
+    }
+
+    fn one(name: &str, value: Option<&str>) -> (String, Option<String>) {
+        (name.to_owned(), value.map(str::to_owned))
+    }
+
+    #[test]
+    fn values_are_taken_as_the_option_takes_them() {
+        assert_eq!(read("-oF x"), [one("-o", Some("F"))]);
+        assert_eq!(read("-o F x"), [one("-o", Some("F"))]);
+        assert_eq!(read("--output=F"), [one("-o", Some("F"))]);
+        assert_eq!(read("--output F"), [one("-o", Some("F"))]);
+        assert_eq!(read("-rio F"), [one("-r", None), one("-i", Some("o"))]);
+        assert_eq!(read("-i F"), [one("-i", None)]);
+        assert_eq!(read("--format x"), [one("--format", None)]);
+        assert_eq!(read("--format=x"), [one("--format", Some("x"))]);
+        assert_eq!(read("--arg a b c"), [one("--arg", Some("a"))]);
+        assert_eq!(read("-l0e"), [one("-l", Some("0")), one("-e", None)]);
+        assert_eq!(read("-le"), [one("-l", None), one("-e", None)]);
+        assert_eq!(read("+o posix"), [one("+o", Some("posix"))]);
+    }
+
+    #[test]
+    fn long_options_abbreviate_and_ambiguity_reports_every_candidate() {
+        assert_eq!(read("--rec"), [one("-r", None)]);
+        assert_eq!(read("--outp=F"), [one("-o", Some("F"))]);
+        let ambiguous = read("--out=F");
+        assert!(
+            ambiguous.contains(&one("-o", Some("F")))
+                && ambiguous.contains(&one("--outline", Some("F")))
+        );
+        assert_eq!(read("--no-recursive"), [one("no-r", None)]);
+        assert_eq!(read("--zzz"), [one("--zzz", None)]);
+    }
+
+    #[test]
+    fn options_end_and_subcommands_take_over() {
+        let p = parse(&PROG, &["-c", "code", "-r"]);
+        assert_eq!(p.operands, [2]);
+        let p = parse(&PROG, &["sub", "x", "-s"]);
+        assert_eq!(
+            (p.subcommand(0), p.operands.as_slice()),
+            (Some("sub"), &[1, 2][..])
+        );
+        // An inheriting subcommand still knows its parent's options; another does not.
+        assert!(parse(&PROG, &["sub", "-o", "F"]).risks().next().is_some());
+        assert!(parse(&PROG, &["own", "-o", "F"]).risks().next().is_none());
+        // Old-style letters take their values from the next words, in order.
+        let p = parse(&PROG, &["roi", "F", "x"]);
+        assert_eq!(p.get("-o").and_then(|f| f.value), Some("F"));
+        assert_eq!(p.operands, [2]);
+    }
+
+    #[test]
+    fn a_risk_that_needs_a_value_needs_one() {
+        assert!(parse(&PROG, &["--exec-path"]).risks().next().is_none());
+        assert!(parse(&PROG, &["--exec-path=/x"]).risks().next().is_some());
+        assert!(parse(&PROG, &["--no-output"]).risks().next().is_none());
+    }
+}
