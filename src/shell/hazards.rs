@@ -29,6 +29,8 @@ use super::programs::spec::{self, Parsed, Role};
 use super::programs::{self, awk, git, paths, sed};
 use super::word::Word;
 use super::{Analysis, Command, Feature, Hazard};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// How a command row decides.
 #[derive(Clone, Copy)]
@@ -93,51 +95,61 @@ pub const COMMANDS: &[Row] = &[
 
 /// Programs that read configuration, hooks, makefiles, manifests or scripts from the folder they
 /// run in (or one an option names): run elsewhere than the workspace, they run what that folder
-/// says.
+/// says. Sorted (searched by bisection; a test checks the order).
 pub const FOLDER_PROGRAMS: &[&str] = &[
-    "git",
-    "make",
-    "gmake",
-    "npm",
-    "pnpm",
-    "yarn",
-    "npx",
-    "pnpx",
+    "asdf",
+    "bazel",
+    "buck2",
     "bun",
+    "bundle",
     "bunx",
-    "deno",
     "cargo",
+    "cmake",
+    "composer",
+    "deno",
+    "devbox",
+    "direnv",
+    "docker-compose",
+    "eslint",
+    "git",
+    "gmake",
     "go",
+    "gradle",
+    "gradlew",
+    "hatch",
+    "jest",
     "just",
+    "make",
+    "meson",
+    "mise",
+    "mvn",
+    "mvnw",
+    "ninja",
+    "nix",
+    "nix-shell",
+    "nox",
+    "npm",
+    "npx",
+    "pdm",
+    "pixi",
+    "pnpm",
+    "pnpx",
+    "poetry",
+    "pre-commit",
+    "prettier",
+    "py.test",
+    "pytest",
+    "rake",
+    "rtx",
+    "rye",
+    "terraform",
+    "tofu",
+    "tox",
+    "tsc",
     "uv",
     "uvx",
-    "poetry",
-    "pdm",
-    "hatch",
-    "pixi",
-    "rye",
-    "tox",
-    "nox",
-    "pre-commit",
-    "direnv",
-    "mise",
-    "devbox",
-    "mvn",
-    "gradle",
-    "rake",
-    "bundle",
-    "composer",
-    "cmake",
-    "ninja",
-    "meson",
-    "pytest",
-    "jest",
     "vitest",
-    "eslint",
-    "prettier",
-    "tsc",
-    "terraform",
-    "docker-compose",
+    "yarn",
 ];
 
 /// One row of the environment table: a variable (or a prefix ending in `*`) that makes a
@@ -284,10 +296,7 @@ pub(super) fn scan(analysis: &mut Analysis) {
             });
         }
         let names = table_names(command.basename());
-        for row in COMMANDS {
-            if !names.iter().any(|n| row.names.contains(n)) {
-                continue;
-            }
+        for row in rows_for(names) {
             if let Some(detail) = test(row, command, &parsed) {
                 found.push(Hazard {
                     id: row.id,
@@ -296,7 +305,9 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
-        if names.iter().any(|n| FOLDER_PROGRAMS.contains(n))
+        if names
+            .iter()
+            .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok())
             && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away)
         {
             found.push(Hazard {
@@ -330,6 +341,30 @@ pub(super) fn scan(analysis: &mut Analysis) {
         analysis.features.insert(Feature::InlineCode);
     }
     analysis.hazards.extend(found);
+}
+
+/// The command rows for a name or its unversioned form, in table order (an index built once).
+fn rows_for(names: [&str; 2]) -> impl Iterator<Item = &'static Row> {
+    static INDEX: OnceLock<HashMap<&'static str, Vec<usize>>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index: HashMap<&'static str, Vec<usize>> = HashMap::new();
+        for (i, row) in COMMANDS.iter().enumerate() {
+            for name in row.names {
+                index.entry(*name).or_default().push(i);
+            }
+        }
+        index
+    });
+    let mut rows: Vec<usize> = Vec::new();
+    for name in names {
+        for &i in index.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+            if !rows.contains(&i) {
+                rows.push(i);
+            }
+        }
+    }
+    rows.sort_unstable();
+    rows.into_iter().map(|i| &COMMANDS[i])
 }
 
 /// Runs one row's test.
@@ -757,6 +792,11 @@ mod tests {
             failures.len(),
             failures.join("\n")
         );
+    }
+
+    #[test]
+    fn the_folder_programs_are_sorted() {
+        assert!(FOLDER_PROGRAMS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

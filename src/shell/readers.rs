@@ -17,6 +17,8 @@ use super::programs::{
 };
 use super::{Analysis, Command, Dynamic, RedirectKind};
 use crate::vocab::Effect;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// How a reader stays read-only.
 #[derive(Clone, Copy)]
@@ -167,9 +169,33 @@ const GIT_READERS: &[&str] = &[
     "get-tar-commit-id",
 ];
 
+/// The effects [`EFFECTS`] gives a command name (an index built once).
+fn effects_of(name: &str) -> &'static [Effect] {
+    static INDEX: OnceLock<HashMap<&'static str, Vec<Effect>>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index: HashMap<&'static str, Vec<Effect>> = HashMap::new();
+        for row in EFFECTS {
+            for name in row.names {
+                index.entry(*name).or_default().extend(row.effects);
+            }
+        }
+        index
+    });
+    index.get(name).map(Vec::as_slice).unwrap_or(&[])
+}
+
 fn the_reader(command: &Command) -> Option<&'static Reader> {
-    let name = command.trusted_name()?;
-    READERS.iter().find(|r| r.names.contains(&name))
+    static INDEX: OnceLock<HashMap<&'static str, &'static Reader>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = HashMap::new();
+        for r in READERS {
+            for name in r.names {
+                index.entry(*name).or_insert(r);
+            }
+        }
+        index
+    });
+    index.get(command.trusted_name()?).copied()
 }
 
 /// The command's argv as its option spec reads it.
@@ -243,11 +269,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
     }
     let mut unnamed = Vec::new();
     for c in &analysis.commands {
-        for row in EFFECTS {
-            if row.names.contains(&c.basename()) {
-                effects.extend(row.effects.iter().copied());
-            }
-        }
+        effects.extend(effects_of(c.basename()).iter().copied());
         let parsed = parse(c);
         if c.basename() == "git"
             && parsed

@@ -31,6 +31,8 @@ use super::programs::{
 };
 use super::word::{Dynamic, Word};
 use super::{Assignment, Command, Feature, Hazard};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// What a wrapper unwrapped, for the walk to record. The default is "not a wrapper": nothing
 /// runs inside it.
@@ -287,7 +289,17 @@ fn row_for(name: &str, parsed: &Parsed) -> Option<&'static Row> {
 
 /// The row for a command basename, whatever its subcommand.
 pub fn row(name: &str) -> Option<&'static Row> {
-    TABLE.iter().find(|r| r.names.contains(&name))
+    static INDEX: OnceLock<HashMap<&'static str, &'static Row>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = HashMap::new();
+        for r in TABLE {
+            for name in r.names {
+                index.entry(*name).or_insert(r);
+            }
+        }
+        index
+    });
+    index.get(name).copied()
 }
 
 /// Whether an option says the wrapper runs nothing (`command -v`, `sudo -l`; `sudo -h` only

@@ -114,24 +114,26 @@ pub fn hidden(command: &Command, parsed: &Parsed, outer: &[String]) -> Vec<(usiz
         && !parsed
             .subcommand(0)
             .is_some_and(|s| GIT_REMOTE.contains(&s));
-    let mut relative: Vec<(usize, String)> = Vec::new();
+    let own = folders(command, parsed);
+    let moved = !own.is_empty() || !outer.is_empty();
+    let mut relative: Vec<(usize, &str)> = Vec::new();
     for &i in &parsed.operands {
         let word = command.argv[i + 1].as_str();
         if git && let Some(path) = rev_path(word) {
             add(i + 1, path.to_owned());
-            relative.push((i + 1, path.to_owned()));
+            relative.push((i + 1, path));
         }
-        relative.push((i + 1, word.to_owned()));
+        if moved {
+            relative.push((i + 1, word));
+        }
     }
     // Folder moves: the command's own options, then the wrappers' around it.
-    let own: Vec<String> = folders(command, parsed)
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    for folder in own.iter().chain(outer) {
-        for (word, path) in &relative {
-            if let Some(moved) = join(folder, path) {
-                add(*word, moved);
+    if moved {
+        for folder in own.into_iter().chain(outer.iter().map(String::as_str)) {
+            for (word, path) in &relative {
+                if let Some(moved) = join(folder, path) {
+                    add(*word, moved);
+                }
             }
         }
     }
