@@ -611,6 +611,9 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("default", "interactive", "less -o log.txt README.md", "ask"),
     ("default", "interactive", "less README.md", "allow"),
     ("allow", "strict", "git help --web status", "deny"),
+    ("allow", "strict", "git help status", "allow"),
+    ("allow", "strict", "git config --edit", "deny"),
+    ("allow", "strict", "git config --get user.name", "allow"),
     // Class 9: paths hidden inside other syntax.
     ("allow", "strict", "git show HEAD~1:config/.env", "deny"),
     ("allow", "strict", "git show HEAD~1:src/a.rs", "allow"),
