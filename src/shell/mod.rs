@@ -36,9 +36,11 @@
 //! only modules listed before it (and these types), so no two import each other:
 //!
 //! - [`word`]: words after quote removal, and the quoting decoders;
-//! - `options`: options as rules see them, and the option search the tables share;
 //! - `parse`: tree-sitter, the queries of `grammars/bash/`, line continuations;
-//! - [`programs`]: what awk programs, sed scripts and git's options make a program do;
+//! - [`programs`]: one option spec per foreign program and the one matcher that reads an argv
+//!   against it (`programs::spec`), the paths hidden in other syntax (`programs::paths`), and
+//!   what awk programs, sed scripts and git's options make a program do;
+//! - `options`: options as `commands:` rules see them, from the matcher's output;
 //! - [`environment`]: the variables that change what a program does;
 //! - [`hazards`]: the hazard tables and the scan that runs them;
 //! - [`readers`]: the read-only table and the effects;
@@ -301,6 +303,10 @@ pub struct Analysis {
     /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
     /// `find . -exec cat {} +`), or `.` when unknown.
     pub unnamed_reads: Vec<String>,
+    /// Paths programs read that hide inside other syntax: git's `REV:PATH`, an attached
+    /// `-fFILE`, a path an option such as `-C DIR` moves (`programs::paths`). Judged by path
+    /// rules like any argument.
+    pub hidden_paths: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,
 }
@@ -364,6 +370,11 @@ impl Analysis {
                     push(PathRequest::write(target, PathRole::Redirect))
                 }
                 _ => {}
+            }
+        }
+        for hidden in &self.hidden_paths {
+            if !hidden.is_empty() && !hidden.contains('\0') {
+                push(PathRequest::read(hidden, PathRole::Argument));
             }
         }
         for c in &self.commands {

@@ -1,148 +1,243 @@
-//! Sed scripts, read for what they do (GNU sed syntax): the scripts are found in sed's argv
-//! (`-e`, `--expression`, or the first operand), and each is parsed command by command for
-//! `e`, `w`/`W`, `s///e` and `s///w`; `-i` and `-f` are hazards of their own. The hazard
-//! table's `sed_writes` row calls [`command_risk`].
+//! Sed, read for what its scripts do (GNU sed syntax). The scripts are found where sed finds
+//! them: the values of `-e`/`--expression` (`-es/a/b/`, `--expr=…`), or else the first operand.
+//! Each is parsed command by command; `e`, `w`/`W`, `r`/`R` (a file the deny rules cannot
+//! see), `s///e` and `s///w` are hazards, and so is a script this parser cannot follow: what is
+//! not understood is never "no risk". `-i` (`--in-place`, `--in-pl=.bak`, `-ni`) and `-f`
+//! (`-fFILE`, `--file=`) are hazards of their own ([`SPEC`]). The hazard table's `sed_writes`
+//! row calls [`command_risk`].
 
+use super::spec::{Opt, Parsed, Risk, Role, Spec, Syntax};
 use crate::shell::Command;
 
-/// The sed scripts (`-e`, `--expression`, or the first operand) edit in place, read a script
-/// file, or use the `e`/`w`/`W` commands or the `s///e`/`s///w` flags.
-pub fn command_risk(command: &Command) -> Option<String> {
-    let args = &command.argv[1..];
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut i = 0;
-    let mut first_operand = None;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "-i"
-            || a.starts_with("--in-place")
-            || (a.starts_with('-')
-                && !a.starts_with("--")
-                && a[1..].contains('i')
-                && !a.starts_with("-e"))
-        {
-            return Some("-i edits files in place".into());
-        }
-        if matches!(a, "-f" | "--file") || a.starts_with("--file=") {
-            return Some("the script comes from a file".into());
-        }
-        if matches!(a, "-e" | "--expression") {
-            if let Some(s) = args.get(i + 1) {
-                scripts.push(s);
-            }
-            i += 2;
-            continue;
-        }
-        if let Some(s) = a.strip_prefix("--expression=") {
-            scripts.push(s);
-        } else if let Some(s) = a.strip_prefix("-e").filter(|s| !s.is_empty()) {
-            scripts.push(s);
-        } else if !a.starts_with('-') && first_operand.is_none() {
-            first_operand = Some(i);
-        } else if matches!(a, "-l" | "--line-length") {
-            i += 1;
-        }
-        i += 1;
+/// `sed -i`.
+pub const IN_PLACE: Risk = Risk {
+    id: "sed_writes",
+    why: "sed -i edits files in place",
+};
+/// `sed -f`.
+pub const SCRIPT_FILE: Risk = Risk {
+    id: "sed_writes",
+    why: "the sed script comes from a file the analysis cannot read",
+};
+
+/// GNU sed's options.
+#[rustfmt::skip]
+pub const SPEC: Spec = Spec::new(&["sed", "gsed"], Syntax::GNU, &[
+    Opt::optional(&["-i", "--in-place"]).role(Role::Writes).risk(&IN_PLACE),
+    Opt::value(&["-e", "--expression"]).role(Role::Program),
+    Opt::value(&["-f", "--file"]).role(Role::ProgramFile).risk(&SCRIPT_FILE),
+    Opt::value(&["-l", "--line-length"]),
+    Opt::flag(&["-n", "--quiet", "--silent"]), Opt::flag(&["--debug"]), Opt::flag(&["--follow-symlinks"]),
+    Opt::flag(&["--posix"]), Opt::flag(&["-E", "-r", "--regexp-extended"]), Opt::flag(&["-s", "--separate"]),
+    Opt::flag(&["--sandbox"]), Opt::flag(&["-u", "--unbuffered"]), Opt::flag(&["-z", "--null-data"]),
+    Opt::flag(&["--help"]), Opt::flag(&["--version"]),
+]);
+
+/// The sed scripts (the `-e` values, or the first operand) run commands, write or read files
+/// they name, or cannot be parsed; or the script is not static.
+pub fn command_risk(command: &Command, parsed: &Parsed) -> Option<String> {
+    let words = &command.words[1..];
+    let mut scripts: Vec<(&str, bool)> = parsed
+        .with_role(Role::Program)
+        .filter_map(|f| {
+            let fixed = f.value_at.is_none_or(|i| words[i].is_static());
+            f.value.map(|v| (v, fixed))
+        })
+        .collect();
+    if scripts.is_empty() && parsed.with_role(Role::ProgramFile).next().is_none() {
+        let &at = parsed.operands.first()?;
+        scripts.push((words[at].text.as_str(), words[at].is_static()));
     }
-    if scripts.is_empty() {
-        let at = first_operand?;
-        if !command.words.get(at + 1).is_some_and(|w| w.is_static()) {
+    for (script, fixed) in scripts {
+        if !fixed {
             return Some("the sed script is not static".into());
         }
-        scripts.push(&args[at]);
+        if let Some(risk) = script_risk(script) {
+            return Some(risk);
+        }
     }
-    scripts.into_iter().find_map(script_risk)
+    None
 }
 
-/// What in a sed script runs commands or writes files (GNU sed syntax).
+/// What in a sed script runs commands, writes or reads files, or is not understood (GNU sed
+/// syntax).
 pub fn script_risk(script: &str) -> Option<String> {
-    let s: Vec<char> = script.chars().collect();
-    let mut i = 0;
-    let skip_ws = |i: &mut usize| {
-        while *i < s.len() && (s[*i].is_whitespace() || s[*i] == ';') {
-            *i += 1;
+    match Script::new(script).risk() {
+        Ok(risk) => risk,
+        Err(()) => Some("the sed script cannot be parsed: not understood".into()),
+    }
+}
+
+/// A parse of one script.
+struct Script {
+    s: Vec<char>,
+    i: usize,
+}
+
+impl Script {
+    fn new(script: &str) -> Script {
+        Script {
+            s: script.chars().collect(),
+            i: 0,
         }
-    };
-    // Reads a delimited field starting after the delimiter; returns the index after its end.
-    let field = |mut i: usize, delim: char| -> Option<usize> {
-        while i < s.len() {
-            if s[i] == '\\' {
-                i += 2;
-                continue;
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.s.get(self.i).copied()
+    }
+
+    /// Reads a field delimited by `delim`, from just after the opening delimiter; stops after
+    /// the closing one.
+    fn field(&mut self, delim: char) -> Result<(), ()> {
+        while let Some(c) = self.peek() {
+            self.i += 1;
+            if c == '\\' {
+                self.i += 1;
+            } else if c == delim {
+                return Ok(());
+            } else if c == '\n' && delim != '\n' {
+                return Err(());
             }
-            if s[i] == delim {
-                return Some(i + 1);
-            }
-            i += 1;
         }
-        None
-    };
-    let to_line_end = |mut i: usize| {
-        while i < s.len() && s[i] != '\n' {
-            i += 1;
+        Err(())
+    }
+
+    /// Skips to the end of the line.
+    fn line(&mut self) {
+        while self.peek().is_some_and(|c| c != '\n') {
+            self.i += 1;
         }
-        i
-    };
-    loop {
-        skip_ws(&mut i);
-        if i >= s.len() {
-            return None;
-        }
-        // Addresses: numbers, `$`, `/re/`, `\cREc`, with `,`, `~`, `!`, `+`.
+    }
+
+    /// Text of `a`, `i`, `c`: the rest of the line, and further lines while one ends in `\`.
+    fn text(&mut self) {
         loop {
-            match s.get(i) {
-                Some(c) if c.is_ascii_digit() || matches!(c, '$' | ',' | '~' | '!' | '+' | ' ') => {
-                    i += 1
-                }
-                Some('/') => i = field(i + 1, '/')?,
-                Some('\\') if i + 1 < s.len() => {
-                    let d = s[i + 1];
-                    i = field(i + 2, d)?;
-                }
-                _ => break,
+            let start = self.i;
+            self.line();
+            let continued = self.i > start && self.s[self.i - 1] == '\\';
+            if !continued || self.peek().is_none() {
+                return;
             }
-            // A regex address may carry I or M flags.
-            while matches!(s.get(i), Some('I' | 'M'))
-                && !matches!(s.get(i + 1), Some(c) if c.is_alphabetic())
-            {
-                i += 1;
-            }
+            self.i += 1;
         }
-        let &cmd = s.get(i)?;
-        i += 1;
-        match cmd {
-            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'x' | 'n' | 'N' | 'p' | 'P'
-            | 'z' | 'F' => {}
-            'q' | 'Q' | 'l' | 'L' => {
-                while i < s.len() && s[i].is_ascii_digit() {
-                    i += 1;
+    }
+
+    fn skip_blanks(&mut self) {
+        while self.peek().is_some_and(|c| c == ' ' || c == '\t') {
+            self.i += 1;
+        }
+    }
+
+    /// An address: a line number, `$`, `first~step`, `/re/` or `\cREc` with its flags.
+    fn address(&mut self) -> Result<bool, ()> {
+        match self.peek() {
+            Some(c) if c.is_ascii_digit() => {
+                while self.peek().is_some_and(|c| c.is_ascii_digit() || c == '~') {
+                    self.i += 1;
                 }
             }
-            ':' | 'b' | 't' | 'T' => {
-                while i < s.len() && s[i] != ';' && s[i] != '\n' {
-                    i += 1;
-                }
+            Some('$') => self.i += 1,
+            Some('/') => {
+                self.i += 1;
+                self.field('/')?;
+                self.regex_flags();
             }
-            'a' | 'i' | 'c' | 'r' | 'R' => i = to_line_end(i),
-            'e' => return Some("the e command runs a shell command".into()),
-            'w' | 'W' => return Some("the w command writes a file".into()),
-            's' | 'y' => {
-                let delim = *s.get(i)?;
-                let after_pattern = field(i + 1, delim)?;
-                i = field(after_pattern, delim)?;
-                if cmd == 's' {
-                    while i < s.len() && !matches!(s[i], ';' | '\n' | '}') {
-                        match s[i] {
-                            'e' => {
-                                return Some("the s///e flag runs the result as a command".into());
-                            }
-                            'w' => return Some("the s///w flag writes a file".into()),
-                            _ => i += 1,
-                        }
+            Some('\\') => {
+                let delim = *self.s.get(self.i + 1).ok_or(())?;
+                self.i += 2;
+                self.field(delim)?;
+                self.regex_flags();
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn regex_flags(&mut self) {
+        while self.peek().is_some_and(|c| c == 'I' || c == 'M') {
+            self.i += 1;
+        }
+    }
+
+    /// The risk of the whole script; `Err` when it cannot be parsed.
+    fn risk(&mut self) -> Result<Option<String>, ()> {
+        loop {
+            while self.peek().is_some_and(|c| c.is_whitespace() || c == ';') {
+                self.i += 1;
+            }
+            let Some(_) = self.peek() else {
+                return Ok(None);
+            };
+            if self.address()? {
+                self.skip_blanks();
+                if self.peek() == Some(',') {
+                    self.i += 1;
+                    self.skip_blanks();
+                    if matches!(self.peek(), Some('+' | '~')) {
+                        self.i += 1;
+                    }
+                    if !self.address()? {
+                        return Err(());
                     }
                 }
             }
-            other => return Some(format!("unknown sed command {other:?}: not understood")),
+            self.skip_blanks();
+            while self.peek() == Some('!') {
+                self.i += 1;
+                self.skip_blanks();
+            }
+            let cmd = self.peek().ok_or(())?;
+            self.i += 1;
+            match cmd {
+                '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'x' | 'n' | 'N' | 'p'
+                | 'P' | 'z' | 'F' => {}
+                '#' => self.line(),
+                'q' | 'Q' | 'l' | 'L' => {
+                    self.skip_blanks();
+                    while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                        self.i += 1;
+                    }
+                }
+                ':' | 'b' | 't' | 'T' | 'v' => {
+                    while self.peek().is_some_and(|c| c != ';' && c != '\n') {
+                        self.i += 1;
+                    }
+                }
+                'a' | 'i' | 'c' => self.text(),
+                'e' => return Ok(Some("the e command runs a shell command".into())),
+                'w' | 'W' => return Ok(Some("the w command writes a file".into())),
+                'r' | 'R' => {
+                    return Ok(Some(
+                        "the r command reads a file the path rules cannot see".into(),
+                    ));
+                }
+                's' | 'y' => {
+                    let delim = self.peek().ok_or(())?;
+                    if delim == '\\' || delim == '\n' {
+                        return Err(());
+                    }
+                    self.i += 1;
+                    self.field(delim)?;
+                    self.field(delim)?;
+                    if cmd == 's' {
+                        while let Some(c) = self.peek() {
+                            match c {
+                                ';' | '\n' | '}' | ' ' | '\t' => break,
+                                'e' => {
+                                    return Ok(Some(
+                                        "the s///e flag runs the result as a command".into(),
+                                    ));
+                                }
+                                'w' => return Ok(Some("the s///w flag writes a file".into())),
+                                'g' | 'p' | 'i' | 'I' | 'm' | 'M' => self.i += 1,
+                                c if c.is_ascii_digit() => self.i += 1,
+                                _ => return Err(()),
+                            }
+                        }
+                    }
+                }
+                _ => return Err(()),
+            }
         }
     }
 }
@@ -164,6 +259,13 @@ mod tests {
             "s/e/w/",
             "3q",
             ":a;N;ba",
+            "0~3d",
+            "/x/,+2d",
+            "/re/I s/a/b/2",
+            "# a comment\ns/a/b/",
+            "1i\\\nheader line\\\nsecond",
+            "$a footer",
+            "\\%path%d",
         ] {
             assert!(
                 script_risk(benign).is_none(),
@@ -178,7 +280,13 @@ mod tests {
             "w out",
             "/x/W out",
             "s/a/b/gw out",
+            "r .env",
+            "1R /etc/shadow",
             "k",
+            "s/a/b",
+            "s/a/b/q",
+            "/unterminated",
+            "1,",
         ] {
             assert!(script_risk(risky).is_some(), "{risky}");
         }
