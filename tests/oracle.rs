@@ -423,31 +423,40 @@ fn spread<T: Clone>(items: &[T], n: usize) -> Vec<T> {
 // ---------------------------------------------------------------------------------------------
 // The oracle's own claims.
 
-/// What the oracle logs for `script`, as `kind name args...` lines (a count when above one).
-fn logged(script: &str) -> (Vec<String>, Vec<String>) {
-    let o = &oracle::oracle().run(&[Request::oracle(script)], Duration::from_secs(5))[0];
-    assert!(o.error.is_none(), "{script}: {:?}", o.error);
-    let lines = o
-        .execs
+/// What the oracle logs for each script, as `kind name args...` lines (a count when above
+/// one), and the workspace changes.
+fn logged(scripts: &[&str]) -> Vec<(Vec<String>, Vec<String>)> {
+    let requests: Vec<Request> = scripts.iter().map(|s| Request::oracle(*s)).collect();
+    let outcomes = oracle::oracle().run(&requests, Duration::from_secs(5));
+    scripts
         .iter()
-        .map(|e| {
-            let kind = match e.kind {
-                Kind::Exec => "exec",
-                Kind::Notfound => "notfound",
-                Kind::Builtin => "builtin",
-            };
-            let mut line = format!("{kind} {}", e.name);
-            for a in &e.args {
-                line.push(' ');
-                line.push_str(a);
-            }
-            if e.count > 1 {
-                line.push_str(&format!(" (x{})", e.count));
-            }
-            line
+        .zip(outcomes)
+        .map(|(script, o)| {
+            assert!(o.error.is_none(), "{script}: {:?}", o.error);
+            let mut lines: Vec<String> = o
+                .execs
+                .iter()
+                .map(|e| {
+                    let kind = match e.kind {
+                        Kind::Exec => "exec",
+                        Kind::Notfound => "notfound",
+                        Kind::Builtin => "builtin",
+                    };
+                    let mut line = format!("{kind} {}", e.name);
+                    for a in &e.args {
+                        line.push(' ');
+                        line.push_str(a);
+                    }
+                    if e.count > 1 {
+                        line.push_str(&format!(" (x{})", e.count));
+                    }
+                    line
+                })
+                .collect();
+            lines.sort();
+            (lines, o.changes)
         })
-        .collect();
-    (lines, o.changes.clone())
+        .collect()
 }
 
 #[test]
@@ -477,10 +486,9 @@ fn the_oracle_logs_every_program_bash_starts_however_it_is_named() {
         ("echo hi; true; test -f f; [ -f f ]; printf x; cd src; pwd; read -r v; type ls", &[]),
         ("find . -name '*.rs' -exec rm {} +", &["exec /usr/bin/find . -name *.rs -exec rm {} +"]),
     ];
+    let scripts: Vec<&str> = cases.iter().map(|c| c.0).collect();
     let mut failures = Vec::new();
-    for (script, want) in cases {
-        let (mut got, _) = logged(script);
-        got.sort();
+    for ((script, want), (got, _)) in cases.iter().zip(logged(&scripts)) {
         let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
         want.sort();
         if got != want {
@@ -497,17 +505,19 @@ fn the_oracle_sees_every_change_to_the_workspace_and_none_elsewhere() {
     if lacks_oracle() {
         return;
     }
-    let (_, changes) = logged("echo x > new; echo y >> f; : > a; rm -f b; mkdir d");
+    let runs = logged(&[
+        "echo x > new; echo y >> f; : > a; rm -f b; mkdir d",
+        "cat f; ls -la; echo hi > /dev/null; cd /tmp && echo x > y",
+        // Outside the workspace, the jail refuses.
+        "echo x > /etc/oracle-was-here; echo x > ../escaped",
+    ]);
     assert_eq!(
-        changes,
+        runs[0].1,
         ["~ a", "~ f", "+ new"].map(String::from),
         "rm and mkdir are stubs"
     );
-    let (_, changes) = logged("cat f; ls -la; echo hi > /dev/null; cd /tmp && echo x > y");
-    assert_eq!(changes, Vec::<String>::new());
-    // Outside the workspace, the jail refuses.
-    let (_, changes) = logged("echo x > /etc/oracle-was-here; echo x > ../escaped");
-    assert_eq!(changes, Vec::<String>::new());
+    assert_eq!(runs[1].1, Vec::<String>::new());
+    assert_eq!(runs[2].1, Vec::<String>::new());
     assert!(!Path::new("/etc/oracle-was-here").exists());
 }
 

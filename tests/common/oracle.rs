@@ -53,7 +53,6 @@ use std::fmt::Write as _;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -241,7 +240,7 @@ struct BatchConfig {
 // ---------------------------------------------------------------------------------------------
 // The oracle's folder.
 
-/// The oracle's folder, made once per test process.
+/// The oracle's folder (removed when the value is dropped).
 pub struct Oracle {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -293,10 +292,10 @@ pub fn real_unavailable() -> Option<String> {
     (!missing.is_empty()).then(|| format!("the real {}", missing.join(", ")))
 }
 
-/// The process's oracle (made on first use). Panics when [`unavailable`] says why it cannot.
-pub fn oracle() -> &'static Oracle {
-    static ORACLE: OnceLock<Oracle> = OnceLock::new();
-    ORACLE.get_or_init(|| Oracle::new().unwrap_or_else(|e| panic!("cannot set up the oracle: {e}")))
+/// A new oracle (its folder goes when it is dropped). Panics when it cannot be set up
+/// ([`unavailable`] says why beforehand).
+pub fn oracle() -> Oracle {
+    Oracle::new(false).unwrap_or_else(|e| panic!("cannot set up the oracle: {e}"))
 }
 
 /// The first file named `name` in the current `PATH`.
@@ -312,7 +311,9 @@ fn io(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> String {
 }
 
 impl Oracle {
-    fn new() -> Result<Oracle, String> {
+    /// Makes the oracle's folder: copies of bash and env, the stub trees, the seed; with
+    /// `real_programs`, copies of [`REAL`] and their seed too.
+    pub fn new(real_programs: bool) -> Result<Oracle, String> {
         let dir = tempfile::Builder::new()
             .prefix("oracle-")
             .tempdir()
@@ -355,7 +356,10 @@ impl Oracle {
         for (name, body) in SEED {
             write_file(&root.join("seed/oracle").join(name), body)?;
         }
-        if real_unavailable().is_none() {
+        if real_programs {
+            if let Some(why) = real_unavailable() {
+                return Err(why);
+            }
             let real_seed = root.join("seed/real");
             for (name, body) in REAL_SEED {
                 write_file(&real_seed.join(name), body)?;
@@ -899,7 +903,8 @@ pub fn real(lines: &[&str]) -> Vec<RealRun> {
             real: true,
         })
         .collect();
-    oracle()
+    Oracle::new(true)
+        .unwrap_or_else(|e| panic!("cannot set up the oracle: {e}"))
         .run(&requests, Duration::from_secs(10))
         .into_iter()
         .zip(lines)
@@ -1342,6 +1347,7 @@ pub fn check(scripts: &[String], known: &[Known], timeout: Duration, jobs: usize
         .map(|(i, _)| Request::oracle(scripts[*i].clone()))
         .collect();
     let outcomes = oracle().run_parallel(&requests, timeout, jobs);
+
     for ((i, analysis), outcome) in analysed.iter().zip(&outcomes) {
         if outcome.error.is_some() {
             tally.errors += 1;
