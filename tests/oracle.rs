@@ -7,7 +7,8 @@
 //! fails the test unless `tests/oracle/known.txt` lists it, with its reason; every run writes
 //! its report under `target/tmp/`.
 //!
-//! The long run (`long_run`, ignored) takes its sizes from the environment:
+//! `ORACLE_FUZZ_SHORT` sets how many fuzz scripts the ordinary run analyses (2000). The long
+//! run (`long_run`, ignored) takes its sizes from the environment:
 //! `ORACLE_FUZZ` (fuzz scripts analysed, 200000), `ORACLE_JOBS` (workers, 2),
 //! `ORACLE_TIMEOUT_MS` (per script, 1000), `ORACLE_SEED` (the fuzz seed, 1).
 //!

@@ -7,12 +7,14 @@
 //! `--user --map-root-user --mount` when not root) where every system program folder
 //! (`/usr/bin`, `/usr/sbin`, `/usr/local/bin`, `/usr/local/sbin`, `/usr/libexec`…; `/bin` and
 //! `/sbin` are links to them here) is covered by a tree of the same names, each a link to one
-//! **recording stub**. The test binary itself is the worker inside that namespace (it re-runs itself with
-//! `--exact oracle_worker`; a binary using this module declares that test, calling [`serve`]).
-//! For each script the worker empties a throwaway workspace, copies a seed into it, snapshots
-//! it, runs `env BASH_ENV=prelude PATH=... bash -c SCRIPT` in the jail
-//! ([`danger::exec_unjudged`]: Landlock, seccomp, limits, a timeout), snapshots again, and
-//! reads the log.
+//! **recording stub**; each batch binds its own stub file over the one they link to, so batches
+//! running side by side log apart. The test binary itself is the worker inside the namespace
+//! (it re-runs itself with `--exact oracle_worker`; a binary using this module declares that
+//! test, calling [`serve`]), so the jail's plan is computed once per batch. For each script
+//! the worker empties a throwaway workspace, copies a seed into it, snapshots it, runs
+//! `env BASH_ENV=prelude PATH=... bash -c SCRIPT` in the jail ([`danger::exec_unjudged`]:
+//! Landlock, seccomp, limits, a timeout; `best_effort`, so that a user namespace without a pids
+//! cgroup still runs — [`unavailable`] requires Landlock), snapshots again, and reads the log.
 //!
 //! - `bash` and `env` are *copies* of the real ones, kept in the oracle's own folder, outside
 //!   the covered folders; so is everything the oracle writes (the log is outside the workspace).
