@@ -27,9 +27,13 @@
 //!   two findings are let through on the requests of runs that spent their retries, and nowhere
 //!   else; everywhere else LLMock must find no error and none of the findings the issue rules
 //!   out.
-//! - `retry_base_ms: 200`: the default 500 ms would only slow the test; 200 ms still keeps each
-//!   wait clearly longer than the one before, as LLMock measures them from its side (it warns of
-//!   `no_backoff` when they do not grow).
+//! - `retry_base_ms: 40`: waits that keep growing through all nine retries. LLMock warns of
+//!   `no_backoff` when the waits before a request's retries (those the server named no wait for)
+//!   stop growing by a tenth, and a wait stops growing at the 8 s cap: with the default 500 ms
+//!   (or 200 ms) two late retries both sit at the cap, their jitter alone ordering them, and CI
+//!   once saw `~6.1 s` twice. From 40 ms the eighth wait is at most 5.12 s and the ninth, capped,
+//!   at least 6 s (a ratio ≥ 1.17), and the first two (30–40 ms, 60–80 ms) are not both under
+//!   the 50 ms LLMock calls no wait at all.
 //! - `--stream-chunk-delay-ms 10`: a real model paces its chunks. Without a pause, LLMock writes
 //!   a short stream whole before it notices that the client hung up at the malformed chunk, counts
 //!   that attempt as complete, and so does not see the retry that follows as one.
@@ -162,7 +166,7 @@ fn prompt(i: usize) -> String {
 
 fn run(i: usize, url: &str) -> Ran {
     let w = World::new();
-    w.file("reasonix.yaml", "provider:\n  retry_base_ms: 200\n");
+    w.file("reasonix.yaml", "provider:\n  retry_base_ms: 40\n");
     let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
         .args(["run", "--provider", "openai", "--model", "gpt-4o"])
         .args([
