@@ -79,6 +79,7 @@ pub mod host;
 pub mod lease;
 pub mod policy;
 pub mod record;
+pub mod rewind;
 pub mod sandbox;
 pub mod shell;
 pub mod text;
@@ -86,7 +87,7 @@ pub mod tool;
 pub mod vocab;
 
 pub use call::Call;
-pub use gate::{Admission, Gate, Judgement, Stage, Verdict};
+pub use gate::{Admission, Gate, Judgement, Mode, Stage, Verdict};
 pub use host::HostFiles;
 pub use policy::{PolicySet, Posture};
 pub use tool::{Registry, Tool};

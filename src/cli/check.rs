@@ -14,8 +14,8 @@ use clap::{Args, ValueEnum};
 use reasonix::{Admission, Posture, Verdict};
 use serde::Serialize;
 
-use super::PostureArg;
 use super::render;
+use super::{ModeArg, PostureArg};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -33,6 +33,10 @@ pub struct CheckArgs {
     /// Who answers an `ask`.
     #[arg(long, value_enum, default_value_t = PostureArg::Interactive)]
     posture: PostureArg,
+    /// Judge as a run in this mode would: in `plan` mode every call that is not read-only is
+    /// blocked at stage `plan`, and `submit_plan` exists.
+    #[arg(long, value_enum, default_value_t = ModeArg::Normal)]
+    mode: ModeArg,
     /// Output: `text` for people, `json` for scripts (one JSON object per call and line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -63,6 +67,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         },
         record: None,
         posture,
+        mode: args.mode.into(),
         explain: args.explain,
     })?;
     if args.format == Format::Text

@@ -14,7 +14,9 @@
 //! 6. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
-//! 7. **approve** (`approve`): the posture decides what an `ask` becomes.
+//! 7. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
+//!    denied until a plan is approved — before any prompt, lease or process.
+//! 8. **approve** (`approve`): the posture decides what an `ask` becomes.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
 //! one, and it is bound to the one tool that was judged; it runs only once leased
@@ -22,6 +24,11 @@
 //!
 //! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
 //! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
+//!
+//! A gate is immutable once built, its mode included. A session whose plan is approved does not
+//! switch this gate to normal mode: it goes on with a second gate built from the same
+//! specification in [`Mode::Normal`], so no value shared with a running admission ever changes
+//! under it, and a gate's answers depend on nothing but how it was built.
 //!
 //! Each admission is a `tracing` span (`call`, with the call's id and tool) whose `judged`
 //! event at debug level carries every stage's duration in microseconds, the verdict and the
@@ -32,6 +39,7 @@ mod classify;
 mod confine;
 mod judge;
 mod misuse;
+mod plan;
 mod resolve;
 mod validate;
 mod verdict;
@@ -42,11 +50,12 @@ use std::time::Instant;
 
 use crate::call::Call;
 use crate::host::{HostFiles, Protected};
+pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
 use crate::sandbox::{Roots, RootsError, TouchedPath, WritePath};
-use crate::tool::{Grant, Registry};
+use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
 use validate::Invalid;
@@ -63,6 +72,9 @@ pub enum GateError {
     /// A policy does not compile for this workspace.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A tool the mode brings (`submit_plan` in plan mode) clashes with a tool already given.
+    #[error("plan mode cannot add its own tool: {0}")]
+    Registry(#[from] RegistryError),
 }
 
 /// The admission gate for one workspace, registry, policy and posture. Immutable once built.
@@ -71,6 +83,7 @@ pub struct Gate {
     policy: Arc<CompiledPolicy>,
     roots: Roots,
     posture: Posture,
+    mode: Mode,
     explain: bool,
     jail: Arc<Plan>,
     host: HostFiles,
@@ -86,6 +99,7 @@ pub struct GateBuilder<'p, H> {
     policy: &'p PolicySet,
     workspace: &'p Path,
     posture: Posture,
+    mode: Mode,
     explain: bool,
     host: H,
 }
@@ -106,6 +120,7 @@ impl Gate {
             policy,
             workspace,
             posture: Posture::default(),
+            mode: Mode::default(),
             explain: false,
             host: NeedsHostFiles,
         }
@@ -116,6 +131,14 @@ impl<'p, H> GateBuilder<'p, H> {
     /// Who answers an `ask` (default: interactive).
     pub fn posture(mut self, posture: Posture) -> Self {
         self.posture = posture;
+        self
+    }
+
+    /// Whether changes may begin (default: normal). In [`Mode::Plan`] the plan stage denies every
+    /// call that is not read-only, and the gate offers the builtin tool `submit_plan`, which no
+    /// normal-mode gate has.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
         self
     }
 
@@ -132,6 +155,7 @@ impl<'p, H> GateBuilder<'p, H> {
             policy: self.policy,
             workspace: self.workspace,
             posture: self.posture,
+            mode: self.mode,
             explain: self.explain,
             host,
         }
@@ -141,6 +165,7 @@ impl<'p, H> GateBuilder<'p, H> {
 impl GateBuilder<'_, HostFiles> {
     /// Compiles the policy for the workspace and plans the jail.
     pub fn build(self) -> Result<Gate, GateError> {
+        let registry = tools_for(self.registry, self.mode)?;
         let jail_config = self.policy.jail();
         let roots = Roots::new(self.workspace)?;
         let (write, read) = jail_config.roots(roots.home());
@@ -148,12 +173,13 @@ impl GateBuilder<'_, HostFiles> {
         let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
-        let session = SessionInfo::new(self.posture, &roots);
+        let session = SessionInfo::new(self.posture, self.mode, &roots);
         Ok(Gate {
-            registry: Arc::new(self.registry),
+            registry: Arc::new(registry),
             policy,
             roots,
             posture: self.posture,
+            mode: self.mode,
             explain: self.explain,
             jail,
             host: self.host,
@@ -161,6 +187,16 @@ impl GateBuilder<'_, HostFiles> {
             session,
         })
     }
+}
+
+/// The tools a gate in `mode` offers: the registry given, and in plan mode `submit_plan` too.
+fn tools_for(mut registry: Registry, mode: Mode) -> Result<Registry, RegistryError> {
+    if mode == Mode::Plan {
+        for tool in crate::tool::builtin::plan_mode() {
+            registry.add_builtin(tool)?;
+        }
+    }
+    Ok(registry)
 }
 
 impl Gate {
@@ -182,6 +218,11 @@ impl Gate {
     /// The posture.
     pub fn posture(&self) -> Posture {
         self.posture
+    }
+
+    /// The mode: whether changes may begin.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The host's own files this gate protects.
@@ -235,8 +276,10 @@ impl Gate {
         laps.lap(3);
         let confined = confine::confine(ruled, &self.protected, &self.jail);
         laps.lap(4);
-        let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        let planned = plan::plan(confined, self.mode);
         laps.lap(5);
+        let approved = approve::approve(planned, self.posture, self.policy.defaults());
+        laps.lap(6);
         Ok(self.seal(approved))
     }
 
@@ -301,15 +344,15 @@ impl Gate {
 struct Laps {
     /// When the last stage ended; `None` when nobody listens.
     last: Option<Instant>,
-    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, approve.
-    us: [u64; 6],
+    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, plan, approve.
+    us: [u64; 7],
 }
 
 impl Laps {
     fn start() -> Laps {
         Laps {
             last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
-            us: [0; 6],
+            us: [0; 7],
         }
     }
 
@@ -328,7 +371,7 @@ impl Laps {
 
     fn report(&self, verdict: &str, stage: &str) {
         if self.on() {
-            let [validate, classify, resolve, policy, sandbox, approve] = self.us;
+            let [validate, classify, resolve, policy, sandbox, plan, approve] = self.us;
             tracing::debug!(
                 verdict,
                 stage,
@@ -337,6 +380,7 @@ impl Laps {
                 resolve_us = resolve,
                 policy_us = policy,
                 sandbox_us = sandbox,
+                plan_us = plan,
                 approve_us = approve,
                 "judged"
             );

@@ -73,6 +73,8 @@ pub enum Stage {
     Policy,
     /// Path confinement, the host's own files, or a jail that cannot be enforced.
     Sandbox,
+    /// Plan mode: a call that is not read-only waits for an approved plan.
+    Plan,
     /// The posture (unattended or strict).
     Approve,
 }
@@ -84,6 +86,7 @@ impl Stage {
             Stage::Validate => "validate",
             Stage::Policy => "policy",
             Stage::Sandbox => "sandbox",
+            Stage::Plan => "plan",
             Stage::Approve => "approve",
         }
     }

@@ -6,7 +6,7 @@
 //! It is built from what the earlier stages produced — the validated arguments, the tool's
 //! classification, the resolved paths — and never from the raw call.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Posture;
@@ -50,12 +50,45 @@ pub struct Root {
     pub access: crate::vocab::Access,
 }
 
+/// Whether state-changing work may begin: the gate's mode, set when it is built.
+///
+/// In `plan` mode the gate's plan stage blocks every call that is not read-only, and the model
+/// hands in a plan (`submit_plan`) instead; a session whose plan is approved goes on with a
+/// gate built the same way in `normal` mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Calls may act, as the policy and the posture decide.
+    #[default]
+    Normal,
+    /// Only read-only calls run; changes wait for an approved plan.
+    Plan,
+}
+
+impl Mode {
+    /// The name used in output and in the policy input (`normal` or `plan`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Normal => "normal",
+            Mode::Plan => "plan",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The session the call belongs to: the document's `session` field. (Named apart from the agent
-/// loop's `Session`, which runs one.) A `mode` field (plan or act) joins when plan mode does.
+/// loop's `Session`, which runs one.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionInfo {
     /// `interactive`, `unattended` or `strict`.
     pub posture: Posture,
+    /// `normal` or `plan`.
+    pub mode: Mode,
     /// The workspace, canonical.
     pub workspace: String,
     /// Every root, the workspace first.
@@ -64,9 +97,10 @@ pub struct SessionInfo {
 
 impl SessionInfo {
     /// The session of a gate.
-    pub fn new(posture: Posture, roots: &Roots) -> SessionInfo {
+    pub fn new(posture: Posture, mode: Mode, roots: &Roots) -> SessionInfo {
         SessionInfo {
             posture,
+            mode,
             workspace: roots.workspace().display().to_string(),
             roots: roots
                 .all()

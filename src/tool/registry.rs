@@ -129,6 +129,12 @@ impl Registry {
         self.insert(tool, ToolSource::Extension)
     }
 
+    /// Adds one of Reasonix's own tools that only some gates offer (`submit_plan`, which a gate
+    /// in plan mode adds): a builtin, like those of [`Registry::with_builtins`].
+    pub(crate) fn add_builtin(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, ToolSource::Builtin)
+    }
+
     /// Adds a tool from the given source (see [`Registry::add`]).
     fn insert(&mut self, tool: Arc<dyn Tool>, source: ToolSource) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
