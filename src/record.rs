@@ -471,7 +471,11 @@ impl Recorder {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
         // One writer at a time: a second run on the same record would look like tampering.
         if let Err(e) = file.try_lock() {
             // The caller names the path; the error says only what is wrong with it.
@@ -483,7 +487,19 @@ impl Recorder {
                 std::fs::TryLockError::Error(e) => format!("cannot lock it: {e}"),
             }));
         }
-        let meta = file.metadata()?;
+        let mut meta = file.metadata()?;
+        // A run that stopped while writing a line left it without its newline: end it, so that
+        // the next line starts whole on a line of its own (a rewind skips the torn one and says
+        // so).
+        let mut last = [0u8; 1];
+        if meta.len() > 0 {
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, meta.len() - 1)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+                file.sync_data()?;
+                meta = file.metadata()?;
+            }
+        }
         Ok(Recorder {
             path: path.to_path_buf(),
             file: Mutex::new(Open {
@@ -542,6 +558,20 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+    }
+
+    #[test]
+    fn a_line_torn_by_a_crash_is_ended_before_the_next_run_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":").unwrap();
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"c": 3})).unwrap();
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":\n{\"c\":3}\n"
         );
     }
 

@@ -13,6 +13,18 @@
 //! changed was before and after — kind, sha256, permission bits, size — and whether the previous
 //! content was kept. A file over [`MAX_KEPT_BYTES`] is not kept (the snapshot says so).
 //!
+//! # Nothing lost on a crash
+//!
+//! The call line is written after the call, so a run that stops in between (a crash, a kill, a
+//! full disk) would leave a change no line tells of. So, before the call runs and after its
+//! previous contents are kept, the loop writes a note of it ([`Store::note`]: the run, the
+//! call, each path as it was) into `<record>.d/rewind/calls/`, whole (temporary file, `fsync`,
+//! rename, `fsync` of the folder), and removes it once the call's line is recorded
+//! ([`Store::settle`]). A rewind reads the notes left ([`Store::interrupted`]) as points whose
+//! `after` is unknown ([`UNRECORDED`]): their files go back only with `force`. A line the run
+//! was writing when it stopped is skipped and named ([`Ledger::damaged`]); the recorder ends it
+//! with a newline before it appends again.
+//!
 //! # Going back
 //!
 //! [`rewind`] takes a parsed record ([`Ledger`]) and a target — a call (`--to`: undo it and every
@@ -26,7 +38,11 @@
 //!    bytes and permission bits, atomically; a path that did not exist is removed; a folder that
 //!    `move_file` moved is moved back, with what it holds now;
 //! 4. a folder is never removed or replaced, and a path is not followed through a folder that is
-//!    now a symlink.
+//!    now a symlink;
+//! 5. a path out of [`Bounds`] is not touched at all: a rewind runs outside any jail, so the
+//!    command line lets it write only where the gate would let a file tool write
+//!    ([`crate::Gate::changeable`]: beneath a write root, none of the host's own files) — a
+//!    record that names another path (forged, or from another workspace) cannot steer it.
 //!
 //! Every shell command that ran in the range is listed as not restorable: its effects were never
 //! observed (so is a tool that changed nothing it was leased by). A path whose previous state was
@@ -44,6 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::SFlag;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -56,6 +73,35 @@ pub const MAX_KEPT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The store's folder inside a record's state folder.
 const STORE: &str = "rewind";
+
+/// The folder inside the store where a call is noted before it runs ([`Store::note`]).
+const NOTES: &str = "calls";
+
+/// What a noted call left is unknown until its line is recorded: the `after` of its files.
+pub const UNRECORDED: &str = "the run stopped before it recorded this call";
+
+/// Orders the notes of one process (several calls of one answer may start in one millisecond).
+static NOTE_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A file tool's call, noted in the store before it runs and removed once its line is in the
+/// record ([`Store::note`], [`Store::settle`]). A run that stops in between — a crash, a kill,
+/// a full disk — leaves the note, so what the call was about to change is not lost: a rewind
+/// reads it ([`Ledger::with_interrupted`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interrupted {
+    /// The run.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// When it was noted, in milliseconds since the Unix epoch.
+    pub time_ms: u128,
+    /// The order of notes within one process.
+    pub seq: u64,
+    /// Each path it may change, as it was before; `after` is unknown ([`UNRECORDED`]).
+    pub files: Vec<SnapshotFile>,
+}
 
 /// Counter for temporary names within this process.
 static TEMP: AtomicU64 = AtomicU64::new(0);
@@ -133,6 +179,126 @@ impl Store {
                 note: Some(format!("its content could not be kept: {e}")),
             },
         }
+    }
+
+    /// Notes a call before it runs: what each path it may change was like (`kept` from
+    /// [`Store::keep`]), written whole (a temporary file, `fsync`, rename, `fsync` of the
+    /// folder) under a name made from the run and call ids. Returns the note's path, for
+    /// [`Store::settle`] once the call's line is in the record.
+    ///
+    /// # Errors
+    ///
+    /// The note could not be written; the caller says so (the call's line still carries its
+    /// snapshot, so only a crash before that line would lose it).
+    pub fn note(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        tool: &str,
+        files: &[(String, Kept)],
+    ) -> io::Result<PathBuf> {
+        let note = Interrupted {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
+            time_ms: crate::record::now_ms(),
+            seq: NOTE_SEQ.fetch_add(1, Ordering::Relaxed),
+            files: files
+                .iter()
+                .map(|(path, kept)| SnapshotFile {
+                    path: path.clone(),
+                    before: kept.state.clone(),
+                    after: FileState::Unknown {
+                        error: UNRECORDED.into(),
+                    },
+                    kept: kept.kept,
+                    note: kept.note.clone(),
+                })
+                .collect(),
+        };
+        let dir = self.dir.join(NOTES);
+        DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+        // The ids come from the model: the name is their digest, never the ids themselves.
+        let name = format!(
+            "{}.json",
+            crate::record::sha256(format!("{run_id}\u{0}{call_id}").as_bytes())
+        );
+        let bytes = serde_json::to_vec(&note).map_err(io::Error::other)?;
+        let n = TEMP.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
+        let written = (|| {
+            let mut out = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(OFlag::O_NOFOLLOW.bits())
+                .open(&temp)?;
+            out.write_all(&bytes)?;
+            out.sync_all()?;
+            std::fs::rename(&temp, dir.join(&name))
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+        sync_dir(&dir)?;
+        Ok(dir.join(name))
+    }
+
+    /// Removes a note once its call's line is in the record.
+    ///
+    /// # Errors
+    ///
+    /// It could not be removed; a rewind then finds the call in the record and ignores it.
+    pub fn settle(&self, note: &Path) -> io::Result<()> {
+        std::fs::remove_file(note)?;
+        if let Some(dir) = note.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
+    /// Every note still in the store, oldest first: calls whose line may be missing from the
+    /// record.
+    ///
+    /// # Errors
+    ///
+    /// A note that cannot be read (or the folder) — never skipped, since it may be the only
+    /// account of a change.
+    pub fn interrupted(&self) -> Result<Vec<Interrupted>, RewindError> {
+        let dir = self.dir.join(NOTES);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(RewindError::Note {
+                    path: dir,
+                    error: e.to_string(),
+                });
+            }
+        };
+        let mut notes = Vec::new();
+        for entry in entries {
+            let path = entry
+                .map_err(|e| RewindError::Note {
+                    path: dir.clone(),
+                    error: e.to_string(),
+                })?
+                .path();
+            // A temporary file is a note that was never whole: its call had not started.
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let read = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<Interrupted>(&b).map_err(|e| e.to_string()));
+            match read {
+                Ok(note) => notes.push(note),
+                Err(error) => return Err(RewindError::Note { path, error }),
+            }
+        }
+        notes.sort_by_key(|n| (n.time_ms, n.seq));
+        Ok(notes)
     }
 
     /// Copies `from` into the store under its sha256: a temporary file, `fsync`, rename, `fsync`
@@ -306,6 +472,14 @@ pub enum RewindError {
         /// The parser's message.
         error: String,
     },
+    /// A note of the store cannot be read.
+    #[error("the rewind note {} cannot be read: {error}", path.display())]
+    Note {
+        /// The note (or its folder).
+        path: PathBuf,
+        /// Why.
+        error: String,
+    },
     /// `--to` names a call the record does not hold.
     #[error("the record holds no call {call}{}", run.as_ref().map(|r| format!(" in run {r}")).unwrap_or_default())]
     NoSuchCall {
@@ -329,6 +503,9 @@ pub struct Point {
     pub tool: String,
     /// What it changed.
     pub files: Vec<SnapshotFile>,
+    /// Whether the record holds its line; `false` for a call its run noted before it ran and
+    /// never recorded (the run stopped in between: [`Store::interrupted`]).
+    pub recorded: bool,
 }
 
 /// A call line, as far as a rewind needs it.
@@ -354,22 +531,31 @@ pub struct Ledger {
     points: Vec<Point>,
     /// `(run_id, call_id, path)` of every path an earlier rewind restored.
     restored: HashSet<(String, String, String)>,
+    /// The lines (from 1) that are not JSON: a line a run was writing when it stopped.
+    damaged: Vec<usize>,
+    /// Each run's last line (from 0).
+    last_line: HashMap<String, usize>,
 }
 
 impl Ledger {
-    /// Reads a record's text. Lines of other kinds are skipped; a line that is not JSON is an
-    /// error (a record is written whole, line by line, so a broken line means it was damaged).
+    /// Reads a record's text. Lines of other kinds are skipped. A line that is not JSON is
+    /// skipped too and named in [`Ledger::damaged`]: a record is written whole, line by line, so
+    /// such a line is one a run was writing when it stopped (its call, if it was one, is among
+    /// the [`Store::interrupted`] ones). A call line whose snapshot does not read is an error.
     pub fn parse(text: &str) -> Result<Ledger, RewindError> {
         let mut ledger = Ledger::default();
         for (line, raw) in text.lines().enumerate() {
             if raw.trim().is_empty() {
                 continue;
             }
-            let v: Value = serde_json::from_str(raw).map_err(|e| RewindError::Line {
-                line: line + 1,
-                error: e.to_string(),
-            })?;
+            let Ok(v) = serde_json::from_str::<Value>(raw) else {
+                ledger.damaged.push(line + 1);
+                continue;
+            };
             let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+            if let Some(run) = s("run_id") {
+                ledger.last_line.insert(run, line);
+            }
             match v.get("event").and_then(Value::as_str) {
                 Some("rewind") => {
                     for r in v
@@ -408,6 +594,7 @@ impl Ledger {
                             call_id: s("call_id").unwrap_or_default(),
                             tool: tool.clone(),
                             files,
+                            recorded: true,
                         });
                     }
                     let lease = v.get("lease");
@@ -437,6 +624,53 @@ impl Ledger {
             }
         }
         Ok(ledger)
+    }
+
+    /// The lines of the record (from 1) that are not JSON, which the rewind skipped.
+    pub fn damaged(&self) -> &[usize] {
+        &self.damaged
+    }
+
+    /// Adds the calls their runs noted before running them and never recorded
+    /// ([`Store::interrupted`]); a note whose call the record holds is already settled, and is
+    /// left out. Each goes after the last line its run wrote (a run that stops with a call
+    /// noted stops at that call).
+    pub fn with_interrupted(mut self, notes: Vec<Interrupted>) -> Ledger {
+        for note in notes {
+            let recorded = self
+                .calls
+                .iter()
+                .any(|c| c.run_id == note.run_id && c.call_id == note.call_id);
+            if recorded || note.files.is_empty() {
+                continue;
+            }
+            let line = self
+                .last_line
+                .get(&note.run_id)
+                .copied()
+                .unwrap_or(usize::MAX);
+            self.calls.push(CallLine {
+                line,
+                run_id: note.run_id.clone(),
+                call_id: note.call_id.clone(),
+                tool: note.tool.clone(),
+                ran: true,
+                unobserved: false,
+                command: None,
+            });
+            self.points.push(Point {
+                line,
+                run_id: note.run_id,
+                call_id: note.call_id,
+                tool: note.tool,
+                files: note.files,
+                recorded: false,
+            });
+        }
+        // Stable: a noted call comes after the recorded calls of its run's last line.
+        self.calls.sort_by_key(|c| c.line);
+        self.points.sort_by_key(|p| p.line);
+        self
     }
 
     /// The files of a point no earlier rewind restored.
@@ -492,14 +726,21 @@ pub struct Report {
     pub not_restorable: Vec<RewoundFile>,
 }
 
-/// Rewinds the disk to `target` as the record tells it (see the module doc). With `dry_run`
-/// nothing is changed, and the report says what would be.
+/// Where a rewind may write: `Ok` for a path it may bring back, else why not. The command line
+/// passes [`crate::Gate::changeable`] — beneath a root open for writing, none of the host's own
+/// files — so a record that names a path elsewhere cannot make a rewind, which runs outside any
+/// jail, write there.
+pub type Bounds<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
+
+/// Rewinds the disk to `target` as the record tells it (see the module doc), writing only where
+/// `bounds` allows. With `dry_run` nothing is changed, and the report says what would be.
 pub fn rewind(
     ledger: &Ledger,
     store: &Store,
     target: &Target,
     force: bool,
     dry_run: bool,
+    bounds: Bounds<'_>,
 ) -> Result<Report, RewindError> {
     let mut report = Report::default();
     let (start, points): (usize, Vec<&Point>) = match target {
@@ -538,7 +779,7 @@ pub fn rewind(
         overlay: HashMap::new(),
     };
     for point in points.iter().rev() {
-        restore_point(ledger, point, force, &mut disk, &mut report);
+        restore_point(ledger, point, force, bounds, &mut disk, &mut report);
     }
     for c in ledger
         .calls
@@ -563,7 +804,14 @@ pub fn rewind(
 
 /// Brings back what one call changed: a folder it moved, then the files it replaced or removed,
 /// then the paths it created.
-fn restore_point(ledger: &Ledger, point: &Point, force: bool, disk: &mut Disk<'_>, r: &mut Report) {
+fn restore_point(
+    ledger: &Ledger,
+    point: &Point,
+    force: bool,
+    bounds: Bounds<'_>,
+    disk: &mut Disk<'_>,
+    r: &mut Report,
+) {
     let pending = ledger.pending(point);
     let entry = |f: &SnapshotFile, detail: String| RewoundFile {
         run_id: point.run_id.clone(),
@@ -587,7 +835,11 @@ fn restore_point(ledger: &Ledger, point: &Point, force: bool, disk: &mut Disk<'_
         done.insert(&destination.path);
         let at_source = disk.state(to);
         let at_destination = disk.state(from);
-        if at_source != FileState::Absent {
+        if let Err(why) = bounds(to).and_then(|()| bounds(from)) {
+            let why = format!("rewind does not write there: {why}");
+            r.not_restorable.push(entry(source, why.clone()));
+            r.not_restorable.push(entry(destination, why));
+        } else if at_source != FileState::Absent {
             let why = format!(
                 "{} is {} now; rewind never replaces it",
                 to.display(),
@@ -649,9 +901,25 @@ fn restore_point(ledger: &Ledger, point: &Point, force: bool, disk: &mut Disk<'_
             r.not_restorable.push(entry(f, why));
             continue;
         }
+        if let Err(why) = bounds(path) {
+            r.not_restorable
+                .push(entry(f, format!("rewind does not write there: {why}")));
+            continue;
+        }
         let now = disk.state(path);
         if now == f.before {
             r.restored.push(entry(f, "already as it was".into()));
+            continue;
+        }
+        let unrecorded = matches!(&f.after, FileState::Unknown { error } if error == UNRECORDED);
+        if unrecorded && !force {
+            r.left.push(entry(
+                f,
+                format!(
+                    "{UNRECORDED}, so what it left is unknown; it is {} now; --force brings it back",
+                    describe(&now)
+                ),
+            ));
             continue;
         }
         if now != f.after && !force {
@@ -855,7 +1123,12 @@ mod tests {
             call_id: call.into(),
             tool: "write_file".into(),
             files,
+            recorded: true,
         }
+    }
+
+    fn anywhere(_: &Path) -> Result<(), String> {
+        Ok(())
     }
 
     /// A ledger of these points, each after its call line.
@@ -875,7 +1148,7 @@ mod tests {
         Ledger {
             calls,
             points,
-            restored: HashSet::new(),
+            ..Ledger::default()
         }
     }
 
@@ -914,10 +1187,10 @@ mod tests {
             run: None,
         };
         // A dry run sees the second undo through the first, and changes nothing.
-        let dry = rewind(&l, &store, &target, false, true).unwrap();
+        let dry = rewind(&l, &store, &target, false, true, &anywhere).unwrap();
         assert_eq!(dry.restored.len(), 2, "{dry:?}");
         assert_eq!(std::fs::read(&f).unwrap(), b"two");
-        let done = rewind(&l, &store, &target, false, false).unwrap();
+        let done = rewind(&l, &store, &target, false, false, &anywhere).unwrap();
         assert_eq!(done.restored.len(), 2, "{done:?}");
         assert!(done.left.is_empty());
         assert!(!f.exists(), "the file the first call created is gone");
@@ -934,11 +1207,11 @@ mod tests {
             "a",
             vec![snap(&f, file(b"one", 0o600), file(b"two", 0o600), true)],
         )]);
-        let r = rewind(&l, &store, &Target::Last(1), false, false).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), false, false, &anywhere).unwrap();
         assert!(r.restored.is_empty());
         assert!(r.left[0].detail.contains("changed since"), "{r:?}");
         assert_eq!(std::fs::read(&f).unwrap(), b"edited by a person");
-        let r = rewind(&l, &store, &Target::Last(1), true, false).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
         assert_eq!(r.restored.len(), 1, "{r:?}");
         assert_eq!(std::fs::read(&f).unwrap(), b"one");
         let mode = std::fs::metadata(&f).unwrap().mode() & 0o7777;
@@ -956,7 +1229,7 @@ mod tests {
             "a",
             vec![snap(&f, file(b"one", 0o644), file(b"two", 0o644), true)],
         )]);
-        let r = rewind(&l, &store, &Target::Last(1), false, false).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), false, false, &anywhere).unwrap();
         assert!(r.left[0].detail.contains("damaged"), "{r:?}");
         assert_eq!(std::fs::read(&f).unwrap(), b"two");
     }
@@ -974,7 +1247,7 @@ mod tests {
             "a",
             vec![snap(&f, FileState::Absent, file(b"two", 0o644), false)],
         )]);
-        let r = rewind(&l, &store, &Target::Last(1), true, false).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
         assert!(r.left[0].detail.contains("symlink"), "{r:?}");
         assert!(elsewhere.join("f").exists());
     }
@@ -993,7 +1266,7 @@ mod tests {
                 snap(&g, file(b"big", 0o644), FileState::Absent, false),
             ],
         )]);
-        let r = rewind(&l, &store, &Target::Last(1), true, false).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
         assert!(dir.is_dir());
         assert!(r.left[0].detail.contains("folder"), "{r:?}");
         assert!(r.not_restorable[0].detail.contains("not kept"), "{r:?}");
@@ -1011,7 +1284,99 @@ mod tests {
         assert!(l.points().is_empty());
         assert_eq!(l.calls[1].command.as_deref(), Some("rm -rf x"));
         assert!(l.calls[1].unobserved && !l.calls[0].unobserved);
-        let e = Ledger::parse("{}\nnot json").unwrap_err();
-        assert!(e.to_string().contains("line 2"), "{e}");
+        // A line a run was writing when it stopped is skipped and named.
+        let l = Ledger::parse("{}\n{\"run_id\":\"r\",\"call_").unwrap();
+        assert_eq!(l.damaged(), [2]);
+    }
+
+    #[test]
+    fn a_path_out_of_bounds_is_not_restorable_and_stays() {
+        let (_d, root, store) = world();
+        let f = root.join("f");
+        std::fs::write(&f, "two").unwrap();
+        keep_blob(&store, b"one");
+        let l = ledger(vec![point(
+            1,
+            "a",
+            vec![snap(&f, file(b"one", 0o644), file(b"two", 0o644), true)],
+        )]);
+        let nowhere = |p: &Path| Err(format!("{} is out of bounds", p.display()));
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &nowhere).unwrap();
+        assert!(r.restored.is_empty() && r.left.is_empty(), "{r:?}");
+        assert!(
+            r.not_restorable[0]
+                .detail
+                .starts_with("rewind does not write there: "),
+            "{r:?}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), b"two");
+    }
+
+    #[test]
+    fn a_call_noted_but_never_recorded_is_found_and_restored_only_with_force() {
+        let (_d, root, store) = world();
+        let f = root.join("f");
+        std::fs::write(&f, "one").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // What the session does before a write runs: keep, then note.
+        let confined = ConfinedPath::new(root.clone(), PathBuf::from("f"), true);
+        let kept = store.keep(&confined);
+        assert!(kept.kept);
+        let noted = store
+            .note(
+                "r",
+                "c/../1",
+                "write_file",
+                &[(f.display().to_string(), kept)],
+            )
+            .unwrap();
+        assert!(noted.starts_with(store.dir().join(NOTES)));
+        // The write happens; the run dies before recording it.
+        std::fs::write(&f, "two").unwrap();
+        let record = r#"{"run_id":"r","event":"run_started"}"#;
+        let l = Ledger::parse(record)
+            .unwrap()
+            .with_interrupted(store.interrupted().unwrap());
+        let points = l.points();
+        assert_eq!(points.len(), 1);
+        assert!(!points[0].recorded && points[0].call_id == "c/../1");
+        let r = rewind(&l, &store, &Target::Last(1), false, false, &anywhere).unwrap();
+        assert!(r.left[0].detail.contains(UNRECORDED), "{r:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"two");
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
+        assert_eq!(r.restored.len(), 1, "{r:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"one");
+        assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
+        // Once the call's line is recorded, the note is settled and gone.
+        store.settle(&noted).unwrap();
+        assert!(store.interrupted().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_note_whose_call_is_recorded_is_ignored() {
+        let (_d, root, store) = world();
+        let f = root.join("f");
+        let kept = Kept {
+            state: FileState::Absent,
+            kept: false,
+            note: None,
+        };
+        store
+            .note("r", "a", "write_file", &[(f.display().to_string(), kept)])
+            .unwrap();
+        let record = r#"{"run_id":"r","call_id":"a","tool":"write_file","outcome":"succeeded","started_ms":1,"lease":{"kind":"paths","paths":["/x/f"]},"snapshot":[]}"#;
+        let l = Ledger::parse(record)
+            .unwrap()
+            .with_interrupted(store.interrupted().unwrap());
+        assert!(l.points().is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_note_is_an_error_not_a_skip() {
+        let (_d, _root, store) = world();
+        std::fs::create_dir_all(store.dir().join(NOTES)).unwrap();
+        std::fs::write(store.dir().join(NOTES).join("x.json"), "{").unwrap();
+        let e = store.interrupted().unwrap_err();
+        assert!(e.to_string().contains("x.json"), "{e}");
     }
 }

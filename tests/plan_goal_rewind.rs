@@ -765,6 +765,13 @@ fn rewind_restores_the_exact_bytes_and_modes_after_writes_an_edit_a_move_and_a_d
         snapshot("call_1_5").is_empty(),
         "a shell command's effects are not observed"
     );
+    // Each call was noted in the store before it ran, and the note settled once recorded.
+    let notes = w.ws.join(".reasonix/record.jsonl.d/rewind/calls");
+    assert_eq!(
+        std::fs::read_dir(&notes).unwrap().count(),
+        0,
+        "every note is settled"
+    );
 
     let (code, stdout, stderr) = rewind(&w, &["--to", "call_1_0"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
@@ -975,4 +982,128 @@ fn the_rewind_store_is_a_host_file_no_call_may_change() {
     assert_eq!(v["verdict"], "deny", "{v}");
     let (_, v) = w.check(&write("logs/run.jsonl.old"), &[]);
     assert_ne!(v["stage"], "sandbox", "{v}");
+}
+
+#[test]
+fn a_forged_record_cannot_make_rewind_write_outside_the_workspace_or_a_host_file() {
+    let w = changed_world();
+    let outside = w.root.join("outside.txt");
+    std::fs::write(&outside, "outside, untouched\n").unwrap();
+    let settings = w.file("reasonix.yaml", "max_steps: 3\n");
+    // A line like keep.txt's, naming a path out of bounds: its kept copy exists, and the path
+    // is as the call left it, so only the bounds stop it.
+    let lines: Vec<Value> = record(&w);
+    let keep = lines
+        .iter()
+        .find(|l| l["call_id"] == "call_1_1" && l.get("event").is_none())
+        .unwrap();
+    let mut forged = String::new();
+    for (id, target) in [("forged_1", &outside), ("forged_2", &settings)] {
+        let now = std::fs::read(target).unwrap();
+        let mut line = keep.clone();
+        line["call_id"] = json!(id);
+        line["snapshot"][0]["path"] = json!(target.display().to_string());
+        line["snapshot"][0]["after"] = json!({
+            "kind": "file",
+            "sha256": reasonix::record::sha256(&now),
+            "mode": format!("{:04o}", mode_of(target)),
+            "bytes": now.len(),
+        });
+        forged.push_str(&format!("{line}\n"));
+    }
+    let mut text = std::fs::read_to_string(record_path(&w)).unwrap();
+    text.push_str(&forged);
+    std::fs::write(record_path(&w), text).unwrap();
+
+    let (code, stdout, stderr) = rewind(&w, &["--last", "2", "--force"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let refused: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("not restorable") && l.contains("rewind does not write there"))
+        .collect();
+    assert_eq!(refused.len(), 2, "{stdout}");
+    assert!(
+        refused
+            .iter()
+            .any(|l| l.contains("outside every folder open for writing")),
+        "{stdout}"
+    );
+    assert!(
+        refused.iter().any(|l| l.contains("host's own file")),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "outside, untouched\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "max_steps: 3\n"
+    );
+}
+
+#[test]
+fn a_call_its_run_never_recorded_is_found_by_its_note_and_restored_with_force() {
+    use reasonix::record::FileState;
+    use reasonix::rewind::{Kept, Store};
+    let w = World::new();
+    let a = w.file("a.txt", "v1\n");
+    set_mode(&a, 0o640);
+    let record = record_path(&w);
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    // A run that started, noted a write (kept a.txt's content), ran it, and died before the
+    // call's line was written: the line is torn.
+    std::fs::write(
+        &record,
+        "{\"run_id\":\"r1\",\"event\":\"run_started\"}\n{\"run_id\":\"r1\",\"call_id\":\"call_1_0\",\"to",
+    )
+    .unwrap();
+    let store = Store::beside(&record);
+    std::fs::create_dir_all(store.dir()).unwrap();
+    let sha = reasonix::record::sha256(b"v1\n");
+    std::fs::write(store.blob(&sha), "v1\n").unwrap();
+    let kept = Kept {
+        state: FileState::file(sha, 0o640, 3),
+        kept: true,
+        note: None,
+    };
+    store
+        .note(
+            "r1",
+            "call_1_0",
+            "write_file",
+            &[(a.display().to_string(), kept)],
+        )
+        .unwrap();
+    std::fs::write(&a, "v2, written before the crash\n").unwrap();
+
+    let (code, stdout, stderr) = rewind(&w, &["--list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("call_1_0") && stdout.contains("not in the record"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("lines 2 of"),
+        "the torn line is named: {stderr}"
+    );
+    let (code, stdout, _) = rewind(&w, &["--last", "1"]);
+    assert_eq!(code, 1, "what the call left is unknown: {stdout}");
+    assert!(
+        stdout.contains("the run stopped before it recorded this call"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&a).unwrap(),
+        "v2, written before the crash\n"
+    );
+    let (code, stdout, _) = rewind(&w, &["--last", "1", "--force"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "v1\n");
+    assert_eq!(mode_of(&a), 0o640);
+    // The rewind's line starts on a line of its own, after the torn one.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "rewind");
+    assert_eq!(last["restored"][0]["call_id"], "call_1_0");
 }

@@ -41,6 +41,7 @@
 //! line. Let a run finish, or end the process.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -208,6 +209,9 @@ struct Ran {
     receipts: Vec<Receipt>,
     /// The paths whose state the call changed, before and after (file tools only).
     changed: Vec<SnapshotFile>,
+    /// The note kept in the store while the call's line is not yet recorded
+    /// ([`Store::note`]); settled once it is.
+    note: Option<PathBuf>,
 }
 
 /// What a check of the goal found.
@@ -414,12 +418,21 @@ impl Session {
         };
         let mut j = self.judge(call);
         let ran = match j.runnable.take() {
-            Some(a) => Some(run_one(a, Arc::clone(&self.leases), self.store.clone()).await),
+            Some(a) => Some(
+                run_one(
+                    a,
+                    Arc::clone(&self.leases),
+                    self.store.clone(),
+                    self.note_for(&j.call),
+                )
+                .await,
+            ),
             None => None,
         };
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
         self.recorder.append(&record)?;
+        self.settle(ran.as_ref());
         self.terminal.call_ended(&CallEnd {
             admission: &j.admission,
             record: &record,
@@ -470,6 +483,21 @@ impl Session {
             goal.text,
             shorten(&full, self.result_bytes, Keep::HeadAndTail)
         )))
+    }
+
+    /// What a call's note in the rewind store names: the run, the call, the tool.
+    fn note_for(&self, call: &ProposedCall) -> (String, String, String) {
+        (self.run_id.clone(), call.id.clone(), call.name.clone())
+    }
+
+    /// Removes a call's note from the rewind store once its line is recorded. One that cannot
+    /// be removed is harmless (a rewind sees its call in the record), and is said.
+    fn settle(&self, ran: Option<&Ran>) {
+        if let Some(note) = ran.and_then(|r| r.note.as_deref())
+            && let Err(e) = self.store.settle(note)
+        {
+            tracing::warn!(note = %note.display(), "cannot remove a settled rewind note: {e}");
+        }
     }
 
     /// `base`, or `base~N` when the run already has a call of that id.
@@ -588,9 +616,10 @@ impl Session {
                 let admitted = j.runnable.take();
                 let leases = Arc::clone(&self.leases);
                 let store = self.store.clone();
+                let note = (self.run_id.clone(), j.call.id.clone(), j.call.name.clone());
                 async move {
                     match admitted {
-                        Some(a) => Some(run_one(a, leases, store).await),
+                        Some(a) => Some(run_one(a, leases, store, note).await),
                         None => None,
                     }
                 }
@@ -627,6 +656,7 @@ impl Session {
                 "call ended"
             );
             self.recorder.append(&record)?;
+            self.settle(ran.as_ref());
             self.terminal.call_ended(&CallEnd {
                 admission: &j.admission,
                 record: &record,
@@ -821,7 +851,15 @@ fn exact_key(call: &ProposedCall) -> String {
 
 /// Leases, keeps what a file tool is about to change, runs on a blocking thread, and takes
 /// receipts while the lease is still held.
-async fn run_one(admitted: Admitted, leases: Arc<Leases>, store: Store) -> Ran {
+///
+/// Before a file tool runs, what it may change is kept and noted in the rewind store
+/// ([`Store::note`]), so that a run stopped before the call's line is recorded loses nothing.
+async fn run_one(
+    admitted: Admitted,
+    leases: Arc<Leases>,
+    store: Store,
+    (run_id, call_id, tool): (String, String, String),
+) -> Ran {
     let leased = admitted.lease(&leases).await;
     let admission = leased.admission().clone();
     let need = leased.need().clone();
@@ -832,33 +870,60 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>, store: Store) -> Ran {
         Vec::new()
     };
     let job = move || {
+        let paths: Vec<String> = changes
+            .iter()
+            .map(|p| p.absolute().display().to_string())
+            .collect();
         let before: Vec<Kept> = changes.iter().map(|p| store.keep(p)).collect();
+        let note = if paths.is_empty() {
+            None
+        } else {
+            let noted: Vec<(String, Kept)> =
+                paths.iter().cloned().zip(before.iter().cloned()).collect();
+            match store.note(&run_id, &call_id, &tool, &noted) {
+                Ok(note) => Some(note),
+                Err(e) => {
+                    // The call's line will still carry its snapshot; only a crash before that
+                    // line would lose what it changed.
+                    tracing::warn!(call_id, "cannot note the call in the rewind store: {e}");
+                    None
+                }
+            }
+        };
         let started = Instant::now();
         let started_ms = now_ms();
         let executed = leased.execute();
         let duration_ms = started.elapsed().as_millis();
         let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
-        let paths: Vec<String> = changes
-            .iter()
-            .map(|p| p.absolute().display().to_string())
-            .collect();
-        (paths, before, after, started_ms, duration_ms, executed)
+        (
+            paths,
+            before,
+            after,
+            note,
+            started_ms,
+            duration_ms,
+            executed,
+        )
     };
-    let (paths, before, after, started_ms, duration_ms, result, lease) =
+    let (paths, before, after, note, started_ms, duration_ms, result, lease) =
         match tokio::task::spawn_blocking(job).await {
-            Ok((paths, before, after, started_ms, duration_ms, executed)) => (
+            Ok((paths, before, after, note, started_ms, duration_ms, executed)) => (
                 paths,
                 before,
                 after,
+                note,
                 started_ms,
                 duration_ms,
                 executed.result.map_err(|e| e.to_string()),
                 Some(executed.lease),
             ),
+            // A tool that panicked (a bug): the note, if any, stays in the store, but the call's
+            // line recorded next makes a rewind pass it over, so what it changed goes unrestored.
             Err(e) => (
                 Vec::new(),
                 Vec::new(),
                 Vec::new(),
+                None,
                 now_ms(),
                 0,
                 Err(format!("the call's thread failed: {e}")),
@@ -898,6 +963,7 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>, store: Store) -> Ran {
         result,
         receipts,
         changed,
+        note,
     }
 }
 

@@ -8,6 +8,15 @@
 //! were never observed. Each rewind is a `rewind` line of the record (a `--dry-run` writes
 //! nothing). The record is locked meanwhile: a run still writing it makes the rewind refuse.
 //!
+//! A rewind runs outside any jail, so it writes only where the gate would let a file tool write
+//! at all ([`reasonix::Gate::changeable`]): beneath the workspace and the `write_roots` of the
+//! policies in force (`--policy`, else those `reasonix.yaml` names, else the embedded default),
+//! never a host file. A path the record names elsewhere is listed as not restorable.
+//!
+//! A call noted in the store and missing from the record (its run stopped between running it
+//! and recording it) is a point like any other; what it left is unknown, so its files go back
+//! only with `--force`.
+//!
 //! Exit status: 0 every change in range restored (or the list shown), 1 some file was left
 //! alone or could not be restored, 2 a usage or configuration error (no such record or call).
 
@@ -18,10 +27,10 @@ use std::process::ExitCode;
 use anstyle::{AnsiColor, Style};
 use anyhow::{Context, bail};
 use clap::Args;
-use reasonix::host::DEFAULT_RECORD;
 use reasonix::record::{Recorder, RewindRecord, RewoundFile, now_ms, run_id};
 use reasonix::rewind::{Ledger, Store, Target, rewind};
 use reasonix::text::visible;
+use reasonix::{Mode, Posture};
 
 use super::note;
 
@@ -34,6 +43,14 @@ pub struct RewindArgs {
     /// The workspace whose record it is (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// The policies whose `write_roots` a rewind may write beneath, besides the workspace, and
+    /// whose files it never writes (as `run` takes them; default: those reasonix.yaml names,
+    /// else the embedded default).
+    #[arg(long = "policy", value_name = "PATH")]
+    policies: Vec<PathBuf>,
+    /// Data files of the policies (as `run` takes them).
+    #[arg(long = "data", value_name = "FILE")]
+    data: Vec<PathBuf>,
     /// Undo this call and every later one: each file goes back to how it was just before it.
     #[arg(
         long,
@@ -70,9 +87,22 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 
 pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let (workspace, settings) = super::settled(&workspace)?;
-    let record = super::record_path(&workspace, &settings, args.record.as_deref())?
-        .unwrap_or_else(|| workspace.join(DEFAULT_RECORD));
+    // The gate a run would build: its roots and host files bound what a rewind may write.
+    let built = super::gate(super::GateSpec {
+        workspace: &workspace,
+        policies: super::Policies::Named {
+            policies: &args.policies,
+            data: &args.data,
+            refused: "; nothing was rewound",
+        },
+        record: args.record.as_deref(),
+        posture: Posture::Unattended,
+        mode: Mode::Normal,
+        explain: false,
+    })?;
+    let gate = built.gate;
+    let workspace = gate.roots().workspace().to_path_buf();
+    let record = gate.host_files().record().to_path_buf();
     if !record.is_file() {
         bail!("there is no execution record at {}", record.display());
     }
@@ -89,7 +119,23 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
     };
     let text = std::fs::read_to_string(&record)
         .with_context(|| format!("cannot read {}", record.display()))?;
-    let ledger = Ledger::parse(&text).with_context(|| format!("{}", record.display()))?;
+    let interrupted = store.interrupted()?;
+    let ledger = Ledger::parse(&text)
+        .with_context(|| format!("{}", record.display()))?
+        .with_interrupted(interrupted);
+    if !ledger.damaged().is_empty() {
+        super::warn(&format!(
+            "lines {} of {} are not whole JSON (a run stopped while writing them) and were skipped; \
+             a call such a line held is found by its note, if the run noted one",
+            ledger
+                .damaged()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            record.display()
+        ));
+    }
     let mut out = anstream::stdout().lock();
 
     if args.list {
@@ -105,11 +151,16 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             writeln!(
                 out,
-                "{} {:<14} {:<12} {}",
+                "{} {:<14} {:<12} {}{}",
                 visible(&p.run_id),
                 visible(&p.call_id),
                 visible(&p.tool),
-                paths.join(", ")
+                paths.join(", "),
+                if p.recorded {
+                    ""
+                } else {
+                    " (not in the record: its run stopped before recording it; --force restores it)"
+                }
             )?;
         }
         out.flush()?;
@@ -125,7 +176,8 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         // clap requires one of --to, --last or --list.
         (None, None) => bail!("say how far back: --to CALL_ID or --last N"),
     };
-    let report = rewind(&ledger, &store, &target, args.force, args.dry_run)
+    let bounds = |p: &Path| gate.changeable(p);
+    let report = rewind(&ledger, &store, &target, args.force, args.dry_run, &bounds)
         .with_context(|| format!("cannot rewind {}", record.display()))?;
     if let (Some((run, call)), true) = (&report.to, report.runs_with_call > 1) {
         note(&format!(

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::call::Call;
-use crate::host::{HostFiles, Protected};
+use crate::host::{HostFiles, Protected, Reach};
 pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
@@ -223,6 +223,36 @@ impl Gate {
     /// The mode: whether changes may begin.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// Whether the host lets anything change `path` (absolute, resolved) at all, whatever any
+    /// policy says: it must lie beneath a root open for writing (by components) and must be
+    /// none of the host's own files nor a folder that holds one — the sandbox stage's rules for
+    /// a file tool. `reasonix rewind`, which writes outside any jail, writes only where this
+    /// holds, so a forged record cannot make it write elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// Why the path is out of bounds, in words.
+    pub fn changeable(&self, path: &Path) -> Result<(), String> {
+        if !path.is_absolute() {
+            return Err(format!("{} is not an absolute path", path.display()));
+        }
+        let inside = self
+            .roots
+            .all()
+            .any(|(root, access)| access == Access::Write && path.starts_with(root));
+        if !inside {
+            return Err(format!(
+                "{} lies outside every folder open for writing (the workspace {} and the write_roots)",
+                path.display(),
+                self.roots.workspace().display()
+            ));
+        }
+        match self.protected.conflict(path, Reach::Changes) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
     }
 
     /// The host's own files this gate protects.
