@@ -330,7 +330,7 @@ fn an_unattended_plan_run_ends_with_the_plan_printed_and_recorded() {
     );
     assert_eq!(code, 0, "propose, don't touch: {stderr}");
     assert!(stdout.contains(plan), "{stdout}");
-    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    assert!(stderr.contains("no change was admitted"), "{stderr}");
     assert!(
         !w.ws.join("b.txt").exists(),
         "the turn after the plan never came"
@@ -439,6 +439,168 @@ fn check_mode_plan_judges_calls_as_plan_mode_would() {
     assert_eq!(v["verdict"], "ask");
     let (code, v) = w.check(&json!({"name":"submit_plan","arguments":{"plan":"x"}}), &[]);
     assert_eq!((code, v["verdict"].as_str()), (30, Some("invalid")));
+}
+
+#[test]
+fn check_mode_plan_and_a_live_plan_run_agree_on_every_call() {
+    let w = World::new();
+    w.file("src/main.rs", "fn main() {}\n");
+    w.file(".env", "TOKEN=x\n");
+    let bash = |c: &str| json!({"name": "bash", "arguments": {"command": c}});
+    let cases = [
+        json!({"name": "read_file", "arguments": {"path": "src/main.rs"}}),
+        json!({"name": "list_dir", "arguments": {"path": "."}}),
+        json!({"name": "grep", "arguments": {"pattern": "main", "path": "src"}}),
+        json!({"name": "glob", "arguments": {"pattern": "**/*.rs"}}),
+        json!({"name": "write_file", "arguments": {"path": "src/new.rs", "content": "x"}}),
+        json!({"name": "edit_file", "arguments": {"path": "src/main.rs", "old_string": "main", "new_string": "start"}}),
+        json!({"name": "move_file", "arguments": {"source_path": "src/main.rs", "destination_path": "src/bin.rs"}}),
+        json!({"name": "delete_file", "arguments": {"path": "src/main.rs"}}),
+        bash("ls src"),
+        bash("cat src/main.rs | wc -l"),
+        bash("touch src/made.rs"),
+        bash("rm -rf src"),
+        bash("eval \"$CMD\""),
+        json!({"name": "read_file", "arguments": {"path": ".env"}}),
+        json!({"name": "write_file", "arguments": {"path": "../escape.txt", "content": "x"}}),
+        json!({"name": "nope", "arguments": {}}),
+        json!({"name": "submit_plan", "arguments": {"plan": "1. rename main"}}),
+    ];
+    let policy = ["--policy", "builtin:default"];
+    let checked: Vec<(String, String)> = cases
+        .iter()
+        .map(|call| {
+            let (_, v) = w.check(
+                call,
+                &[&policy[..], &["--mode", "plan", "--posture", "unattended"]].concat(),
+            );
+            (
+                v["verdict"].as_str().unwrap().to_owned(),
+                v["stage"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // The claims the table rests on: every change is held at stage plan, reads pass.
+    let at = |i: usize| (checked[i].0.as_str(), checked[i].1.as_str());
+    for i in [0, 1, 2, 3] {
+        assert_eq!(at(i).0, "allow", "{}", cases[i]);
+    }
+    for i in [4, 5, 6, 7, 10, 11, 12] {
+        assert_eq!(at(i), ("deny", "plan"), "{}", cases[i]);
+    }
+    assert_eq!(at(8).0, "allow", "{}", cases[8]);
+    assert_eq!(at(13), ("deny", "policy"));
+    assert_eq!(at(14), ("deny", "sandbox"));
+    assert_eq!(at(15), ("invalid", "validate"));
+    assert_eq!(at(16).0, "allow");
+
+    // The live run: one answer proposing every call, unattended, so the plan ends it.
+    let (code, _, stderr) = run(
+        &w,
+        json!([{"tool_calls": cases}]),
+        &[&policy[..], &["--plan"]].concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let ran: Vec<(String, String)> = calls(&w)
+        .iter()
+        .map(|c| {
+            (
+                c["admission"]["verdict"].as_str().unwrap().to_owned(),
+                c["admission"]["stage"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(ran.len(), cases.len());
+    for ((call, checked), ran) in cases.iter().zip(&checked).zip(&ran) {
+        assert_eq!(
+            ran, checked,
+            "{call}: check --mode plan and run --plan disagree"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("src/main.rs")).unwrap(),
+        "fn main() {}\n",
+        "nothing changed"
+    );
+    assert!(!w.ws.join("src/new.rs").exists() && !w.ws.join("src/made.rs").exists());
+    assert_eq!(events(&w, "plan")[0]["decision"], "unreviewed");
+}
+
+/// `bash -c SCRIPT` under a gate's jail, as an admitted bash call would run.
+fn jailed(gate: &Gate, script: &str) -> reasonix::sandbox::jail::RunResult {
+    reasonix::sandbox::jail::danger::exec_unjudged(
+        gate.jail(),
+        &["bash".into(), "-c".into(), script.into()],
+        Some(std::time::Duration::from_secs(20)),
+        reasonix::sandbox::jail::Capture::Bounded(64 * 1024),
+    )
+    .unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+#[test]
+fn in_plan_mode_the_jail_keeps_the_workspace_read_only_for_commands() {
+    use reasonix::sandbox::jail::{self, Exit};
+    if common::skip_unless(
+        jail::capabilities().landlock_fs,
+        "Landlock filesystem rules",
+    ) {
+        return;
+    }
+    let w = World::new();
+    w.file("a.txt", "alpha\n");
+    // Whatever the analysis said of a command, in plan mode the kernel refuses its writes to
+    // the workspace: a "read-only" program that writes anyway gets EACCES and changes nothing.
+    let plan = gate(&w, Mode::Plan);
+    let r = jailed(&plan, "echo changed > a.txt");
+    assert_ne!(r.exit, Exit::Exited(0), "{r:?}");
+    assert!(r.stderr.contains("Permission denied"), "{}", r.stderr);
+    let r = jailed(&plan, "mkdir made");
+    assert_ne!(r.exit, Exit::Exited(0), "{r:?}");
+    assert!(!w.ws.join("made").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+    // It still reads, and its private temporary folder is its own to write.
+    let r = jailed(
+        &plan,
+        "cat a.txt && echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+    );
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
+    assert_eq!(r.stdout, "alpha\nt\n");
+    assert!(
+        plan.jail()
+            .enforced()
+            .iter()
+            .any(|e| e.contains("the workspace and write_roots are read-only")),
+        "{:?}",
+        plan.jail().enforced()
+    );
+    // The control: the same command under the normal gate's jail writes.
+    let normal = gate(&w, Mode::Normal);
+    assert_eq!(
+        jailed(&normal, "echo changed > a.txt").exit,
+        Exit::Exited(0)
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("a.txt")).unwrap(),
+        "changed\n"
+    );
+    // check --mode plan shows the plan a command would run under.
+    let (_, v) = w.check(
+        &json!({"name": "bash", "arguments": {"command": "ls"}}),
+        &["--mode", "plan"],
+    );
+    assert_eq!(v["sandbox"]["write_roots"], json!([]), "{v}");
+    let (_, v) = w.check(
+        &json!({"name": "bash", "arguments": {"command": "ls"}}),
+        &[],
+    );
+    assert_eq!(
+        v["sandbox"]["write_roots"][0],
+        w.ws.display().to_string(),
+        "{v}"
+    );
 }
 
 #[test]
@@ -686,25 +848,79 @@ fn a_verify_command_the_gate_refuses_is_a_configuration_error_before_anything_ru
 #[test]
 fn a_verify_command_blocked_during_the_run_ends_it_with_the_reason() {
     let w = World::new();
-    // In plan mode, with no plan handed in, the check (which writes) is blocked at stage plan.
+    // The check passes the gate before the run (its glob matches nothing yet) and is denied
+    // at its first round, once the model has made the glob reach a file policy denies.
+    let policy = w.policy(
+        "deny-secret.yaml",
+        &format!(
+            "{ALLOW_ALL}rules:\n  - id: no-secret\n    decision: deny\n    tools: [bash]\n    paths: [\"**/secret.txt\"]\n    reason: the secret stays unread\n"
+        ),
+    );
     let (code, _, stderr) = run(
         &w,
-        json!([{"text": "I have no plan."}]),
-        &["--plan", "--goal", "built", "--verify", "touch built.txt"],
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "out/secret.txt", "content": "s"}}]},
+            {"text": "done"}
+        ]),
+        &[
+            "--policy",
+            &policy,
+            "--goal",
+            "outputs exist",
+            "--verify",
+            "cat out/*.txt",
+        ],
     );
     assert_eq!(code, 6, "{stderr}");
     assert!(
-        stderr.contains("the gate blocked the goal's check"),
+        stderr.contains("the gate blocked the goal's check `cat out/*.txt` (deny at stage policy)"),
         "{stderr}"
     );
-    assert!(stderr.contains("plan mode"), "{stderr}");
-    assert!(!w.ws.join("built.txt").exists());
     let evidence = events(&w, "evidence");
     assert_eq!(evidence.len(), 1);
     assert_eq!(evidence[0]["outcome"], "blocked");
     assert_eq!(evidence[0]["met"], false);
     assert!(evidence[0]["exit_code"].is_null());
+    let c = calls(&w);
+    let check = call(&c, evidence[0]["call_id"].as_str().unwrap());
+    assert_eq!(check["admission"]["stage"], "policy", "{check}");
+    assert!(check["started_ms"].is_null(), "nothing ran: {check}");
     assert_eq!(record(&w).pop().unwrap()["detail"], "verify_blocked");
+}
+
+#[test]
+fn a_goal_is_not_checked_while_planning_and_is_met_after_the_plan() {
+    let w = World::new();
+    let (code, _, stderr) = run(
+        &w,
+        json!([
+            {"text": "I stop before handing in a plan."},
+            {"tool_calls": [{"name": "submit_plan", "arguments": {"plan": "create built.txt"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "built.txt", "content": "b"}}]},
+            {"text": "done"}
+        ]),
+        &[
+            "--plan",
+            "--approve-plan",
+            "--goal",
+            "built",
+            "--verify",
+            "test -f built.txt",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the goal is met (check 1 passed)"),
+        "{stderr}"
+    );
+    // One check, after the plan: the stop before it was answered with a nudge, not a check.
+    let evidence = events(&w, "evidence");
+    assert_eq!(evidence.len(), 1, "{evidence:#?}");
+    assert_eq!(evidence[0]["met"], true);
+    let lines = record(&w);
+    let plan_at = lines.iter().position(|l| l["event"] == "plan").unwrap();
+    let check_at = lines.iter().position(|l| l["event"] == "evidence").unwrap();
+    assert!(plan_at < check_at);
 }
 
 // ---------------------------------------------------------------------------------------------

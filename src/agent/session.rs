@@ -25,7 +25,8 @@
 //!   the same specification in normal mode (gates are immutable) — and goes on; rejected, the
 //!   feedback goes back to the model as the call's result; unreviewable (unattended), the run
 //!   ends with the plan. A `plan` line records the plan and the decision.
-//! - **Goal** ([`Session::goal`]): when the model stops, the goal's command runs as a `bash` call
+//! - **Goal** ([`Session::goal`]): when the model stops (after its plan is approved, in plan
+//!   mode: before, it is told to hand one in), the goal's command runs as a `bash` call
 //!   through the same gate, approver, lease and jail as any other. Exit 0: the goal is met and
 //!   the run ends. Otherwise its output, cut to `result_bytes`, goes back as a user turn saying
 //!   the goal is not met yet, and the loop goes on until it is met or the turns are spent. A
@@ -122,7 +123,7 @@ pub enum End {
         reason: String,
     },
     /// A plan was handed in and nobody could review it (an unattended `--plan` run): the run
-    /// ends with it; nothing was changed.
+    /// ends with it; no change was admitted.
     PlanSubmitted {
         /// The plan.
         plan: String,
@@ -374,6 +375,17 @@ impl Session {
                     self.ended("finished")?;
                     return Ok(End::Finished);
                 };
+                // Still planning: nothing could have been changed yet, and a check that changes
+                // things would be held at stage plan. The goal is not checked; the model is
+                // told to hand in its plan.
+                if self.planning.is_some() {
+                    self.messages.push(Message::User(format!(
+                        "The goal is not checked yet: the session is still in plan mode, and \
+                         nothing can change until a plan is approved. Hand in your plan with \
+                         {SUBMIT_PLAN}."
+                    )));
+                    continue;
+                }
                 match self.verify(&goal).await? {
                     Check::Met => {
                         self.ended("goal_met")?;
@@ -726,7 +738,7 @@ impl Session {
                 None,
                 None,
                 "the plan was handed in; nobody can review it in this run, so the run ends \
-                 with it. Nothing was changed."
+                 with it. No change was admitted."
                     .to_owned(),
             ),
         };

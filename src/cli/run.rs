@@ -245,6 +245,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let summary = terminal.summary();
     let where_ = format!("record: {}", record.display());
     match ended {
+        Ok(End::Finished) if session.mode() == Mode::Plan => {
+            note(&format!(
+                "finished in plan mode without an approved plan (none was handed in, or none was approved); no change was admitted; {summary}; {where_}"
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(End::Finished) => {
             note(&format!("finished; {summary}; {where_}"));
             Ok(ExitCode::SUCCESS)
@@ -280,7 +286,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             let _ = out.flush();
             note(&format!(
-                "the plan above was handed in and nobody can review it here, so the run ends with it; nothing was changed (--approve-plan lets a run approve its own plan); {summary}; {where_}"
+                "the plan above was handed in and nobody can review it here, so the run ends with it; no change was admitted (--approve-plan lets a run approve its own plan); {summary}; {where_}"
             ));
             Ok(ExitCode::SUCCESS)
         }

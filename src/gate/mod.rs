@@ -15,7 +15,8 @@
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
 //! 7. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
-//!    denied until a plan is approved — before any prompt, lease or process.
+//!    denied until a plan is approved — before any prompt, lease or process; the gate's jail
+//!    then grants the workspace for reading only.
 //! 8. **approve** (`approve`): the posture decides what an `ask` becomes.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
@@ -135,8 +136,9 @@ impl<'p, H> GateBuilder<'p, H> {
     }
 
     /// Whether changes may begin (default: normal). In [`Mode::Plan`] the plan stage denies every
-    /// call that is not read-only, and the gate offers the builtin tool `submit_plan`, which no
-    /// normal-mode gate has.
+    /// call that is not read-only, the jail grants the workspace and the `write_roots` for
+    /// reading only, and the gate offers the builtin tool `submit_plan`, which no normal-mode
+    /// gate has.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
@@ -170,7 +172,11 @@ impl GateBuilder<'_, HostFiles> {
         let roots = Roots::new(self.workspace)?;
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
-        let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
+        // In plan mode the jail holds commands to what the plan stage admits them as: readers.
+        let jail = Arc::new(match self.mode {
+            Mode::Normal => Plan::new(&jail_config, roots.workspace(), roots.home()),
+            Mode::Plan => Plan::read_only(&jail_config, roots.workspace(), roots.home()),
+        });
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
         let session = SessionInfo::new(self.posture, self.mode, &roots);

@@ -12,6 +12,15 @@
 //! leases or starts, a change the mode holds back (the design's "before any prompt, lease or
 //! process"). The posture cannot turn this deny into anything else: approval changes only an
 //! ask or an allow.
+//!
+//! What this stage admits as read-only, a gate in plan mode also runs as read-only: its jail
+//! ([`crate::sandbox::jail::Plan::read_only`]) grants the workspace and the `write_roots` for
+//! reading only, so a command the analysis took for a reader and that writes anyway is refused
+//! by the kernel (under `sandbox.bash: enforce`; `best_effort` says what it could not apply).
+//!
+//! Not held back: a read-only call's reads (of anything policy lets it read), a command's
+//! network access where the jail's `network` rules allow it, and writes to the run's private
+//! temporary folder. Plan mode is about the workspace not changing, not about secrecy.
 
 use super::confine::Confined;
 use super::verdict::{Stage, Verdict};
