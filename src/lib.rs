@@ -57,14 +57,15 @@
 //! # The path every call takes
 //!
 //! ```text
-//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► approve ─► execute
-//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (posture)  (beneath
-//!                               paths)      `..`, `~`)        ask >                          the root)
-//!                                                             allow >
-//!                                                             fallback)
+//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► plan ─► approve ─► execute
+//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (plan    (posture)  (beneath
+//!                               paths)      `..`, `~`)        ask >                mode     the root)
+//!                                                             allow >              holds
+//!                                                             fallback)            writers)
 //! ```
 //!
-//! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`].
+//! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`];
+//! after it, [`record`] says what happened and [`rewind`] undoes what the file tools changed.
 
 // `unsafe` is denied everywhere; the jail allows it where it registers the hook that runs
 // between fork and exec (`sandbox::jail::run`), each block with a SAFETY comment.

@@ -6,9 +6,12 @@
 //!   `check --mode plan` judges the same way, and Rego sees `input.session.mode`.
 //! - **Goal**: `run --goal TEXT --verify CMD` checks the goal with a bash call through the gate
 //!   whenever the model stops; each check is an `evidence` line; a goal never met exits 5.
+//!   In plan mode the jail keeps the workspace read-only, and `check --mode plan` agrees with a
+//!   live `run --plan` on every call of a table.
 //! - **Rewind**: `reasonix rewind` brings back the exact bytes and modes the file tools replaced,
-//!   leaves a file edited since alone without `--force`, and lists shell commands as not
-//!   restorable.
+//!   leaves a file edited since alone without `--force`, lists shell commands as not
+//!   restorable, finds a call its run never recorded by its note, and writes nowhere a forged
+//!   record points outside the workspace or at a host file.
 //!
 //! Scripted sessions (`--provider script:FILE`) drive the real binary; a few claims about the
 //! session's API use the library.
@@ -263,6 +266,39 @@ fn a_plan_approved_on_a_terminal_lets_the_write_run_and_nobody_is_asked_before()
     assert_eq!(plans[0]["by"], "person");
     assert_eq!(plans[0]["plan"], "1. write b.txt\n2. nothing else");
     assert_eq!(plans[0]["call_id"], "call_2_0");
+}
+
+#[test]
+fn a_plan_rejected_on_a_terminal_with_feedback_stays_in_plan_mode_until_one_is_approved() {
+    let w = World::new();
+    let (code, _, stderr) = run_on_terminal(
+        &w,
+        json!([
+            {"tool_calls": [{"name": "submit_plan", "arguments": {"plan": "v1: write b.txt"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "early"}}]},
+            {"tool_calls": [{"name": "submit_plan", "arguments": {"plan": "v2: test, then write b.txt"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "planned"}}]},
+            {"text": "done"}
+        ]),
+        &["--plan"],
+        "r\nadd a test first\na\no\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("Feedback for the model"), "{stderr}");
+    assert!(stderr.contains("rejected — add a test first"), "{stderr}");
+    let calls = calls(&w);
+    assert_eq!(call(&calls, "call_2_0")["admission"]["stage"], "plan");
+    assert_eq!(call(&calls, "call_4_0")["outcome"], "succeeded");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("b.txt")).unwrap(),
+        "planned"
+    );
+    let plans = events(&w, "plan");
+    assert_eq!(
+        (plans[0]["decision"].as_str(), plans[0]["feedback"].as_str()),
+        (Some("rejected"), Some("add a test first"))
+    );
+    assert_eq!(plans[1]["decision"], "approved");
 }
 
 #[tokio::test(flavor = "multi_thread")]
