@@ -1036,13 +1036,36 @@ impl Disk<'_> {
 /// The folder holding `path`, refused when it is reached through a symlink now (the record
 /// holds resolved paths, so a folder on the way that became a symlink would lead elsewhere).
 /// With `create`, missing folders are made first.
+///
+/// Missing folders are made one by one below the nearest folder that exists, and only once that
+/// folder is found to be reached without a symlink: a folder on the way that is now a symlink
+/// must not make the rewind create anything where it leads.
 fn real_parent(path: &Path, create: bool) -> Result<PathBuf, String> {
     let Some(parent) = path.parent() else {
         return Err(format!("{} has no folder", path.display()));
     };
-    if create && !parent.exists() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+    if create && std::fs::symlink_metadata(parent).is_err() {
+        let mut missing = Vec::new();
+        let mut at = parent;
+        while std::fs::symlink_metadata(at).is_err() {
+            missing.push(at);
+            at = at
+                .parent()
+                .ok_or_else(|| format!("no folder of {} exists", path.display()))?;
+        }
+        let real = at
+            .canonicalize()
+            .map_err(|e| format!("cannot reach {}: {e}", at.display()))?;
+        if real != at {
+            return Err(format!(
+                "{} leads to {} now (a symlink on the way); rewind does not follow it",
+                at.display(),
+                real.display()
+            ));
+        }
+        for dir in missing.into_iter().rev() {
+            std::fs::create_dir(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        }
     }
     let real = parent
         .canonicalize()
@@ -1250,6 +1273,33 @@ mod tests {
         let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
         assert!(r.left[0].detail.contains("symlink"), "{r:?}");
         assert!(elsewhere.join("f").exists());
+    }
+
+    #[test]
+    fn a_missing_folder_behind_a_symlink_is_not_made_where_it_leads() {
+        let (_d, root, store) = world();
+        let elsewhere = root.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("sub")).unwrap();
+        keep_blob(&store, b"one");
+        let f = root.join("sub/new/deeper/f");
+        let l = ledger(vec![point(
+            1,
+            "a",
+            vec![snap(&f, file(b"one", 0o644), FileState::Absent, true)],
+        )]);
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
+        assert!(r.left[0].detail.contains("symlink"), "{r:?}");
+        assert!(
+            !elsewhere.join("new").exists(),
+            "nothing made through the link"
+        );
+        // Without the link, the folders are made and the file comes back.
+        std::fs::remove_file(root.join("sub")).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
+        assert_eq!(r.restored.len(), 1, "{r:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"one");
     }
 
     #[test]

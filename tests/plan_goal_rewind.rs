@@ -467,6 +467,16 @@ fn check_mode_plan_judges_calls_as_plan_mode_would() {
         );
         assert_eq!(code, if verdict == "allow" { 0 } else { 20 }, "{call}");
     }
+    // A plan is not empty, not past 65536 characters, and nothing but a plan.
+    for bad in [
+        json!({"plan": ""}),
+        json!({"plan": "x".repeat(65537)}),
+        json!({"plan": "x", "paths": ["a"]}),
+        json!({}),
+    ] {
+        let (code, v) = w.check(&json!({"name": "submit_plan", "arguments": bad}), &plan);
+        assert_eq!((code, v["stage"].as_str()), (30, Some("validate")), "{v}");
+    }
     // The same write in normal mode asks (the default's fallback); submit_plan does not exist.
     let (_, v) = w.check(
         &json!({"name":"write_file","arguments":{"path":"a.txt","content":"x"}}),

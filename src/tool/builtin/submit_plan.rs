@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 use super::{SUBMIT_PLAN, object_schema};
 use crate::tool::{Arguments, Classification, ClassifyError, Invocation, Output, Tool, ToolError};
 
-/// The longest plan, in bytes: a plan is read by a person.
-const MAX_PLAN_BYTES: usize = 64 * 1024;
+/// The longest plan, in characters (JSON Schema's `maxLength` counts characters, so a plan
+/// may reach about four times this in bytes; the record cuts it at 64 KiB): a plan is read by a
+/// person.
+const MAX_PLAN_CHARS: usize = 64 * 1024;
 
 pub(super) struct SubmitPlan;
 
@@ -33,7 +35,7 @@ impl Tool for SubmitPlan {
                 "plan": {
                     "type": "string",
                     "minLength": 1,
-                    "maxLength": MAX_PLAN_BYTES,
+                    "maxLength": MAX_PLAN_CHARS,
                     "description": "The plan: the changes you will make, where, and why.",
                 },
             }),
