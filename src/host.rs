@@ -25,6 +25,9 @@ pub const DEFAULT_RECORD: &str = ".reasonix/record.jsonl";
 /// The run's settings file in a workspace.
 pub const SETTINGS_FILE: &str = "reasonix.yaml";
 
+/// The workspace's MCP servers (`.mcp.json`): a call that could change it could add a server.
+pub const MCP_FILE: &str = ".mcp.json";
+
 /// The host's own files of one workspace, as given (absolute).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFiles {
@@ -38,7 +41,11 @@ impl HostFiles {
     pub fn for_workspace(workspace: &Path) -> HostFiles {
         HostFiles {
             record: workspace.join(DEFAULT_RECORD),
-            files: vec![workspace.join(SETTINGS_FILE), workspace.join(STATE_FOLDER)],
+            files: vec![
+                workspace.join(SETTINGS_FILE),
+                workspace.join(STATE_FOLDER),
+                workspace.join(MCP_FILE),
+            ],
         }
     }
 

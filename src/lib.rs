@@ -77,6 +77,7 @@ pub mod execute;
 pub mod gate;
 pub mod host;
 pub mod lease;
+pub mod mcp;
 pub mod policy;
 pub mod record;
 pub mod sandbox;

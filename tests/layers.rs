@@ -13,6 +13,7 @@
 //! | `policy` | judge (YAML, Rego, the input document) |
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
+//! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `gate` | the stages strung in order: validate → classify → resolve → judge → confine → approve |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `agent` | the record, and the loop that drives it all |
@@ -22,7 +23,7 @@
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "gate", "lease",
+    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "lease",
     "execute", "record", "agent",
 ];
 

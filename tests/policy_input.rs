@@ -151,8 +151,8 @@ fn fields_no_stage_fills_are_not_offered() {
     assert!(input["target"].get("via").is_none(), "{input:#}");
     assert!(input["session"].get("mode").is_none(), "{input:#}");
     let mut forged = input.clone();
-    forged["target"]["source"] = json!("mcp");
-    assert!(!schema().is_valid(&forged), "mcp is not a source yet");
+    forged["target"]["source"] = json!("plugin");
+    assert!(!schema().is_valid(&forged), "no such source");
 }
 
 #[test]

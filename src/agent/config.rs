@@ -20,6 +20,8 @@
 //! record:
 //!   path: .reasonix/record.jsonl     # `record: PATH` alone says the same
 //!   arguments: full                  # full (bounded, beside the digest) | digest (the digest only)
+//! mcp_servers:                       # MCP servers, as in .mcp.json (which is read too)
+//!   time: {command: uvx, args: [mcp-server-time], startup_timeout_ms: 10000}
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -120,6 +122,8 @@ pub struct RunConfig {
     /// The execution record.
     #[serde(default, deserialize_with = "record_spec")]
     pub record: RecordSpec,
+    /// MCP servers, with the fields of `.mcp.json` (`crate::mcp::config`).
+    pub mcp_servers: Option<std::collections::BTreeMap<String, crate::mcp::ServerSpec>>,
 }
 
 impl RunConfig {
@@ -147,6 +151,7 @@ impl RunConfig {
                 path: self.record.path.or(other.record.path),
                 arguments: self.record.arguments.or(other.record.arguments),
             },
+            mcp_servers: self.mcp_servers.or(other.mcp_servers),
         }
     }
 

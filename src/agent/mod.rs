@@ -14,6 +14,7 @@ pub mod config;
 pub mod openai;
 pub mod provider;
 pub mod script;
+pub mod servers;
 pub mod session;
 
 pub use approver::{Always, Answer, Approver};

@@ -384,6 +384,7 @@ impl Session {
                 result_bytes: full.len(),
                 result_sha256: sha256(full.as_bytes()),
                 receipts: ran.map(|r| r.receipts).unwrap_or_default(),
+                annotations: j.admission.annotations.clone(),
             };
             tracing::info!(
                 call_id = %record.call_id,

@@ -97,6 +97,9 @@ pub struct RunArgs {
     /// the attempt counts as stalled (default 300000: five minutes).
     #[arg(long, value_name = "MS")]
     read_timeout_ms: Option<u64>,
+    /// Leave the MCP servers of .mcp.json and reasonix.yaml out: none is started.
+    #[arg(long)]
+    no_mcp: bool,
     /// What to ask the agent.
     #[arg(value_name = "PROMPT")]
     prompt: String,
@@ -146,15 +149,46 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let workspace = gate.roots().workspace().to_path_buf();
 
     let provider = provider(&args, &config, &workspace)?;
-    let recorder = Recorder::open(&record)
-        .with_context(|| format!("cannot open the execution record {}", record.display()))?;
+    let recorder = Arc::new(
+        Recorder::open(&record)
+            .with_context(|| format!("cannot open the execution record {}", record.display()))?,
+    );
     let approver: Arc<dyn Approver> = Arc::new(Prompt);
+    // The MCP servers connect before the run starts: the model needs their tools' schemas.
+    // Each connect is a call the gate judges first; the record gets one line per server.
+    let mut connected_servers = None;
+    let gate = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        gate.with_registry(registry)
+    } else {
+        let mut servers = super::mcp_servers(&gate, &config)?;
+        let names: Vec<String> = servers.names().map(str::to_owned).collect();
+        for name in &names {
+            let connected = servers.connect(name, &mut |admission| {
+                Some(match approver.ask(admission) {
+                    Answer::Once => Approval::AllowOnce,
+                    Answer::Session => Approval::AllowSession,
+                    Answer::Deny => Approval::Deny,
+                })
+            });
+            match &connected.result {
+                Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
+                Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
+            }
+        }
+        let (registry, unavailable) = servers.registry();
+        super::unavailable_notes(&unavailable);
+        let gate = gate.with_registry(registry);
+        connected_servers = Some((servers, names, unavailable));
+        gate
+    };
     let terminal = Arc::new(Screen::default());
     let mut session = Session::new(
         Arc::new(gate),
         provider,
         approver,
-        Arc::new(recorder),
+        Arc::clone(&recorder),
         Leases::new(),
         terminal.clone(),
         args.max_steps
@@ -165,6 +199,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
+    if let Some((servers, names, unavailable)) = &connected_servers {
+        for name in names {
+            let none = Vec::new();
+            let tools = unavailable.get(name).unwrap_or(&none);
+            if let Some(line) = servers.record(name, session.run_id(), tools) {
+                recorder
+                    .append(&line)
+                    .context("cannot write the execution record")?;
+            }
+        }
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -35,6 +35,7 @@ pub(super) fn judge(
             tool: call.name.clone(),
             source: call.source,
             read_only: call.tool.read_only(),
+            annotations: call.tool.annotations(),
         },
         effects: class.effects.iter().copied().collect(),
         paths: touched.iter().map(TouchedPath::view).collect(),

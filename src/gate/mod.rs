@@ -7,7 +7,8 @@
 //! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
 //! 2. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
 //!    `invalid`. Nothing after this point sees an invalid call.
-//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches.
+//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches;
+//!    for an MCP server's tool, the policy does (`mcp.classify`), never the server.
 //! 4. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
 //! 5. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
 //!    not vouch for is capped at ask.
@@ -164,6 +165,22 @@ impl GateBuilder<'_, HostFiles> {
 }
 
 impl Gate {
+    /// The same gate over another registry: the same policy, roots, posture, jail and host
+    /// files. A gate never changes; the MCP servers' tools join by building a new one.
+    pub fn with_registry(&self, registry: Registry) -> Gate {
+        Gate {
+            registry: Arc::new(registry),
+            policy: Arc::clone(&self.policy),
+            roots: self.roots.clone(),
+            posture: self.posture,
+            explain: self.explain,
+            jail: Arc::clone(&self.jail),
+            host: self.host.clone(),
+            protected: self.protected.clone(),
+            session: self.session.clone(),
+        }
+    }
+
     /// The jail plan bash calls run under.
     pub fn jail(&self) -> &Plan {
         &self.jail
@@ -227,7 +244,7 @@ impl Gate {
     fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
         let validated = validate::validate(&self.registry, call)?;
         laps.lap(0);
-        let classified = classify::classify(validated)?;
+        let classified = classify::classify(validated, &self.policy)?;
         laps.lap(1);
         let resolved = resolve::resolve(classified, &self.roots);
         laps.lap(2);
@@ -265,6 +282,7 @@ impl Gate {
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
             sandbox: class.bash.as_ref().map(|_| self.jail.view()),
+            annotations: call.tool.annotations(),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

@@ -42,6 +42,12 @@ impl Invalid {
 pub(super) fn validate(registry: &Registry, call: &Call) -> Result<Validated, Invalid> {
     let invalid = |message: String| Invalid::of(call.id.clone(), &call.name, message);
     let Some(registered) = registry.get(&call.name) else {
+        if let Some(why) = registry.withdrawn(&call.name) {
+            return Err(invalid(format!(
+                "tool {:?} is not available: {why}",
+                call.name
+            )));
+        }
         let known: Vec<&str> = registry.names().collect();
         return Err(invalid(format!(
             "unknown tool {:?}; the tools are: {}",
@@ -49,6 +55,12 @@ pub(super) fn validate(registry: &Registry, call: &Call) -> Result<Validated, In
             known.join(", ")
         )));
     };
+    if let Some(why) = registered.tool().unavailable() {
+        return Err(invalid(format!(
+            "tool {:?} is not available: {why}",
+            call.name
+        )));
+    }
     let schema = || serde_json::to_string(registered.schema()).unwrap_or_default();
     let args = match call.parse_arguments() {
         Ok(args) => args,

@@ -120,6 +120,9 @@ pub struct Admission {
     pub input: Option<PolicyInput>,
     /// The jail a bash call would run in; `null` for other tools.
     pub sandbox: Option<PlanView>,
+    /// What the tool's provider says about it (an MCP tool's `annotations`), as given; `null`
+    /// for other tools. Shown, never trusted: it plays no part in the verdict.
+    pub annotations: Option<Value>,
 }
 
 impl Admission {
@@ -150,6 +153,7 @@ impl Admission {
             posture,
             input: None,
             sandbox: None,
+            annotations: None,
         }
     }
 }

@@ -16,8 +16,6 @@ use crate::vocab::Effect;
 
 /// Where a tool comes from, as the registry that offers it records it.
 ///
-/// More sources (MCP servers) join when a stage fills them; until then the document offers
-/// only what the gate can say truthfully.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolSource {
@@ -25,6 +23,9 @@ pub enum ToolSource {
     Builtin,
     /// A tool added to the registry by its embedder (`Registry::add`).
     Extension,
+    /// A tool an MCP server offers (`mcp__SERVER__TOOL`), or connecting to one
+    /// (`mcp_connect__SERVER`).
+    Mcp,
 }
 
 /// The tool the call reaches.
@@ -39,6 +40,10 @@ pub struct Target {
     pub source: ToolSource,
     /// Whether the tool is declared read-only.
     pub read_only: bool,
+    /// What the tool's provider says about it (an MCP tool's `annotations`: `readOnlyHint`,
+    /// `destructiveHint`, …), as given; `null` for other tools. Hints only: they never make a
+    /// call read-only.
+    pub annotations: Option<Value>,
 }
 
 /// A root folder the session's file tools may reach.
