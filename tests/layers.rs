@@ -14,7 +14,7 @@
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
-//! | `gate` | the stages strung in order: validate → classify → resolve → judge → confine → approve |
+//! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → approve |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `agent` | the record, and the loop that drives it all |
 //!
@@ -28,7 +28,7 @@ const ORDER: &[&str] = &[
 ];
 
 const GATE_STAGES: &[&str] = &[
-    "verdict", "validate", "classify", "resolve", "judge", "confine", "approve",
+    "verdict", "target", "validate", "classify", "resolve", "judge", "confine", "approve",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

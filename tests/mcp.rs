@@ -406,3 +406,23 @@ fn the_connect_record_line_says_what_the_server_brought() {
             .contains("not in the OS jail")
     );
 }
+
+#[test]
+fn an_mcp_tool_through_the_proxy_is_judged_as_itself() {
+    let w = World::new();
+    w.fixture_server("normal");
+    w.file(".env", "SECRET=1");
+    let p = w.policy("p.yaml", POLICY);
+    let proxied = json!({"name": "use_capability", "arguments": {
+        "capability": "mcp__fx__read_note", "arguments": {"path": ".env"}}});
+    let (code, v) = w.check(&proxied, &["--policy", &p, "--explain"]);
+    assert_eq!((code, v["verdict"].as_str()), (20, Some("deny")), "{v}");
+    assert_eq!(v["rules"][0]["id"], "no-env");
+    assert_eq!(v["input"]["target"]["source"], "mcp");
+    assert_eq!(v["input"]["target"]["via"], "use_capability");
+    let (_, v) = w.check(
+        &json!({"name": "use_capability", "arguments": {"capability": "mcp__fx__echo", "arguments": {"text": 1}}}),
+        &["--policy", &p],
+    );
+    assert_eq!(v["verdict"], "invalid", "{v}");
+}

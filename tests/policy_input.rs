@@ -148,7 +148,7 @@ fn fields_no_stage_fills_are_not_offered() {
         &json!({"name": "list_dir", "arguments": {"path": "."}}),
         &schema(),
     );
-    assert!(input["target"].get("via").is_none(), "{input:#}");
+    assert_eq!(input["target"]["via"], json!(null), "{input:#}");
     assert!(input["session"].get("mode").is_none(), "{input:#}");
     let mut forged = input.clone();
     forged["target"]["source"] = json!("plugin");

@@ -5,17 +5,19 @@
 //! reordered without a type error:
 //!
 //! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
-//! 2. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
+//! 2. **target** (`target`): a proxy (`use_capability`) is resolved to the tool it reaches and
+//!    that tool's arguments; everything after judges the target, never the proxy.
+//! 3. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
 //!    `invalid`. Nothing after this point sees an invalid call.
-//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches;
+//! 4. **classify** (`classify`): the tool names the call's effects and the paths it touches;
 //!    for an MCP server's tool, the policy does (`mcp.classify`), never the server.
-//! 4. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
-//! 5. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
+//! 5. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
+//! 6. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
 //!    not vouch for is capped at ask.
-//! 6. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
+//! 7. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
-//! 7. **approve** (`approve`): the posture decides what an `ask` becomes.
+//! 8. **approve** (`approve`): the posture decides what an `ask` becomes.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
 //! one, and it is bound to the one tool that was judged; it runs only once leased
@@ -34,6 +36,7 @@ mod confine;
 mod judge;
 mod misuse;
 mod resolve;
+mod target;
 mod validate;
 mod verdict;
 
@@ -242,18 +245,20 @@ impl Gate {
 
     /// The stages, in order.
     fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
-        let validated = validate::validate(&self.registry, call)?;
+        let targeted = target::target(&self.registry, call)?;
         laps.lap(0);
-        let classified = classify::classify(validated, &self.policy)?;
+        let validated = validate::validate(&self.registry, &targeted.call, targeted.via)?;
         laps.lap(1);
-        let resolved = resolve::resolve(classified, &self.roots);
+        let classified = classify::classify(validated, &self.policy)?;
         laps.lap(2);
-        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        let resolved = resolve::resolve(classified, &self.roots);
         laps.lap(3);
-        let confined = confine::confine(ruled, &self.protected, &self.jail);
+        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
         laps.lap(4);
-        let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        let confined = confine::confine(ruled, &self.protected, &self.jail);
         laps.lap(5);
+        let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        laps.lap(6);
         Ok(self.seal(approved))
     }
 
@@ -267,6 +272,7 @@ impl Gate {
         let admission = Admission {
             id: call.id,
             tool: Some(call.name.clone()),
+            via: call.via,
             verdict,
             stage: confined.stage,
             reasons: confined.reasons,
@@ -319,15 +325,15 @@ impl Gate {
 struct Laps {
     /// When the last stage ended; `None` when nobody listens.
     last: Option<Instant>,
-    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, approve.
-    us: [u64; 6],
+    /// Microseconds per stage: target, validate, classify, resolve, policy, sandbox, approve.
+    us: [u64; 7],
 }
 
 impl Laps {
     fn start() -> Laps {
         Laps {
             last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
-            us: [0; 6],
+            us: [0; 7],
         }
     }
 
@@ -346,10 +352,19 @@ impl Laps {
 
     fn report(&self, verdict: &str, stage: &str) {
         if self.on() {
-            let [validate, classify, resolve, policy, sandbox, approve] = self.us;
+            let [
+                target,
+                validate,
+                classify,
+                resolve,
+                policy,
+                sandbox,
+                approve,
+            ] = self.us;
             tracing::debug!(
                 verdict,
                 stage,
+                target_us = target,
                 validate_us = validate,
                 classify_us = classify,
                 resolve_us = resolve,

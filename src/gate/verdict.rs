@@ -94,8 +94,11 @@ impl Stage {
 pub struct Admission {
     /// The call's id, when it had one.
     pub id: Option<String>,
-    /// The tool as called; `null` when the envelope could not be read.
+    /// The tool judged: the tool as called, or the one a proxy reached; `null` when the
+    /// envelope could not be read.
     pub tool: Option<String>,
+    /// The proxy the call went through (`use_capability`); `null` for a direct call.
+    pub via: Option<&'static str>,
     /// The verdict.
     pub verdict: Verdict,
     /// The stage that settled it.
@@ -141,6 +144,7 @@ impl Admission {
         Admission {
             id,
             tool,
+            via: None,
             verdict: Verdict::Invalid,
             stage: Stage::Validate,
             reasons: vec![shorten(message, MAX_INVALID_MESSAGE, Keep::Head).into_owned()],
@@ -154,6 +158,23 @@ impl Admission {
             input: None,
             sandbox: None,
             annotations: None,
+        }
+    }
+}
+
+/// Why a call is invalid: the model must correct it.
+pub(super) struct Invalid {
+    pub id: Option<String>,
+    pub tool: Option<String>,
+    pub message: String,
+}
+
+impl Invalid {
+    pub(super) fn of(call_id: Option<String>, tool: &str, message: String) -> Invalid {
+        Invalid {
+            id: call_id,
+            tool: Some(tool.to_owned()),
+            message,
         }
     }
 }

@@ -28,10 +28,8 @@ pub enum ToolSource {
     Mcp,
 }
 
-/// The tool the call reaches.
-///
-/// There are no proxies yet, so this is the tool as called; a `via` field (the proxy the call
-/// went through) joins when the stage that resolves proxies does.
+/// The tool the call reaches: the tool as called, or the one a proxy (`use_capability`)
+/// reached, with the proxy in `via`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
     /// The tool that acts.
@@ -44,6 +42,8 @@ pub struct Target {
     /// `destructiveHint`, …), as given; `null` for other tools. Hints only: they never make a
     /// call read-only.
     pub annotations: Option<Value>,
+    /// The proxy the call went through (`use_capability`); `null` for a direct call.
+    pub via: Option<String>,
 }
 
 /// A root folder the session's file tools may reach.

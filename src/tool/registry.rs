@@ -299,6 +299,7 @@ mod tests {
                 "list_dir",
                 "move_file",
                 "read_file",
+                "use_capability",
                 "write_file"
             ]
         );

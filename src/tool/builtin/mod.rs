@@ -1,5 +1,6 @@
 //! The builtin tools, exactly as DESIGN.md names them. Read-only: `read_file`, `list_dir`,
-//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`.
+//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`. And
+//! the capability proxy, `use_capability`, which the gate resolves to the tool it names.
 //!
 //! Every file tool reaches the disk only through the [`ConfinedPath`]s its admission carries,
 //! so the kernel keeps each effect beneath the root the gate placed it in.
@@ -15,6 +16,7 @@ mod list_dir;
 mod move_file;
 mod read_file;
 mod search_walk;
+pub mod use_capability;
 mod write_file;
 
 use std::sync::Arc;
@@ -35,6 +37,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(bash::Bash),
+        Arc::new(use_capability::UseCapability),
     ]
 }
 
