@@ -75,6 +75,7 @@ pub mod agent;
 pub mod call;
 pub mod execute;
 pub mod gate;
+pub mod hooks;
 pub mod host;
 pub mod lease;
 pub mod mcp;

@@ -165,6 +165,9 @@ pub struct CallRecord {
     /// What the tool's provider says about it (an MCP tool's annotations), as given; hints
     /// that played no part in the verdict.
     pub annotations: Option<serde_json::Value>,
+    /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement (as
+    /// JSON), which was judged again and is what ran; `arguments_sha256` stays the model's.
+    pub replaced_arguments_sha256: Option<String>,
 }
 
 /// Connecting to an MCP server (`mcp_connect__NAME`): one line per server a run tried, with the

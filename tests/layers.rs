@@ -15,6 +15,7 @@
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → approve |
+//! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `agent` | the record, and the loop that drives it all |
 //!
@@ -23,8 +24,8 @@
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "lease",
-    "execute", "record", "agent",
+    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "hooks",
+    "lease", "execute", "record", "agent",
 ];
 
 const GATE_STAGES: &[&str] = &[

@@ -110,6 +110,7 @@ pub struct Session {
     run_id: String,
     record_arguments: RecordArguments,
     call_ids: HashSet<String>,
+    hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -128,6 +129,8 @@ struct Decided {
     admission: Admission,
     approval: Option<Approval>,
     runnable: Option<Admitted>,
+    /// The sha256 of the arguments a hook put in place of the model's, when one did.
+    replaced_sha256: Option<String>,
 }
 
 /// What running one call produced.
@@ -173,7 +176,19 @@ impl Session {
             run_id: record::run_id(),
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
+            hooks: None,
         }
+    }
+
+    /// Pre-tool hooks run on every admitted call, after the gate and before the approver and
+    /// the lease ([`crate::hooks`]).
+    pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Session {
+        if !hooks.is_empty() {
+            // Hooks receive the policy input: their gate attaches it.
+            let explaining = Arc::new(self.gate.with_explain(true));
+            self.hooks = Some((hooks, explaining));
+        }
+        self
     }
 
     /// What the record keeps of each call's arguments (default: [`RecordArguments::Full`],
@@ -385,6 +400,7 @@ impl Session {
                 result_sha256: sha256(full.as_bytes()),
                 receipts: ran.map(|r| r.receipts).unwrap_or_default(),
                 annotations: j.admission.annotations.clone(),
+                replaced_arguments_sha256: j.replaced_sha256.clone(),
             };
             tracing::info!(
                 call_id = %record.call_id,
@@ -409,11 +425,18 @@ impl Session {
 
     /// The gate, then the approver for an ask.
     fn judge(&mut self, call: ProposedCall) -> Decided {
-        let judgement = self.gate.admit(&Call {
+        let proposed = Call {
             id: Some(call.id.clone()),
             name: call.name.clone(),
             arguments: RawArguments::Text(call.arguments.clone()),
-        });
+        };
+        let judgement = match &self.hooks {
+            Some((hooks, explaining)) => {
+                let j = explaining.admit(&proposed);
+                hooks.pre_tool(explaining, &proposed, j)
+            }
+            None => self.gate.admit(&proposed),
+        };
         let time_ms = now_ms();
         let (admission, approval, runnable) = match judgement {
             Judgement::Refused(admission) => (admission, None, None),
@@ -437,12 +460,19 @@ impl Session {
                 (admission, Some(approval), runnable)
             }
         };
+        let replaced_sha256 = admission.replaced_arguments.as_ref().and_then(|_| {
+            let input = admission.input.as_ref()?;
+            serde_json::to_string(&input.arguments)
+                .ok()
+                .map(|a| sha256(a.as_bytes()))
+        });
         Decided {
             time_ms,
             call,
             admission,
             approval,
             runnable,
+            replaced_sha256,
         }
     }
 }

@@ -45,6 +45,10 @@ pub struct CheckArgs {
     /// only when a call names one of its tools.
     #[arg(long)]
     no_mcp: bool,
+    /// Leave the pre-tool hooks of reasonix.yaml out (each verdict a hook would have judged
+    /// says so). Without it, check runs them as a live run would, and shows their decision.
+    #[arg(long)]
+    no_hooks: bool,
     /// The call, as JSON: {"name": ..., "arguments": {...}}. Without it, JSONL is read from stdin.
     #[arg(value_name = "CALL")]
     call: Option<String>,
@@ -75,6 +79,19 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         super::warn(&notice);
     }
+    let hooks = match &built.settings.hooks {
+        Some(spec) => Some(
+            reasonix::hooks::Hooks::new(
+                spec,
+                built.gate.roots().workspace(),
+                built.gate.jail().mode(),
+            )
+            .map_err(anyhow::Error::msg)
+            .context("reasonix.yaml hooks")?,
+        ),
+        None => None,
+    }
+    .filter(|h| !h.is_empty());
     let mut servers = if args.no_mcp {
         None
     } else {
@@ -102,7 +119,28 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 if let Some(servers) = servers.as_mut() {
                     start_named_server(servers, &mut gate, text);
                 }
-                let mut a = gate.admit_text(text).into_admission();
+                let mut a = match (&hooks, reasonix::Call::parse(text)) {
+                    (Some(hooks), Ok(call)) if !args.no_hooks => {
+                        let explaining = gate.with_explain(true);
+                        let judged = explaining.admit(&call);
+                        let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
+                        if !args.explain {
+                            a.input = None;
+                        }
+                        a
+                    }
+                    (Some(hooks), Ok(call)) => {
+                        let mut a = gate.admit(&call).into_admission();
+                        if a.tool.as_deref().is_some_and(|t| hooks.matches(t))
+                            && a.verdict != Verdict::Invalid
+                        {
+                            a.reasons
+                                .push("pre-tool hooks left out (--no-hooks)".to_owned());
+                        }
+                        a
+                    }
+                    _ => gate.admit_text(text).into_admission(),
+                };
                 if let (Some(n), Verdict::Invalid) = (line, a.verdict) {
                     a.reasons = a.reasons.iter().map(|r| on_line(r, n, text)).collect();
                 }

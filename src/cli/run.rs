@@ -157,6 +157,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The MCP servers connect before the run starts: the model needs their tools' schemas.
     // Each connect is a call the gate judges first; the record gets one line per server.
     let mut connected_servers = None;
+    let jail_mode = gate.jail().mode();
     let gate = if args.no_mcp {
         let mut registry = reasonix::Registry::with_builtins();
         registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
@@ -184,7 +185,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         gate
     };
     let terminal = Arc::new(Screen::default());
-    let mut session = Session::new(
+    let session = Session::new(
         Arc::new(gate),
         provider,
         approver,
@@ -199,6 +200,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
+    let mut session = match &config.hooks {
+        Some(spec) => session.hooks(Arc::new(
+            reasonix::hooks::Hooks::new(spec, &workspace, jail_mode)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
+        )),
+        None => session,
+    };
     if let Some((servers, names, unavailable)) = &connected_servers {
         for name in names {
             let none = Vec::new();

@@ -171,8 +171,19 @@ impl Gate {
     /// The same gate over another registry: the same policy, roots, posture, jail and host
     /// files. A gate never changes; the MCP servers' tools join by building a new one.
     pub fn with_registry(&self, registry: Registry) -> Gate {
+        self.with_registry_arc(Arc::new(registry))
+    }
+
+    /// The same gate, attaching the policy input document to every admission or not.
+    pub fn with_explain(&self, explain: bool) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.explain = explain;
+        gate
+    }
+
+    fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
         Gate {
-            registry: Arc::new(registry),
+            registry,
             policy: Arc::clone(&self.policy),
             roots: self.roots.clone(),
             posture: self.posture,
@@ -289,6 +300,7 @@ impl Gate {
             input: ruled.input.filter(|_| self.explain),
             sandbox: class.bash.as_ref().map(|_| self.jail.view()),
             annotations: call.tool.annotations(),
+            replaced_arguments: None,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

@@ -75,6 +75,8 @@ pub enum Stage {
     Sandbox,
     /// The posture (unattended or strict).
     Approve,
+    /// A pre-tool hook (after approval, before the lease): it denied, or could not be run.
+    Hook,
 }
 
 impl Stage {
@@ -85,6 +87,7 @@ impl Stage {
             Stage::Policy => "policy",
             Stage::Sandbox => "sandbox",
             Stage::Approve => "approve",
+            Stage::Hook => "hook",
         }
     }
 }
@@ -126,6 +129,9 @@ pub struct Admission {
     /// What the tool's provider says about it (an MCP tool's `annotations`), as given; `null`
     /// for other tools. Shown, never trusted: it plays no part in the verdict.
     pub annotations: Option<Value>,
+    /// When a pre-tool hook replaced the call's arguments: the model's original arguments (the
+    /// verdict is on the replacement, judged again from the top).
+    pub replaced_arguments: Option<Value>,
 }
 
 impl Admission {
@@ -158,6 +164,7 @@ impl Admission {
             input: None,
             sandbox: None,
             annotations: None,
+            replaced_arguments: None,
         }
     }
 }
@@ -197,6 +204,55 @@ impl Judgement {
             Judgement::Ask(p) => &p.0.admission,
             Judgement::Refused(a) => a,
         }
+    }
+
+    /// Narrows the judgement to a block at `stage`, dropping any token: the verdict becomes
+    /// `deny` and `why` the deciding reason. A refusal stays as it is.
+    pub(crate) fn block(self, stage: Stage, why: String) -> Judgement {
+        let mut a = match self {
+            Judgement::Refused(a) => return Judgement::Refused(a),
+            other => other.into_admission(),
+        };
+        a.verdict = Verdict::Deny;
+        a.stage = stage;
+        a.reasons.insert(0, why);
+        Judgement::Refused(a)
+    }
+
+    /// Narrows an allow to an ask (a person, or the posture, must approve), with `why` as the
+    /// deciding reason; an ask or a refusal is left as it is.
+    pub(crate) fn narrow_to_ask(self, stage: Stage, why: String) -> Judgement {
+        match self {
+            Judgement::Allowed(mut a) => {
+                a.admission.verdict = Verdict::Ask;
+                a.admission.stage = stage;
+                a.admission.reasons.insert(0, why);
+                Judgement::Ask(Pending(a))
+            }
+            other => other,
+        }
+    }
+
+    /// Adds a reason after the deciding one.
+    pub(crate) fn note(mut self, why: String) -> Judgement {
+        let a = match &mut self {
+            Judgement::Allowed(a) => &mut a.admission,
+            Judgement::Ask(p) => &mut p.0.admission,
+            Judgement::Refused(a) => a,
+        };
+        a.reasons.push(why);
+        self
+    }
+
+    /// Records the arguments a hook put in place of the model's, on the admission.
+    pub(crate) fn replaced(mut self, original: Value) -> Judgement {
+        let a = match &mut self {
+            Judgement::Allowed(a) => &mut a.admission,
+            Judgement::Ask(p) => &mut p.0.admission,
+            Judgement::Refused(a) => a,
+        };
+        a.replaced_arguments = Some(original);
+        self
     }
 
     /// The conclusion, dropping any token.
