@@ -37,6 +37,9 @@ pub fn state_folder(record: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The workspace's MCP servers (`.mcp.json`): a call that could change it could add a server.
+pub const MCP_FILE: &str = ".mcp.json";
+
 /// The host's own files of one workspace, as given (absolute).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFiles {
@@ -53,7 +56,11 @@ impl HostFiles {
         HostFiles {
             state: state_folder(&record),
             record,
-            files: vec![workspace.join(SETTINGS_FILE), workspace.join(STATE_FOLDER)],
+            files: vec![
+                workspace.join(SETTINGS_FILE),
+                workspace.join(STATE_FOLDER),
+                workspace.join(MCP_FILE),
+            ],
         }
     }
 

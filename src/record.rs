@@ -2,8 +2,9 @@
 //! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
-//! Lines that are not calls carry an `event`: `run_started`, `attempt_failed` (one per attempt at
-//! an answer that failed before it was whole), `provider_error`, `run_ended`; and for the three
+//! Lines that are not calls carry an `event`: `run_started`, `mcp_connect` (one per MCP server a
+//! run tried to start, [`ConnectRecord`]), `attempt_failed` (one per attempt at an answer that
+//! failed before it was whole), `provider_error`, `run_ended`; and for the three
 //! controls over the admission path:
 //!
 //! - `plan` ([`PlanRecord`]): a plan handed in with `submit_plan`, and what was decided;
@@ -175,6 +176,46 @@ pub struct CallRecord {
     /// For a file tool: each path whose state it changed, before and after, and whether the
     /// previous content was kept for `reasonix rewind` (empty for other calls).
     pub snapshot: Vec<SnapshotFile>,
+    /// What the tool's provider says about it (an MCP tool's annotations), as given; hints
+    /// that played no part in the verdict.
+    pub annotations: Option<serde_json::Value>,
+    /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement (as
+    /// JSON), which was judged again and is what ran; `arguments_sha256` stays the model's.
+    pub replaced_arguments_sha256: Option<String>,
+}
+
+/// Connecting to an MCP server (`mcp_connect__NAME`): one line per server a run tried, with the
+/// gate's conclusion on the connect call, how it ended, the tools the server brought and those
+/// it offered that are unavailable (a schema that does not compile), each with why.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when the connect was judged.
+    pub time_ms: u128,
+    /// `mcp_connect`.
+    pub event: &'static str,
+    /// The server.
+    pub server: String,
+    /// The connect call as judged (`mcp_connect__NAME`).
+    pub tool: String,
+    /// Its arguments: `{command, args}` or `{url}`.
+    pub arguments: serde_json::Value,
+    /// What the gate concluded.
+    pub admission: AdmissionRecord,
+    /// Who let an ask through, or refused it.
+    pub approval: Option<Approval>,
+    /// `blocked` (nothing started), `failed` (it did not start or list its tools) or
+    /// `succeeded`.
+    pub outcome: Outcome,
+    /// Why it failed or was blocked.
+    pub failure: Option<String>,
+    /// The tools it brought, as registered.
+    pub tools: Vec<String>,
+    /// Tools it offered that are unavailable, with why.
+    pub unavailable: Vec<(String, String)>,
+    /// What about the server is not enforced (a stdio server outside the OS jail).
+    pub not_enforced: Option<String>,
 }
 
 /// A line that is not a call: the start and end of a run, a provider error. (A failed attempt

@@ -181,6 +181,7 @@ pub struct Session {
     plan_approved: bool,
     goal: Option<Goal>,
     rounds: usize,
+    hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -199,6 +200,8 @@ struct Decided {
     admission: Admission,
     approval: Option<Approval>,
     runnable: Option<Admitted>,
+    /// The sha256 of the arguments a hook put in place of the model's, when one did.
+    replaced_sha256: Option<String>,
 }
 
 /// What running one call produced.
@@ -260,6 +263,7 @@ impl Session {
             run_id: record::run_id(),
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
+            hooks: None,
             store,
             planning: None,
             plan_approved: false,
@@ -326,6 +330,17 @@ impl Session {
             text.push(' ');
             text.push_str(note);
         }
+    }
+
+    /// Pre-tool hooks run on every admitted call, after the gate and before the approver and
+    /// the lease ([`crate::hooks`]).
+    pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Session {
+        if !hooks.is_empty() {
+            // Hooks receive the policy input: their gate attaches it.
+            let explaining = Arc::new(self.gate.with_explain(true));
+            self.hooks = Some((hooks, explaining));
+        }
+        self
     }
 
     /// What the record keeps of each call's arguments (default: [`RecordArguments::Full`],
@@ -762,6 +777,10 @@ impl Session {
             PlanDecision::Approved => {
                 if let Some(planning) = self.planning.take() {
                     self.gate = planning.then;
+                    // The hooks judge with the session's gate: the normal one from now on.
+                    if let Some((_, explaining)) = &mut self.hooks {
+                        *explaining = Arc::new(self.gate.with_explain(true));
+                    }
                     self.plan_approved = true;
                 }
             }
@@ -810,16 +829,25 @@ impl Session {
             result_sha256: sha256(full.as_bytes()),
             receipts: ran.map(|r| r.receipts.clone()).unwrap_or_default(),
             snapshot: ran.map(|r| r.changed.clone()).unwrap_or_default(),
+            annotations: j.admission.annotations.clone(),
+            replaced_arguments_sha256: j.replaced_sha256.clone(),
         }
     }
 
     /// The gate, then the approver for an ask.
     fn judge(&mut self, call: ProposedCall) -> Decided {
-        let judgement = self.gate.admit(&Call {
+        let proposed = Call {
             id: Some(call.id.clone()),
             name: call.name.clone(),
             arguments: RawArguments::Text(call.arguments.clone()),
-        });
+        };
+        let judgement = match &self.hooks {
+            Some((hooks, explaining)) => {
+                let j = explaining.admit(&proposed);
+                hooks.pre_tool(explaining, &proposed, j)
+            }
+            None => self.gate.admit(&proposed),
+        };
         let time_ms = now_ms();
         let (admission, approval, runnable) = match judgement {
             Judgement::Refused(admission) => (admission, None, None),
@@ -843,12 +871,19 @@ impl Session {
                 (admission, Some(approval), runnable)
             }
         };
+        let replaced_sha256 = admission.replaced_arguments.as_ref().and_then(|_| {
+            let input = admission.input.as_ref()?;
+            serde_json::to_string(&input.arguments)
+                .ok()
+                .map(|a| sha256(a.as_bytes()))
+        });
         Decided {
             time_ms,
             call,
             admission,
             approval,
             runnable,
+            replaced_sha256,
         }
     }
 }

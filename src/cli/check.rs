@@ -44,6 +44,15 @@ pub struct CheckArgs {
     /// output it is the verdict's `input` field.
     #[arg(long)]
     explain: bool,
+    /// Leave MCP servers out: no server is started, and a call to an MCP tool is invalid.
+    /// Without it, a server starts (after its `mcp_connect__NAME` call is judged and allowed)
+    /// only when a call names one of its tools.
+    #[arg(long)]
+    no_mcp: bool,
+    /// Leave the pre-tool hooks of reasonix.yaml out (each verdict a hook would have judged
+    /// says so). Without it, check runs them as a live run would, and shows their decision.
+    #[arg(long)]
+    no_hooks: bool,
     /// The call, as JSON: {"name": ..., "arguments": {...}}. Without it, JSONL is read from stdin.
     #[arg(value_name = "CALL")]
     call: Option<String>,
@@ -75,7 +84,34 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         super::warn(&notice);
     }
-    let gate = built.gate;
+    let hooks = match &built.settings.hooks {
+        Some(spec) => Some(
+            reasonix::hooks::Hooks::new(
+                spec,
+                built.gate.roots().workspace(),
+                built.gate.jail().mode(),
+            )
+            .map_err(anyhow::Error::msg)
+            .context("reasonix.yaml hooks")?,
+        ),
+        None => None,
+    }
+    .filter(|h| !h.is_empty());
+    let mut servers = if args.no_mcp {
+        None
+    } else {
+        Some(super::mcp_servers(&built.gate, &built.settings)?)
+    };
+    let mut gate = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        built
+            .gate
+            .with_registry(registry)
+            .context("cannot set up the gate")?
+    } else {
+        built.gate
+    };
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
@@ -88,7 +124,31 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut judge = |text: Result<&str, String>, line: Option<usize>, out: &mut dyn Write| {
         let admission = match text {
             Ok(text) => {
-                let mut a = gate.admit_text(text).into_admission();
+                if let Some(servers) = servers.as_mut() {
+                    start_named_server(servers, &mut gate, text);
+                }
+                let mut a = match (&hooks, reasonix::Call::parse(text)) {
+                    (Some(hooks), Ok(call)) if !args.no_hooks => {
+                        let explaining = gate.with_explain(true);
+                        let judged = explaining.admit(&call);
+                        let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
+                        if !args.explain {
+                            a.input = None;
+                        }
+                        a
+                    }
+                    (Some(hooks), Ok(call)) => {
+                        let mut a = gate.admit(&call).into_admission();
+                        if a.tool.as_deref().is_some_and(|t| hooks.matches(t))
+                            && a.verdict != Verdict::Invalid
+                        {
+                            a.reasons
+                                .push("pre-tool hooks left out (--no-hooks)".to_owned());
+                        }
+                        a
+                    }
+                    _ => gate.admit_text(text).into_admission(),
+                };
                 if let (Some(n), Verdict::Invalid) = (line, a.verdict) {
                     a.reasons = a.reasons.iter().map(|r| on_line(r, n, text)).collect();
                 }
@@ -136,6 +196,50 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("cannot write the verdicts"),
     }
     Ok(ExitCode::from(exit_status(worst)))
+}
+
+/// Starts the MCP server a call names, if it is configured and not tried yet: its connect call
+/// is judged by the same gate, and only an allowed one starts it (a dry run asks nobody, so a
+/// connect that needs a person stays unstarted, and the call says why). Then the gate is
+/// rebuilt with the server's tools.
+fn start_named_server(
+    servers: &mut reasonix::agent::servers::Servers,
+    gate: &mut reasonix::Gate,
+    text: &str,
+) {
+    let Ok(call) = reasonix::Call::parse(text) else {
+        return;
+    };
+    // Through the proxy, the tool named is its capability.
+    let proxied = (call.name == "use_capability")
+        .then(|| call.parse_arguments().ok())
+        .flatten()
+        .and_then(|a| a.get("capability")?.as_str().map(str::to_owned));
+    let tool = proxied.as_deref().unwrap_or(&call.name);
+    let Some(name) = reasonix::mcp::server_of(tool) else {
+        return;
+    };
+    if !servers.has(name) || servers.tried(name) {
+        return;
+    }
+    let connected = servers.connect(name, &mut |_| None);
+    let a = &connected.admission;
+    let how = match &connected.result {
+        Ok(c) => format!("started, {} tools", c.tools().len()),
+        Err(e) => format!("not started: {e}"),
+    };
+    super::note(&format!(
+        "{}: {} at stage {}; {how}",
+        reasonix::mcp::connect_name(name),
+        a.verdict,
+        a.stage.as_str()
+    ));
+    let (registry, unavailable) = servers.registry();
+    super::unavailable_notes(&unavailable);
+    match gate.with_registry(registry) {
+        Ok(with) => *gate = with,
+        Err(e) => super::warn(&format!("the MCP tools are left out: {e}")),
+    }
 }
 
 /// One verdict as a JSON line: the admission, with the line of the input it answers (`null`

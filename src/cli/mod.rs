@@ -514,6 +514,29 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
 }
 
+/// The MCP servers of a workspace (`.mcp.json`, `mcp_servers:` of reasonix.yaml), ready to be
+/// connected through `gate`'s connect calls.
+fn mcp_servers(
+    gate: &Gate,
+    settings: &RunConfig,
+) -> anyhow::Result<reasonix::agent::servers::Servers> {
+    let configured = reasonix::mcp::servers(
+        gate.roots().workspace(),
+        &settings.mcp_servers.clone().unwrap_or_default(),
+    )
+    .map_err(anyhow::Error::msg)
+    .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
+    reasonix::agent::servers::Servers::new(configured, gate)
+        .context("cannot offer the MCP servers' connect calls")
+}
+
+/// One line on stderr per MCP tool a server offered that is unavailable.
+fn unavailable_notes(unavailable: &std::collections::BTreeMap<String, Vec<(String, String)>>) {
+    for (tool, why) in unavailable.values().flatten() {
+        warn(&format!("MCP tool {tool} is unavailable: {why}"));
+    }
+}
+
 /// A note on stderr for a person: dimmed, prefixed with `reasonix:`.
 pub fn note(text: &str) {
     let dim = anstyle::Style::new().dimmed();

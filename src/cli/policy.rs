@@ -102,6 +102,8 @@ const ALWAYS: &[(&str, &[Effect])] = &[
     ("edit_file", &[Effect::Write]),
     ("move_file", &[Effect::Write, Effect::Delete]),
     ("delete_file", &[Effect::Delete]),
+    // The proxy has none of its own: a call of it is judged as the tool it names.
+    ("use_capability", &[]),
 ];
 
 /// What the warnings know of the tools calls can name: the builtin ones, with `submit_plan`,
@@ -552,6 +554,7 @@ mod tests {
             json!({"name": "edit_file", "arguments": {"path": "a", "old_string": "x", "new_string": "y"}}),
             json!({"name": "move_file", "arguments": {"source_path": "a", "destination_path": "c"}}),
             json!({"name": "delete_file", "arguments": {"path": "a"}}),
+            json!({"name": "use_capability", "arguments": {"capability": "list_dir", "arguments": {"path": "."}}}),
         ];
         assert_eq!(calls.len(), ALWAYS.len());
         assert_eq!(Registry::with_builtins().names().count(), ALWAYS.len());

@@ -131,6 +131,9 @@ pub struct RunArgs {
     /// jail like any call; a check the gate blocks ends the run (exit 6).
     #[arg(long, value_name = "CMD", requires = "goal")]
     verify: Option<String>,
+    /// Leave the MCP servers of .mcp.json and reasonix.yaml out: none is started.
+    #[arg(long)]
+    no_mcp: bool,
     /// What to ask the agent.
     #[arg(value_name = "PROMPT")]
     prompt: String,
@@ -190,28 +193,67 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
+    let provider = provider(&args, &config, &workspace)?;
+    let recorder = Arc::new(
+        Recorder::open(&record)
+            .with_context(|| format!("cannot open the execution record {}", record.display()))?,
+    );
+    let approver: Arc<dyn Approver> = Arc::new(Prompt);
+    // The MCP servers connect before the run starts: the model needs their tools' schemas.
+    // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
+    // must start for its read-only tools to be offered); the record gets one line per server.
+    let mut connected_servers = None;
+    let jail_mode = gate.jail().mode();
+    let registry = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        registry
+    } else {
+        let mut servers = super::mcp_servers(&gate, &config)?;
+        let names: Vec<String> = servers.names().map(str::to_owned).collect();
+        for name in &names {
+            let connected = servers.connect(name, &mut |admission| {
+                Some(match approver.ask(admission) {
+                    Answer::Once => Approval::AllowOnce,
+                    Answer::Session => Approval::AllowSession,
+                    Answer::Deny => Approval::Deny,
+                })
+            });
+            match &connected.result {
+                Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
+                Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
+            }
+        }
+        let (registry, unavailable) = servers.registry();
+        super::unavailable_notes(&unavailable);
+        connected_servers = Some((servers, names, unavailable));
+        registry
+    };
+    let gate = gate
+        .with_registry(registry.clone())
+        .context("cannot set up the gate")?;
     // Plan mode: the session starts with a plan-mode gate built by the same function from the
-    // same specification, and goes on with the normal one once a plan is approved.
+    // same specification and with the same tools, and goes on with the normal one once a plan
+    // is approved.
     let (gate, after_plan) = if args.plan {
         let planning = super::gate(super::GateSpec {
             mode: Mode::Plan,
             ..spec
         })?;
-        (planning.gate, Some(Arc::new(gate)))
+        let planning = planning
+            .gate
+            .with_registry(registry)
+            .context("cannot set up the plan-mode gate")?;
+        (planning, Some(Arc::new(gate)))
     } else {
         (gate, None)
     };
-
-    let provider = provider(&args, &config, &workspace)?;
-    let recorder = Recorder::open(&record)
-        .with_context(|| format!("cannot open the execution record {}", record.display()))?;
-    let approver: Arc<dyn Approver> = Arc::new(Prompt);
     let terminal = Arc::new(Screen::default());
-    let mut session = Session::new(
+    let session = Session::new(
         Arc::new(gate),
         provider,
         approver,
-        Arc::new(recorder),
+        Arc::clone(&recorder),
         Leases::new(),
         terminal.clone(),
         args.max_steps
@@ -222,6 +264,25 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
+    let mut session = match &config.hooks {
+        Some(spec) => session.hooks(Arc::new(
+            reasonix::hooks::Hooks::new(spec, &workspace, jail_mode)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
+        )),
+        None => session,
+    };
+    if let Some((servers, names, unavailable)) = &connected_servers {
+        for name in names {
+            let none = Vec::new();
+            let tools = unavailable.get(name).unwrap_or(&none);
+            if let Some(line) = servers.record(name, session.run_id(), tools) {
+                recorder
+                    .append(&line)
+                    .context("cannot write the execution record")?;
+            }
+        }
+    }
     if let Some(then) = after_plan {
         let reviewer: Arc<dyn PlanReviewer> = if args.approve_plan {
             Arc::new(Decided(PlanAnswer::SelfApprove))

@@ -5,13 +5,16 @@
 //! reordered without a type error:
 //!
 //! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
-//! 2. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
+//! 2. **target** (`target`): a proxy (`use_capability`) is resolved to the tool it reaches and
+//!    that tool's arguments; everything after judges the target, never the proxy.
+//! 3. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
 //!    `invalid`. Nothing after this point sees an invalid call.
-//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches.
-//! 4. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
-//! 5. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
+//! 4. **classify** (`classify`): the tool names the call's effects and the paths it touches;
+//!    for an MCP server's tool, the policy does (`mcp.classify`), never the server.
+//! 5. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
+//! 6. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
 //!    not vouch for is capped at ask.
-//! 6. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
+//! 7. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
 //! 7. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
@@ -42,6 +45,7 @@ mod judge;
 mod misuse;
 mod plan;
 mod resolve;
+mod target;
 mod validate;
 mod verdict;
 
@@ -206,6 +210,38 @@ fn tools_for(mut registry: Registry, mode: Mode) -> Result<Registry, RegistryErr
 }
 
 impl Gate {
+    /// The same gate over another registry: the same policy, roots, posture, jail and host
+    /// files. A gate never changes; the MCP servers' tools join by building a new one.
+    ///
+    /// # Errors
+    ///
+    /// When the registry holds a tool the gate's mode adds itself (`submit_plan` in plan mode).
+    pub fn with_registry(&self, registry: Registry) -> Result<Gate, RegistryError> {
+        Ok(self.with_registry_arc(Arc::new(tools_for(registry, self.mode)?)))
+    }
+
+    /// The same gate, attaching the policy input document to every admission or not.
+    pub fn with_explain(&self, explain: bool) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.explain = explain;
+        gate
+    }
+
+    fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
+        Gate {
+            registry,
+            policy: Arc::clone(&self.policy),
+            roots: self.roots.clone(),
+            posture: self.posture,
+            mode: self.mode,
+            explain: self.explain,
+            jail: Arc::clone(&self.jail),
+            host: self.host.clone(),
+            protected: self.protected.clone(),
+            session: self.session.clone(),
+        }
+    }
+
     /// The jail plan bash calls run under.
     pub fn jail(&self) -> &Plan {
         &self.jail
@@ -302,20 +338,22 @@ impl Gate {
 
     /// The stages, in order.
     fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
-        let validated = validate::validate(&self.registry, call)?;
+        let targeted = target::target(&self.registry, call)?;
         laps.lap(0);
-        let classified = classify::classify(validated)?;
+        let validated = validate::validate(&self.registry, &targeted.call, targeted.via)?;
         laps.lap(1);
-        let resolved = resolve::resolve(classified, &self.roots);
+        let classified = classify::classify(validated, &self.policy)?;
         laps.lap(2);
-        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        let resolved = resolve::resolve(classified, &self.roots);
         laps.lap(3);
-        let confined = confine::confine(ruled, &self.protected, &self.jail);
+        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
         laps.lap(4);
-        let planned = plan::plan(confined, self.mode);
+        let confined = confine::confine(ruled, &self.protected, &self.jail);
         laps.lap(5);
-        let approved = approve::approve(planned, self.posture, self.policy.defaults());
+        let planned = plan::plan(confined, self.mode);
         laps.lap(6);
+        let approved = approve::approve(planned, self.posture, self.policy.defaults());
+        laps.lap(7);
         Ok(self.seal(approved))
     }
 
@@ -329,6 +367,7 @@ impl Gate {
         let admission = Admission {
             id: call.id,
             tool: Some(call.name.clone()),
+            via: call.via,
             verdict,
             stage: confined.stage,
             reasons: confined.reasons,
@@ -344,6 +383,8 @@ impl Gate {
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
             sandbox: class.bash.as_ref().map(|_| self.jail.view()),
+            annotations: call.tool.annotations(),
+            replaced_arguments: None,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);
@@ -380,15 +421,16 @@ impl Gate {
 struct Laps {
     /// When the last stage ended; `None` when nobody listens.
     last: Option<Instant>,
-    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, plan, approve.
-    us: [u64; 7],
+    /// Microseconds per stage: target, validate, classify, resolve, policy, sandbox, plan,
+    /// approve.
+    us: [u64; 8],
 }
 
 impl Laps {
     fn start() -> Laps {
         Laps {
             last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
-            us: [0; 7],
+            us: [0; 8],
         }
     }
 
@@ -407,10 +449,20 @@ impl Laps {
 
     fn report(&self, verdict: &str, stage: &str) {
         if self.on() {
-            let [validate, classify, resolve, policy, sandbox, plan, approve] = self.us;
+            let [
+                target,
+                validate,
+                classify,
+                resolve,
+                policy,
+                sandbox,
+                plan,
+                approve,
+            ] = self.us;
             tracing::debug!(
                 verdict,
                 stage,
+                target_us = target,
                 validate_us = validate,
                 classify_us = classify,
                 resolve_us = resolve,

@@ -16,8 +16,6 @@ use crate::vocab::Effect;
 
 /// Where a tool comes from, as the registry that offers it records it.
 ///
-/// More sources (MCP servers) join when a stage fills them; until then the document offers
-/// only what the gate can say truthfully.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolSource {
@@ -25,12 +23,13 @@ pub enum ToolSource {
     Builtin,
     /// A tool added to the registry by its embedder (`Registry::add`).
     Extension,
+    /// A tool an MCP server offers (`mcp__SERVER__TOOL`), or connecting to one
+    /// (`mcp_connect__SERVER`).
+    Mcp,
 }
 
-/// The tool the call reaches.
-///
-/// There are no proxies yet, so this is the tool as called; a `via` field (the proxy the call
-/// went through) joins when the stage that resolves proxies does.
+/// The tool the call reaches: the tool as called, or the one a proxy (`use_capability`)
+/// reached, with the proxy in `via`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
     /// The tool that acts.
@@ -39,6 +38,12 @@ pub struct Target {
     pub source: ToolSource,
     /// Whether the tool is declared read-only.
     pub read_only: bool,
+    /// What the tool's provider says about it (an MCP tool's `annotations`: `readOnlyHint`,
+    /// `destructiveHint`, …), as given; `null` for other tools. Hints only: they never make a
+    /// call read-only.
+    pub annotations: Option<Value>,
+    /// The proxy the call went through (`use_capability`); `null` for a direct call.
+    pub via: Option<String>,
 }
 
 /// A root folder the session's file tools may reach.

@@ -21,6 +21,7 @@ use super::Tool;
 use crate::policy::input::ToolSource;
 
 /// A tool with its canonical schema and compiled validator.
+#[derive(Clone)]
 pub struct Registered {
     tool: Arc<dyn Tool>,
     schema: Value,
@@ -99,9 +100,12 @@ pub enum RegistryError {
 }
 
 /// The tools of a session, by name.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Registered>,
+    /// Tool-name prefixes that are withdrawn, with why: an MCP server that was refused or did
+    /// not start (`mcp__NAME__` → the reason). A call to such a tool is invalid, naming it.
+    withdrawn: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -133,6 +137,32 @@ impl Registry {
     /// in plan mode adds): a builtin, like those of [`Registry::with_builtins`].
     pub(crate) fn add_builtin(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         self.insert(tool, ToolSource::Builtin)
+    }
+
+    /// Adds a tool an MCP server offers, or the call that connects to one.
+    pub fn add_mcp(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, ToolSource::Mcp)
+    }
+
+    /// Says why a tool is not offered: `key` is a tool's name, or, ending in `__`, the prefix
+    /// of every tool of a server that was refused or failed to start (`mcp__NAME__`).
+    pub fn withdraw(&mut self, key: impl Into<String>, why: impl Into<String>) {
+        self.withdrawn.insert(key.into(), why.into());
+    }
+
+    /// Why a tool of this name is not offered, when a withdrawn prefix covers it.
+    pub fn withdrawn(&self, name: &str) -> Option<&str> {
+        self.withdrawn
+            .iter()
+            .find(|(key, _)| {
+                *key == name || (key.ends_with("__") && name.starts_with(key.as_str()))
+            })
+            .map(|(_, why)| why.as_str())
+    }
+
+    /// Every withdrawn prefix with why.
+    pub fn withdrawals(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.withdrawn.iter().map(|(p, w)| (p.as_str(), w.as_str()))
     }
 
     /// Adds a tool from the given source (see [`Registry::add`]).
@@ -276,6 +306,7 @@ mod tests {
                 "list_dir",
                 "move_file",
                 "read_file",
+                "use_capability",
                 "write_file"
             ]
         );

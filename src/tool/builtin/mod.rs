@@ -1,5 +1,6 @@
 //! The builtin tools, exactly as DESIGN.md names them. Read-only: `read_file`, `list_dir`,
-//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`.
+//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`. And
+//! the capability proxy, `use_capability`, which the gate resolves to the tool it names.
 //!
 //! One more builtin exists only in plan mode ([`plan_mode`]): `submit_plan`, added by a gate
 //! built in plan mode and offered by no other, so a normal session's tools are the nine above.
@@ -19,6 +20,7 @@ mod move_file;
 mod read_file;
 mod search_walk;
 mod submit_plan;
+pub mod use_capability;
 mod write_file;
 
 use std::sync::Arc;
@@ -39,6 +41,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(bash::Bash),
+        Arc::new(use_capability::UseCapability),
     ]
 }
 

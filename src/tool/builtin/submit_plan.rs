@@ -53,6 +53,7 @@ impl Tool for SubmitPlan {
             read_only: true,
             analysed: true,
             bash: None,
+            unjailed: None,
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
