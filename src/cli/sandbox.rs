@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use reasonix::HostFiles;
+use reasonix::agent::config::RunConfig;
 use reasonix::sandbox::Roots;
 use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, danger};
 use serde_json::json;
@@ -44,6 +46,8 @@ pub struct ExecArgs {
     command: Vec<String>,
 }
 
+/// The plan a bash call would run under: the same configuration, and the same host files bound
+/// read-only (the workspace's record and settings, and the policy files given).
 fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     let policy = super::policy(&args.policies, &[], "")?;
     let mut config = policy.jail();
@@ -55,7 +59,21 @@ fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     }
     let workspace = super::workspace(args.workspace.as_deref())?;
     let roots = Roots::new(&workspace).context("cannot use the workspace")?;
-    Ok(Plan::new(&config, roots.workspace(), roots.home()))
+    let ws = roots.workspace();
+    let settings = RunConfig::load(ws).map_err(anyhow::Error::msg)?;
+    let mut host = HostFiles::for_workspace(ws);
+    if let Some(record) = &settings.record {
+        host = host.with_record(ws.join(record));
+    }
+    let mut files = RunConfig::files(ws);
+    for p in &args.policies {
+        files.push(
+            std::path::absolute(p)
+                .with_context(|| format!("cannot make {} absolute", p.display()))?,
+        );
+    }
+    let host = host.with_files(files);
+    Ok(Plan::new(&config, ws, roots.home()).with_host_files(host.all()))
 }
 
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {

@@ -140,7 +140,10 @@ impl GateBuilder<'_, HostFiles> {
         let roots = Roots::new(self.workspace)?;
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
-        let jail = Arc::new(Plan::new(&jail_config, roots.workspace(), roots.home()));
+        let jail = Arc::new(
+            Plan::new(&jail_config, roots.workspace(), roots.home())
+                .with_host_files(self.host.all()),
+        );
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
         let session = Session::new(self.posture, &roots);

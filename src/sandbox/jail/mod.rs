@@ -85,6 +85,7 @@ pub mod cgroup;
 pub mod config;
 pub mod danger;
 mod landlock_rules;
+mod mounts;
 pub mod probe;
 #[allow(unsafe_code)]
 mod run;
@@ -172,12 +173,62 @@ pub struct Plan {
     refusal: Option<String>,
     /// How a child loses its capabilities (decided from `capabilities.cap_setpcap`).
     cap_drop: CapDrop,
-    /// The Landlock ruleset, built once; each run restricts itself with a duplicate of it.
-    ruleset: Option<landlock::RulesetCreated>,
+    /// The Landlock rules, opened once, and a ruleset built ahead for the next run.
+    rulesets: Option<landlock_rules::Rulesets>,
     /// The seccomp program, compiled once.
     filter: Option<seccompiler::BpfProgram>,
-    /// The parent of every run's private temporary folder (removed with the plan).
-    tmp: Option<tempfile::TempDir>,
+    /// The runs' temporary folders and the empty file and folder that cover secrets (removed
+    /// with the plan).
+    tmp: Option<Tmp>,
+    /// A run's own namespaces, when it gets them.
+    namespaces: Option<Namespaces>,
+    /// The host's own files (as given): bound read-only in each run's mount namespace.
+    host_files: Vec<PathBuf>,
+}
+
+/// What a plan gives each run's namespaces.
+#[derive(Debug)]
+struct Namespaces {
+    /// The user namespace's ids, when one is needed (Reasonix lacks `CAP_SYS_ADMIN`).
+    users: Option<mounts::Users>,
+    /// Each secret that exists here (canonical), with the empty file or folder that covers it.
+    covers: Vec<(PathBuf, PathBuf)>,
+}
+
+/// A plan's own temporary folder: `runs/` holds each run's TMPDIR (the Landlock ruleset grants
+/// it), `void/` an empty file and an empty folder to cover secrets with.
+#[derive(Debug)]
+struct Tmp {
+    /// Removes it all on drop.
+    _dir: tempfile::TempDir,
+    /// The parent of each run's TMPDIR (canonical).
+    runs: PathBuf,
+    /// Empty, read-only.
+    empty_file: PathBuf,
+    /// Empty, read-only.
+    empty_dir: PathBuf,
+}
+
+impl Tmp {
+    fn new(dir: tempfile::TempDir) -> std::io::Result<Tmp> {
+        use std::os::unix::fs::PermissionsExt;
+        let root = dir.path().canonicalize()?;
+        let runs = root.join("runs");
+        let void = root.join("void");
+        let (empty_file, empty_dir) = (void.join("file"), void.join("dir"));
+        std::fs::create_dir(&runs)?;
+        std::fs::create_dir(&void)?;
+        std::fs::write(&empty_file, "")?;
+        std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))?;
+        std::fs::create_dir(&empty_dir)?;
+        std::fs::set_permissions(&empty_dir, std::fs::Permissions::from_mode(0o555))?;
+        Ok(Tmp {
+            _dir: dir,
+            runs,
+            empty_file,
+            empty_dir,
+        })
+    }
 }
 
 /// The plan as shown in verdicts and `sandbox probe`.
@@ -236,7 +287,7 @@ impl Plan {
         Plan::build(config, workspace, home, caps, tmp)
     }
 
-    /// The plan, given the parent of its runs' temporary folders (or why none could be made).
+    /// The plan, given the folder for its runs' temporary folders (or why none could be made).
     fn build(
         config: &JailConfig,
         workspace: &Path,
@@ -246,7 +297,12 @@ impl Plan {
     ) -> Plan {
         let (extra_write, extra_read) = config.roots(home);
         let mut write = vec![workspace.to_path_buf()];
-        write.extend(extra_write.into_iter().filter(|p| p.exists()));
+        // Canonical: a mount namespace binds them by path, and does not follow a last symlink.
+        for root in extra_write.iter().filter_map(|p| p.canonicalize().ok()) {
+            if !write.contains(&root) {
+                write.push(root);
+            }
+        }
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         if let Some(home) = home {
             read.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
@@ -262,6 +318,7 @@ impl Plan {
         let jailed = config.mode != Mode::Off;
         let enforce = config.mode == Mode::Enforce;
         let cap_drop = CapDrop::for_capabilities(&caps);
+        let namespaced = jailed && caps.namespaces;
 
         let mut enforced = Vec::new();
         let mut not_enforced = Vec::new();
@@ -327,11 +384,39 @@ impl Plan {
             } else {
                 missing.push("seccomp");
             }
+            if namespaced {
+                enforced.push("filesystem read-only outside the write roots and the run's TMPDIR (mount namespace): there no file can be written, nor its mode, owner, times or extended attributes changed".into());
+                enforced.push("system secrets covered by an empty file or folder (mount namespace), besides Landlock's refusal".into());
+                enforced.push("processes: a PID namespace of the run's own, so /proc shows its processes only, and none outlives the first".into());
+                if caps.user_namespace {
+                    enforced.push(format!("namespaces made inside a user namespace that maps only uid {} and gid {}: files of other users show as owned by nobody", caps.uid, nix::unistd::getgid().as_raw()));
+                }
+            } else {
+                missing.push("mount and PID namespaces");
+                if caps.seccomp {
+                    enforced.push("metadata: chmod, chown, utime and extended attribute calls refused everywhere (seccomp; without a mount namespace it cannot tell the write roots apart)".into());
+                    not_enforced.push("metadata inside the write roots: without a mount namespace, chmod, chown, utime and extended attribute changes are refused there too (`chmod +x` fails)".into());
+                    not_enforced.push("file times outside the write roots: without a mount namespace, setting them to the current time is let through (`touch` needs it), to no other time".into());
+                } else {
+                    not_enforced.push("metadata outside the write roots: Landlock does not mediate chmod, chown, utime or extended attributes, and neither a mount namespace nor seccomp refuses them".into());
+                }
+                not_enforced.push("process visibility: without a PID namespace, /proc shows every process on this machine, command lines included".into());
+            }
+            match (namespaced, caps.landlock_fs) {
+                (true, _) => enforced.push("TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder; the mount namespace hides the others)".into()),
+                (false, true) => enforced.push("TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder)".into()),
+                (false, false) => not_enforced.push("per-run TMPDIR: without Landlock or a mount namespace, a run can reach another's".into()),
+            }
+            enforced.push("descriptors: the command gets standard input from /dev/null, standard output and error, and no other descriptor (close_range)".into());
             let limits = config.limits;
             enforced.push(format!(
                 "limits: {} s CPU, {} bytes per file, {} open files, {} ms wall clock (whole process group killed)",
                 limits.cpu_seconds, limits.file_size, limits.open_files, limits.timeout_ms
             ));
+            enforced.push(match &caps.cgroup_memory {
+                Some(_) => format!("memory: at most {} bytes for the whole run, swap included (memory cgroup)", limits.memory_bytes),
+                None => format!("memory: at most {} bytes of address space per process (RLIMIT_AS; no memory cgroup can be made, so a run of several processes may use more in all)", limits.memory_bytes),
+            });
             enforced.push(cap_drop.words(caps.uid));
             match (&caps.cgroup_pids, caps.uid) {
                 (Some(_), _) => enforced.push(format!("at most {} processes (pids cgroup)", limits.processes)),
@@ -351,7 +436,7 @@ impl Plan {
                 not_enforced.push(format!("{m}: not available on this kernel"));
             }
         }
-        let tmp = match tmp {
+        let tmp = match tmp.and_then(Tmp::new) {
             Ok(tmp) => Some(tmp),
             Err(e) => {
                 // Every mode: a run's TMPDIR is made under it, and the ruleset grants it.
@@ -370,16 +455,16 @@ impl Plan {
                 not_enforced.push(why);
             }
         };
-        let ruleset = match (&tmp, jailed && caps.landlock_fs) {
-            (Some(tmp), true) => {
+        let rulesets = match (&tmp, jailed && caps.landlock_fs) {
+            (Some(_), true) => {
                 let rules = landlock_rules::Rules::open(&read, &write, &devices, &secrets);
-                match rules.ruleset(
-                    tmp.path(),
-                    &config.network,
-                    enforce,
-                    caps.landlock_net,
-                    caps.landlock_scope,
-                ) {
+                let spec = landlock_rules::Spec {
+                    network: config.network.clone(),
+                    strict: enforce,
+                    net: caps.landlock_net,
+                    scope: caps.landlock_scope,
+                };
+                match landlock_rules::Rulesets::new(rules, spec) {
                     Ok(r) => Some(r),
                     Err(e) => {
                         broken(format!("the Landlock ruleset could not be built: {e}"));
@@ -389,15 +474,37 @@ impl Plan {
             }
             _ => None,
         };
-        let filter =
-            match (jailed && caps.seccomp).then(|| seccomp::program(!config.network.is_empty())) {
-                Some(Ok(program)) => Some(program),
-                Some(Err(e)) => {
-                    broken(format!("the seccomp filter could not be built: {e}"));
-                    None
-                }
-                None => None,
-            };
+        let filter = match (jailed && caps.seccomp)
+            .then(|| seccomp::program(!config.network.is_empty(), !namespaced))
+        {
+            Some(Ok(program)) => Some(program),
+            Some(Err(e)) => {
+                broken(format!("the seccomp filter could not be built: {e}"));
+                None
+            }
+            None => None,
+        };
+        let namespaces = match &tmp {
+            Some(tmp) if namespaced => Some(Namespaces {
+                users: caps.user_namespace.then(|| mounts::Users {
+                    uid: caps.uid,
+                    gid: nix::unistd::getgid().as_raw(),
+                }),
+                covers: secrets
+                    .iter()
+                    .filter_map(|s| s.canonicalize().ok())
+                    .map(|s| {
+                        let cover = if s.is_dir() {
+                            &tmp.empty_dir
+                        } else {
+                            &tmp.empty_file
+                        };
+                        (s, cover.clone())
+                    })
+                    .collect(),
+            }),
+            _ => None,
+        };
         Plan {
             mode: config.mode,
             workspace: workspace.to_path_buf(),
@@ -410,10 +517,56 @@ impl Plan {
             not_enforced,
             refusal,
             cap_drop,
-            ruleset,
+            rulesets,
             filter,
             tmp,
+            namespaces,
+            host_files: Vec::new(),
         }
+    }
+
+    /// The same plan, protecting the host's own files (the record and its folder, the settings,
+    /// the policy and data files — [`crate::HostFiles::all`]): in each run's mount namespace,
+    /// those that exist when the run starts and lie inside a write root are bound read-only over
+    /// themselves, and the folders between them and their write root cannot be renamed or
+    /// removed. Their words join [`Plan::enforced`], or [`Plan::not_enforced`] where a run has
+    /// no mount namespace. The host itself (the recorder) still writes them: they are read-only
+    /// inside the jail only.
+    ///
+    /// ```
+    /// use reasonix::sandbox::jail::{JailConfig, Plan};
+    ///
+    /// let ws = std::env::temp_dir();
+    /// let plan = Plan::new(&JailConfig::default(), &ws, None)
+    ///     .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")]);
+    /// let words = [plan.enforced(), plan.not_enforced()].concat();
+    /// assert!(words.iter().any(|w| w.contains("the host's own files")));
+    /// ```
+    pub fn with_host_files<P: AsRef<Path>>(mut self, files: impl IntoIterator<Item = P>) -> Plan {
+        for f in files {
+            let f = f.as_ref().to_path_buf();
+            if !self.host_files.contains(&f) {
+                self.host_files.push(f);
+            }
+        }
+        if self.mode == Mode::Off || self.host_files.is_empty() {
+            return self;
+        }
+        let (words, list) = if self.namespaces.is_some() {
+            (
+                "the host's own files inside the write roots (record, settings, policy and data files that exist when a run starts) bound read-only over themselves, the folders above them pinned (mount namespace)",
+                &mut self.enforced,
+            )
+        } else {
+            (
+                "the host's own files inside the write roots: without a mount namespace only the gate keeps a command from changing them, and a command that does not name them is not stopped (the recorder notices a changed record afterwards)",
+                &mut self.not_enforced,
+            )
+        };
+        if !list.iter().any(|w| w == words) {
+            list.push(words.to_owned());
+        }
+        self
     }
 
     /// How strictly.
@@ -465,8 +618,18 @@ impl Plan {
             if caps.seccomp {
                 backend.push("seccomp".into());
             }
+            if self.namespaces.is_some() {
+                backend.push("mount-namespace".into());
+                backend.push("pid-namespace".into());
+                if caps.user_namespace {
+                    backend.push("user-namespace".into());
+                }
+            }
             if caps.cgroup_pids.is_some() {
                 backend.push("pids-cgroup".into());
+            }
+            if caps.cgroup_memory.is_some() {
+                backend.push("memory-cgroup".into());
             }
             backend.push("rlimits".into());
         }
