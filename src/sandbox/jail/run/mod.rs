@@ -28,8 +28,8 @@ use super::{Mode, Plan};
 
 mod namespace;
 
-use namespace::Prepared;
 pub(super) use namespace::namespaces_work;
+use namespace::{Exec, Prepared};
 
 /// What to do with the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -497,6 +497,85 @@ fn close_inherited(open_max: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What the command's process applies last before exec, in this order: it joins the cgroups,
+/// sets the limits, drops capabilities, sets `no_new_privs`, restricts itself with its Landlock
+/// ruleset (adding the `/proc` of its PID namespace first, if it has one) and installs the
+/// seccomp filter. Built before the fork; `apply` makes system calls only.
+struct Confine {
+    procs: Vec<OwnedFd>,
+    limits: super::Limits,
+    nproc: bool,
+    address_space: bool,
+    cap_drop: CapDrop,
+    ruleset: Option<OwnedFd>,
+    /// The access rights to grant on a freshly mounted `/proc` (with a PID namespace).
+    fresh_proc: Option<u64>,
+    filter: Option<seccompiler::BpfProgram>,
+}
+
+impl Confine {
+    fn apply(&self) -> std::io::Result<()> {
+        let errno = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
+        let limits = self.limits;
+        for fd in &self.procs {
+            cgroup::join(fd)?;
+        }
+        setrlimit(Resource::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds).map_err(errno)?;
+        setrlimit(Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size).map_err(errno)?;
+        setrlimit(
+            Resource::RLIMIT_NOFILE,
+            limits.open_files,
+            limits.open_files,
+        )
+        .map_err(errno)?;
+        setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(errno)?;
+        if self.nproc {
+            setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
+        }
+        if self.address_space {
+            setrlimit(
+                Resource::RLIMIT_AS,
+                limits.memory_bytes,
+                limits.memory_bytes,
+            )
+            .map_err(errno)?;
+        }
+        drop_capabilities(self.cap_drop)?;
+        nix::sys::prctl::set_no_new_privs().map_err(errno)?;
+        if let Some(ruleset) = &self.ruleset {
+            if let Some(access) = self.fresh_proc {
+                grant_fresh_proc(ruleset, access)?;
+            }
+            restrict_self(ruleset)?;
+        }
+        if let Some(filter) = &self.filter {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
+        }
+        Ok(())
+    }
+}
+
+/// Where `program` is found: itself if it names a path, else the first executable file of that
+/// name on the `PATH` of `env` (as `execvp` would search it); if none, the name as given, which
+/// exec then refuses with `ENOENT`.
+fn find_program(program: &str, env: &[(String, String)]) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return program.into();
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| std::path::Path::new(if dir.is_empty() { "." } else { dir }).join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.into())
+}
+
 /// `landlock_path_beneath_attr`: packed, as the kernel declares it.
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -663,12 +742,13 @@ pub(crate) fn run(
     let open_max = nix::sys::resource::getrlimit(Resource::RLIMIT_NOFILE)
         .map_or(65_536, |(soft, _)| soft.min(65_536) as i32);
 
+    let environment = environment(&tmpdir);
     let mut command = Command::new(program);
     command
         .args(args)
         .current_dir(&plan.workspace)
         .env_clear()
-        .envs(environment(&tmpdir))
+        .envs(environment.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
     match capture {
@@ -679,64 +759,52 @@ pub(crate) fn run(
             command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
         }
     }
+    let confine = Confine {
+        procs,
+        limits,
+        nproc,
+        address_space,
+        cap_drop,
+        ruleset,
+        fresh_proc: namespace.as_ref().map(|_| proc_access),
+        filter,
+    };
+    // With namespaces, the command's process execs itself (see `namespace`): its program is
+    // found on the jail's PATH here, before the fork, as std would find it after.
+    let exec = match &namespace {
+        Some(_) => Some(
+            Exec::new(
+                &find_program(program, &environment),
+                program,
+                args,
+                &environment,
+            )
+            .map_err(|source| RunError::Spawn {
+                program: program.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
     let hook = move || -> std::io::Result<()> {
         if !jailed {
             return Ok(());
         }
-        let errno = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
         close_inherited(open_max)?;
-        if let Some(ns) = &namespace {
-            // From here on, this is the command's process, pid 1 of its own PID namespace; the
-            // process std forked waits for it (see `namespace`).
-            ns.split()?;
+        match (&mut namespace, &exec) {
+            // Returns only if the command could not be started; see `namespace::launch`.
+            (Some(ns), Some(exec)) => namespace::launch(ns, exec, &|| confine.apply()),
+            _ => confine.apply(),
         }
-        for fd in &procs {
-            cgroup::join(fd)?;
-        }
-        if let Some(ns) = &mut namespace {
-            ns.enter()?;
-        }
-        setrlimit(Resource::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds).map_err(errno)?;
-        setrlimit(Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size).map_err(errno)?;
-        setrlimit(
-            Resource::RLIMIT_NOFILE,
-            limits.open_files,
-            limits.open_files,
-        )
-        .map_err(errno)?;
-        setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(errno)?;
-        if nproc {
-            setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
-        }
-        if address_space {
-            setrlimit(
-                Resource::RLIMIT_AS,
-                limits.memory_bytes,
-                limits.memory_bytes,
-            )
-            .map_err(errno)?;
-        }
-        drop_capabilities(cap_drop)?;
-        nix::sys::prctl::set_no_new_privs().map_err(errno)?;
-        if let Some(ruleset) = &ruleset {
-            if namespace.is_some() {
-                grant_fresh_proc(ruleset, proc_access)?;
-            }
-            restrict_self(ruleset)?;
-        }
-        if let Some(filter) = &filter {
-            seccompiler::apply_filter(filter)
-                .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
-        }
-        Ok(())
     };
     // SAFETY: the hook runs in the forked child before exec. It makes only system calls
     // (close_range, clone, wait4, mount and the new mount API, chdir, write, setrlimit, prctl,
-    // capset, landlock_restrict_self, seccomp, close) on values built before the fork (the
-    // highest capability number, the mount layout as C strings and the room for its
-    // descriptors included), allocates nothing, takes no lock, and touches no state shared with
-    // other threads; errors are returned as `io::Error` from raw OS codes, which does not
-    // allocate. The one clone it makes is a fork of this single-threaded child (`namespace`).
+    // capset, landlock_add_rule, landlock_restrict_self, seccomp, execve, close) on values built
+    // before the fork (the highest capability number, the mount layout, program, arguments and
+    // environment as C strings, and the room for the clones' descriptors included), allocates
+    // nothing, takes no lock, and touches no state shared with other threads; errors are
+    // returned as `io::Error` from raw OS codes, which does not allocate. The process it clones
+    // shares this child's memory (not Reasonix's) until it execs (`namespace`).
     unsafe {
         command.pre_exec(hook);
     }

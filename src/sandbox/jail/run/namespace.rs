@@ -8,21 +8,28 @@
 //! that execs the command must be a child of the one std forked:
 //!
 //! ```text
-//! reasonix ──fork (std)──► launcher ──clone(CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])──► the command (pid 1 inside)
+//! reasonix ──fork (std)──► launcher ──clone(CLONE_VM | CLONE_VFORK | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])──► the command (pid 1 inside)
 //! ```
 //!
-//! The launcher — the child std forked, running the `pre_exec` hook — clones once more, with
-//! fork semantics, straight into the new namespaces; the clone returns from the hook (and std
-//! execs it), while the launcher blocks every signal, closes every descriptor (std's error pipe
-//! with them, so that `spawn` returns once the command has exec'd), waits for it and exits as it
-//! did: with its status, or killed by its signal. The command dies with the launcher
-//! (`PR_SET_PDEATHSIG`), and everything in its PID namespace dies with the command. Both are in
-//! the process group std made, so the wall clock's `killpg` ends them all.
+//! The launcher — the child std forked, running the `pre_exec` hook — clones the command's
+//! process straight into the new namespaces ([`launch`]). That process shares the launcher's
+//! memory (a private copy of Reasonix's, made by std's fork) and runs on a stack of its own
+//! until it execs, while the launcher is suspended (`CLONE_VFORK`): no page table is copied a
+//! second time. It lays out the mounts, confines itself and execs the command with the
+//! program, arguments and environment prepared before the fork ([`Exec`]). If any step fails,
+//! it leaves the error in the launcher's memory and exits; the launcher then returns it from
+//! the hook, and std reports it as the spawn's error. Once it has exec'd, the launcher blocks
+//! every signal, closes every descriptor (std's error pipe with them, so that `spawn` returns),
+//! waits for the command and exits as it did: with its status, or killed by its signal. The
+//! command dies with the launcher (`PR_SET_PDEATHSIG`), and everything in its PID namespace
+//! dies with the command. Both are in the process group std made, so the wall clock's `killpg`
+//! ends them all.
 //!
 //! Everything here runs after a fork: system calls only, on values prepared before it
-//! ([`Prepared`]), no allocation, no lock.
+//! ([`Prepared`], [`Exec`]), no allocation, no lock.
 
-use std::ffi::{CStr, CString};
+use std::cell::UnsafeCell;
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -111,24 +118,9 @@ impl Prepared {
         })
     }
 
-    /// In the launcher: makes the command's process in its new namespaces and returns in it;
-    /// the launcher itself never returns from here but waits, then exits as the command did.
-    /// Fails (in the launcher, which then reports it to std) only if `clone` does.
-    pub(super) fn split(&self) -> io::Result<()> {
-        let pid = clone(self.flags)?;
-        if pid == 0 {
-            // Die with the launcher (killed by the wall clock, say); the launcher lives exactly
-            // as long as this process, so this cannot fire early.
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-            return Ok(());
-        }
-        relay(pid)
-    }
-
     /// In the command's process, first in its namespaces: maps the user namespace (if any),
     /// lays out the mounts and enters the working folder again.
-    pub(crate) fn enter(&mut self) -> io::Result<()> {
+    fn enter(&mut self) -> io::Result<()> {
         for (file, content) in &self.maps {
             write_file(file, content)?;
         }
@@ -192,6 +184,186 @@ impl Prepared {
         check(unsafe { libc::chdir(self.workspace.as_ptr()) } as c_long)?;
         Ok(())
     }
+}
+
+/// A program, its arguments and its environment as `execve` takes them, prepared before the
+/// fork.
+pub(crate) struct Exec {
+    program: CString,
+    _strings: Vec<CString>,
+    /// Null-terminated pointers into `_strings`: the arguments, the environment, and the
+    /// arguments of `/bin/sh` running the program as a script (as `execvp` does when the kernel
+    /// does not know its format).
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+    script: Vec<*const c_char>,
+}
+
+// SAFETY: the pointers point into the `CString`s the same value owns, which never change or
+// move (their buffers are on the heap) while it lives; nothing writes through them.
+unsafe impl Send for Exec {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Exec {}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exec {
+    /// `program` (a path), run as `name` (its first argument, as given) with `args`, in `env`.
+    pub(crate) fn new(
+        program: &Path,
+        name: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> io::Result<Exec> {
+        let c = |s: &str| {
+            CString::new(s).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a NUL byte in an argument or the environment",
+                )
+            })
+        };
+        let mut strings = Vec::with_capacity(1 + args.len() + env.len());
+        let mut argv = Vec::with_capacity(args.len() + 2);
+        let mut envp = Vec::with_capacity(env.len() + 1);
+        for a in std::iter::once(name).chain(args.iter().map(String::as_str)) {
+            let s = c(a)?;
+            argv.push(s.as_ptr());
+            strings.push(s);
+        }
+        for (k, v) in env {
+            let s = c(&format!("{k}={v}"))?;
+            envp.push(s.as_ptr());
+            strings.push(s);
+        }
+        let program = c_path(program)?;
+        let mut script = vec![c"/bin/sh".as_ptr(), program.as_ptr()];
+        script.extend_from_slice(&argv[1..]);
+        argv.push(std::ptr::null());
+        envp.push(std::ptr::null());
+        script.push(std::ptr::null());
+        Ok(Exec {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+            script,
+        })
+    }
+
+    /// Replaces this process with the program (or, if the kernel does not know its format, with
+    /// `/bin/sh` running it, as `execvp` does); returns only the error.
+    fn exec(&self) -> io::Error {
+        // SAFETY: the paths are NUL-terminated and `argv`, `script` and `envp` null-terminated
+        // arrays of NUL-terminated strings, all owned by `self` (or static) and alive across the
+        // calls.
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            );
+            if io::Error::last_os_error().raw_os_error() == Some(libc::ENOEXEC) {
+                libc::execve(
+                    c"/bin/sh".as_ptr(),
+                    self.script.as_ptr(),
+                    self.envp.as_ptr(),
+                );
+                return io::Error::from_raw_os_error(libc::ENOEXEC);
+            }
+        }
+        io::Error::last_os_error()
+    }
+}
+
+/// The stack the command's process runs on until it execs. Only ever written by that process,
+/// in the launcher's private copy of this memory (each run's launcher is a process of its own,
+/// forked by std), never in Reasonix itself.
+struct Stack(UnsafeCell<[u8; STACK_SIZE]>);
+
+const STACK_SIZE: usize = 256 * 1024;
+
+// SAFETY: Reasonix's own threads never touch it (see the type's doc); each launcher has its own
+// copy and one command process at a time on it.
+unsafe impl Sync for Stack {}
+
+static STACK: Stack = Stack(UnsafeCell::new([0; STACK_SIZE]));
+
+/// What the command's process reads and writes in the launcher's memory.
+struct Launch<'a> {
+    ns: &'a mut Prepared,
+    exec: &'a Exec,
+    confine: &'a dyn Fn() -> io::Result<()>,
+    /// The error that stopped it before exec (0: it exec'd).
+    error: c_int,
+}
+
+/// The command's process: first in its namespaces, it dies with the launcher, lays out its
+/// mounts, confines itself and execs; on an error, it leaves the error code and exits.
+extern "C" fn command(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Launch` that `launch` passed to clone; it lives in the launcher's
+    // memory, which this process shares while the launcher is suspended (CLONE_VFORK), so no
+    // one else accesses it until this process execs or exits.
+    let launch = unsafe { &mut *arg.cast::<Launch<'_>>() };
+    let started = (|| -> io::Result<()> {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+        launch.ns.enter()?;
+        (launch.confine)()?;
+        Err(launch.exec.exec())
+    })();
+    launch.error = started
+        .err()
+        .and_then(|e| e.raw_os_error())
+        .filter(|&e| e != 0)
+        .unwrap_or(libc::EIO);
+    127
+}
+
+/// In the launcher (std's forked child): starts the command in its namespaces, applying
+/// `confine` there before exec. Returns only if the command could not be started, with why;
+/// once it has exec'd, the launcher waits for it and exits as it did.
+pub(super) fn launch(
+    ns: &mut Prepared,
+    exec: &Exec,
+    confine: &dyn Fn() -> io::Result<()>,
+) -> io::Result<()> {
+    let mut launch = Launch {
+        ns,
+        exec,
+        confine,
+        error: 0,
+    };
+    let flags = launch.ns.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // The top of the stack, 16-byte aligned as the ABI asks.
+    let top = (STACK.0.get() as usize + STACK_SIZE) & !0xf;
+    // SAFETY: `command` runs on `STACK` (this launcher's own copy, unused by anything else)
+    // sharing this process's memory; CLONE_VFORK suspends this process until it execs or
+    // exits, so `launch` is not touched by both at once, and outlives its use there.
+    let pid = unsafe {
+        libc::clone(
+            command,
+            top as *mut c_void,
+            flags,
+            (&mut launch as *mut Launch<'_>).cast::<c_void>(),
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if launch.error != 0 {
+        let mut status: c_int = 0;
+        // SAFETY: `status` is a live `c_int` the kernel writes; reaps the process that failed.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        return Err(io::Error::from_raw_os_error(launch.error));
+    }
+    relay(pid)
 }
 
 /// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
