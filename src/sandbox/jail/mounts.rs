@@ -16,9 +16,14 @@
 //! 8. `/proc` is mounted fresh (read-only) for the run's PID namespace;
 //! 9. the working folder is entered again: the one inherited lies under the workspace's clone.
 //!
-//! Landlock then restricts what it always did. Its rules hold across these mounts: a path walk
-//! that reaches the root of a mount continues at the folder it is mounted on, so a rule on the
-//! workspace, on `/proc` or on the runs' parent also covers what is bound there.
+//! Landlock then restricts what it always did, and its rules must name what these mounts show.
+//! A Landlock path walk that reaches the root of a mount goes on above the folder the mount
+//! covers, skipping that folder's own rules. The clone of a write root has the write root itself
+//! as its root, so the rule on it holds; the run's TMPDIR clone has the run's own folder as its
+//! root, which the run's ruleset grants (and no other run's); the fresh `/proc` is a new inode,
+//! which the child adds to its ruleset once mounted. A cover's root is the plan's empty file or
+//! folder, which no rule grants: Landlock still refuses the secret's path, now with nothing
+//! behind it.
 
 use std::path::{Path, PathBuf};
 

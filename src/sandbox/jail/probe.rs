@@ -75,6 +75,23 @@ fn probe() -> Capabilities {
         .unwrap_or(0);
     // Without CAP_SYS_ADMIN, the namespaces can only be had inside a user namespace.
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
+    // The slow probes (a child process, cgroups made and removed, a filter loaded on a thread)
+    // run side by side: a `check` pays for the slowest, not for their sum.
+    let (seccomp, namespaces, (cgroup_pids, cgroup_memory)) = std::thread::scope(|s| {
+        let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
+        let cgroups = s.spawn(|| {
+            (
+                super::cgroup::available(),
+                super::cgroup::available_memory(),
+            )
+        });
+        let seccomp = super::seccomp::works();
+        (
+            seccomp,
+            namespaces.join().unwrap_or(false),
+            cgroups.join().unwrap_or((None, None)),
+        )
+    });
     Capabilities {
         kernel: nix::sys::utsname::uname()
             .map(|u| u.release().to_string_lossy().into_owned())
@@ -83,11 +100,11 @@ fn probe() -> Capabilities {
         landlock_fs: abi.is_some(),
         landlock_net: supports_net(),
         landlock_scope: supports_scope(),
-        seccomp: super::seccomp::works(),
-        namespaces: super::run::namespaces_work(user_namespace),
+        seccomp,
+        namespaces,
         user_namespace,
-        cgroup_pids: super::cgroup::available(),
-        cgroup_memory: super::cgroup::available_memory(),
+        cgroup_pids,
+        cgroup_memory,
         uid: nix::unistd::getuid().as_raw(),
         cap_setpcap: effective & (1 << CAP_SETPCAP) != 0,
     }
