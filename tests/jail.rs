@@ -1734,3 +1734,45 @@ fn as_another_user_the_namespaces_are_made_in_a_user_namespace() {
     assert_eq!(code, Some(1));
     assert!(!outside.exists());
 }
+
+#[test]
+fn the_system_secrets_stay_hidden_by_the_mount_namespace_alone() {
+    // Landlock taken away (best_effort), the empty file over /etc/shadow still hides it.
+    if lacks_namespaces() {
+        return;
+    }
+    let shadow = Path::new("/etc/shadow");
+    if skip_unless(
+        std::fs::read(shadow).is_ok_and(|s| !s.is_empty()),
+        "a readable, non-empty /etc/shadow (root), to show it hidden",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let p = plan_for(
+        &w,
+        without(|c| {
+            c.landlock_fs = false;
+            c.landlock_abi = None;
+        }),
+        |c| c.mode = Mode::BestEffort,
+    );
+    // The control: without Landlock and without namespaces, root reads it.
+    let flat = plan_for(
+        &w,
+        without(|c| {
+            c.landlock_fs = false;
+            c.landlock_abi = None;
+            c.namespaces = false;
+        }),
+        |c| c.mode = Mode::BestEffort,
+    );
+    let r = sh(&flat, "cat /etc/shadow | wc -c");
+    assert_ne!(r.stdout.trim(), "0", "{r:?}");
+    let r = sh(
+        &p,
+        "cat /etc/shadow | wc -c; ls -A /etc/ssh | wc -l; echo x > /etc/shadow",
+    );
+    assert_eq!(r.stdout, "0\n0\n", "{r:?}");
+    assert!(r.stderr.contains("Read-only file system"), "{r:?}");
+}

@@ -86,6 +86,7 @@ pub fn available() -> Option<PathBuf> {
 }
 
 /// One run's cgroup; removed on drop after every process in it is killed.
+#[derive(Debug)]
 pub struct Cgroup {
     path: PathBuf,
 }
@@ -151,6 +152,11 @@ impl Cgroup {
             .write(true)
             .open(self.path.join("cgroup.procs"))?;
         Ok(OwnedFd::from(file))
+    }
+
+    /// Whether no process is left in it.
+    pub fn is_empty(&self) -> bool {
+        fs::read_to_string(self.path.join("cgroup.procs")).is_ok_and(|l| l.trim().is_empty())
     }
 
     /// Kills every process still in the cgroup, until none is left.

@@ -64,7 +64,9 @@ pub(crate) struct Prepared {
     /// The files written to map the user namespace (`setgroups`, `uid_map`, `gid_map`).
     maps: Vec<(&'static CStr, Vec<u8>)>,
     write_roots: Vec<CString>,
-    covers: Vec<(CString, CString)>,
+    /// Each empty file or folder of the plan's, with the secrets it covers: one clone of it is
+    /// attached over the first, and bound from there over the rest.
+    covers: Vec<(CString, Vec<CString>)>,
     pins: Vec<CString>,
     read_only: Vec<CString>,
     tmp_run: CString,
@@ -99,11 +101,14 @@ impl Prepared {
                 (c"/proc/self/gid_map", format!("{gid} {gid} 1").into_bytes()),
             ];
         }
-        let covers = layout
-            .covers
-            .iter()
-            .map(|(target, source)| Ok((c_path(target)?, c_path(source)?)))
-            .collect::<io::Result<Vec<_>>>()?;
+        let mut covers: Vec<(CString, Vec<CString>)> = Vec::new();
+        for (target, source) in &layout.covers {
+            let (source, target) = (c_path(source)?, c_path(target)?);
+            match covers.iter_mut().find(|(s, _)| *s == source) {
+                Some((_, targets)) => targets.push(target),
+                None => covers.push((source, vec![target])),
+            }
+        }
         Ok(Prepared {
             flags,
             maps,
@@ -130,7 +135,7 @@ impl Prepared {
         for (fd, root) in roots.iter_mut().zip(&self.write_roots) {
             *fd = open_tree(root, true)?;
         }
-        for (fd, (_, source)) in covers.iter_mut().zip(&self.covers) {
+        for (fd, (source, _)) in covers.iter_mut().zip(&self.covers) {
             *fd = open_tree(source, false)?;
             let sealed =
                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -147,9 +152,17 @@ impl Prepared {
             move_mount(*fd, root)?;
             close(*fd);
         }
-        for (fd, (target, _)) in covers.iter().zip(&self.covers) {
-            move_mount(*fd, target)?;
+        for (fd, (_, targets)) in covers.iter().zip(&self.covers) {
+            let Some((first, rest)) = targets.split_first() else {
+                close(*fd);
+                continue;
+            };
+            move_mount(*fd, first)?;
             close(*fd);
+            // A bind keeps the flags of the mount it copies: read-only, nosuid, nodev, noexec.
+            for target in rest {
+                mount(Some(first), target, None, libc::MS_BIND)?;
+            }
         }
         // A host file that vanished since the parent looked has nothing left to protect.
         let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT);
