@@ -1776,3 +1776,54 @@ fn the_system_secrets_stay_hidden_by_the_mount_namespace_alone() {
     assert_eq!(r.stdout, "0\n0\n", "{r:?}");
     assert!(r.stderr.contains("Read-only file system"), "{r:?}");
 }
+
+#[test]
+fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so_under_best_effort()
+{
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let (argv, marker) = leaves_a_marker(&w);
+    let parent = w.root.join("not-a-memory-cgroup");
+    let caps = without(|c| c.cgroup_memory = Some(parent.clone()));
+    let p = plan_for(&w, caps.clone(), |c| c.mode = Mode::Enforce);
+    assert_eq!(p.refusal(), None);
+    match danger::exec_unjudged(&p, &argv, None, Capture::Bounded(1024)) {
+        Err(RunError::Refused(why)) => assert!(
+            why.starts_with(&format!(
+                "sandbox.bash is enforce, and the memory cgroup the plan promises could not be made in {} (",
+                parent.display()
+            )) && why.ends_with("RLIMIT_AS, the fallback, bounds each process's address space rather than the run's memory"),
+            "{why}"
+        ),
+        other => panic!("ran without its memory cgroup: {other:?}"),
+    }
+    assert!(!marker.exists(), "nothing ran");
+    // best_effort: RLIMIT_AS instead, said in the run's result.
+    let p = plan_for(&w, caps, |c| {
+        c.mode = Mode::BestEffort;
+        c.limits.memory_bytes = 3 << 30;
+    });
+    let r = sh(&p, "grep '^Max address space' /proc/self/limits");
+    assert!(r.stdout.contains(&(3u64 << 30).to_string()), "{r:?}");
+    assert_eq!(r.not_enforced.len(), 1, "{:?}", r.not_enforced);
+    assert!(
+        r.not_enforced[0].starts_with("memory: the memory cgroup could not be made in "),
+        "{:?}",
+        r.not_enforced
+    );
+    // The control: with the memory cgroup this machine has, no RLIMIT_AS and nothing to add.
+    if skip_unless(
+        jail::capabilities().cgroup_memory.is_some(),
+        "a memory cgroup (the control of this test runs in one)",
+    ) {
+        return;
+    }
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let r = sh(&p, "grep '^Max address space' /proc/self/limits");
+    assert!(
+        r.stdout.contains("unlimited") && r.not_enforced.is_empty(),
+        "{r:?}"
+    );
+}

@@ -5,8 +5,12 @@
 //!
 //! The child leads a new process group. When the main process exits — or the wall clock runs
 //! out — the whole group is killed with `SIGKILL`, and, where the run has a pids cgroup, every
-//! process still in it too (even one that left the group with `setsid`). So a jailed command
-//! never leaves a background process behind.
+//! process still in it too (even one that left the group with `setsid`). With a PID namespace,
+//! the command is its pid 1, and the kernel kills everything in the namespace when it exits. So
+//! a jailed command never leaves a background process behind.
+//!
+//! With namespaces, the child std forked is the launcher and the command its child
+//! ([`namespace`]); without, the child std forked execs the command itself.
 
 use std::collections::VecDeque;
 use std::io::Read;
