@@ -2,6 +2,14 @@
 //! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
+//! Lines that are not calls carry an `event`: `run_started`, `attempt_failed` (one per attempt at
+//! an answer that failed before it was whole), `provider_error`, `run_ended`.
+//!
+//! Every line carries its run's `run_id`, so several runs appended to one file stay apart: a
+//! call is `(run_id, call_id)`. A call line holds the arguments as the model wrote them, cut past
+//! [`ARGUMENTS_BOUND`] bytes, beside the sha256 of the whole — or, with `record.arguments:
+//! digest` in `reasonix.yaml`, the digest alone.
+//!
 //! A receipt says only what was seen: a file writer's carries the path's sha256 before and after
 //! and its size; a shell command's says its effects were not observed beyond its exit status.
 
@@ -19,6 +27,20 @@ use crate::gate::{Stage, Verdict};
 use crate::lease::Need;
 use crate::policy::RuleHit;
 use crate::sandbox::jail::PlanView;
+
+/// The most bytes of a call's arguments a record line holds; past it they are cut, with the true
+/// size said, and `arguments_sha256` is still of the whole.
+pub const ARGUMENTS_BOUND: usize = 8192;
+
+/// A run id unique among the runs of one record: the time in milliseconds, the process id and
+/// a counter within the process (a record is locked by one run at a time, so two runs on it
+/// never share all three).
+pub fn run_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("run-{:x}-{:x}-{n}", now_ms(), std::process::id())
+}
 
 /// How a call ended. Never blurred: a block is not a failure, and only what ran can succeed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -100,13 +122,18 @@ pub struct AdmissionRecord {
 /// One call, as recorded.
 #[derive(Clone, Debug, Serialize)]
 pub struct CallRecord {
+    /// The run it belongs to.
+    pub run_id: String,
     /// Milliseconds since the Unix epoch, when the call was judged.
     pub time_ms: u128,
-    /// The provider's id of the call.
+    /// The provider's id of the call (unique within the run).
     pub call_id: String,
     /// The tool as called.
     pub tool: String,
-    /// sha256 of the arguments as the model wrote them.
+    /// The arguments as the model wrote them, cut past [`ARGUMENTS_BOUND`] bytes (`null` under
+    /// `record.arguments: digest`).
+    pub arguments: Option<String>,
+    /// sha256 of the arguments as the model wrote them, all of them.
     pub arguments_sha256: String,
     /// What the gate concluded.
     pub admission: AdmissionRecord,
@@ -120,6 +147,9 @@ pub struct CallRecord {
     pub outcome: Outcome,
     /// A process's exit status.
     pub exit_code: Option<i32>,
+    /// Why it failed, in one line (`null` unless the outcome is `failed`): the tool's error, or
+    /// how the process ended and the last line it wrote to stderr.
+    pub failure: Option<String>,
     /// Milliseconds since the Unix epoch, when it began to run, its lease held (`null`: it did
     /// not run).
     pub started_ms: Option<u128>,
@@ -133,15 +163,49 @@ pub struct CallRecord {
     pub receipts: Vec<Receipt>,
 }
 
-/// A line that is not a call: the start and end of a run, a provider error.
+/// A line that is not a call: the start and end of a run, a provider error. (A failed attempt
+/// has a line of its own, [`AttemptRecord`].)
 #[derive(Clone, Debug, Serialize)]
 pub struct EventRecord {
+    /// The run it belongs to.
+    pub run_id: String,
     /// Milliseconds since the Unix epoch.
     pub time_ms: u128,
     /// `run_started`, `run_ended`, `provider_error`.
     pub event: &'static str,
     /// What happened.
     pub detail: String,
+}
+
+/// One attempt at a model's answer that failed before the answer was whole: nothing of it was
+/// judged, leased or run. The provider asked again after `wait_ms`, or, when that is `null`,
+/// gave up (a `provider_error` line follows).
+#[derive(Clone, Debug, Serialize)]
+pub struct AttemptRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when it failed.
+    pub time_ms: u128,
+    /// `attempt_failed`.
+    pub event: &'static str,
+    /// The model turn it belongs to, from 0.
+    pub step: usize,
+    /// Which attempt of that turn's answer, from 1.
+    pub attempt: u32,
+    /// `status`, `transport`, `cut`, `malformed` or `stall`.
+    pub fault: &'static str,
+    /// The HTTP status, for a `status` fault.
+    pub status: Option<u16>,
+    /// The fault in words.
+    pub detail: String,
+    /// Bytes of the response body received before it failed.
+    pub bytes: u64,
+    /// The wait the server asked for, in milliseconds.
+    pub retry_after_ms: Option<u128>,
+    /// The wait before the next attempt, in milliseconds (`null`: none followed).
+    pub wait_ms: Option<u128>,
+    /// Characters of text and reasoning that had been shown from it, now discarded.
+    pub discarded_chars: usize,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -197,12 +261,13 @@ impl Recorder {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         // One writer at a time: a second run on the same record would look like tampering.
         if let Err(e) = file.try_lock() {
+            // The caller names the path; the error says only what is wrong with it.
             return Err(std::io::Error::other(match e {
-                std::fs::TryLockError::WouldBlock => format!(
-                    "{} is the record of another run still going; give this run its own with --record",
-                    path.display()
-                ),
-                std::fs::TryLockError::Error(e) => format!("cannot lock {}: {e}", path.display()),
+                std::fs::TryLockError::WouldBlock => {
+                    "it is the record of another run still going; give this run its own with --record"
+                        .to_owned()
+                }
+                std::fs::TryLockError::Error(e) => format!("cannot lock it: {e}"),
             }));
         }
         let meta = file.metadata()?;
@@ -306,6 +371,14 @@ mod tests {
         let r = Recorder::open(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(r.append(&serde_json::json!({"f": 6})).is_err());
+    }
+
+    #[test]
+    fn run_ids_differ_within_one_process() {
+        let a = run_id();
+        let b = run_id();
+        assert_ne!(a, b);
+        assert!(a.starts_with("run-"), "{a}");
     }
 
     #[test]

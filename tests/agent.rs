@@ -1,16 +1,19 @@
 //! The agent loop end to end: a mock OpenAI-compatible server streaming SSE (fragments split
-//! across chunks, parallel calls, malformed arguments, a cut stream, HTTP errors), the scripted
-//! provider, the approver, leases under concurrency, bounded results and the execution record.
+//! across chunks, parallel calls, malformed arguments, HTTP errors), failed attempts and their
+//! retries (cut streams, malformed chunks, stalls, dropped connections, retryable statuses), the
+//! scripted provider, the approver, leases under concurrency, bounded results and the execution
+//! record.
 
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use common::mock::{self, Mock, Reply};
 use common::{ALLOW_ALL, World};
 use reasonix::agent::openai::{OpenAiConfig, OpenAiProvider};
+use reasonix::agent::provider::{FailedAttempt, Jitter, RetryPolicy};
 use reasonix::agent::script::{ScriptProvider, ScriptedCall, Turn};
 use reasonix::agent::{
     Always, Answer, Approver, End, Provider, ProviderError, Session, SessionError, Terminal,
@@ -26,6 +29,21 @@ struct Quiet;
 impl Terminal for Quiet {
     fn text(&self, _delta: &str) {}
     fn call(&self, _admission: &Admission, _record: &CallRecord) {}
+}
+
+/// Shows nothing, and keeps each failed attempt with the text and reasoning it had shown.
+#[derive(Default)]
+struct Watching(Mutex<Vec<(FailedAttempt, String, String)>>);
+
+impl Terminal for Watching {
+    fn text(&self, _delta: &str) {}
+    fn call(&self, _admission: &Admission, _record: &CallRecord) {}
+    fn attempt_failed(&self, failed: &FailedAttempt, text: &str, reasoning: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((failed.clone(), text.to_owned(), reasoning.to_owned()));
+    }
 }
 
 /// Answers with a fixed answer and counts the asks.
@@ -96,6 +114,22 @@ impl Rig {
         )
     }
 
+    /// A session whose terminal keeps the failed attempts.
+    fn watched(&self, gate: Arc<Gate>, provider: Arc<dyn Provider>) -> (Session, Arc<Watching>) {
+        let watching = Arc::new(Watching::default());
+        let session = Session::new(
+            gate,
+            provider,
+            Arc::new(Always(Answer::Deny)),
+            Arc::clone(&self.recorder),
+            Leases::new(),
+            watching.clone(),
+            10,
+            16 * 1024,
+        );
+        (session, watching)
+    }
+
     /// Runs a session on the mock that must fail, and returns why.
     async fn fails(&self, gate: &Arc<Gate>, mock: &Mock) -> SessionError {
         let mut session = self.simple(Arc::clone(gate), openai(mock));
@@ -107,6 +141,14 @@ impl Rig {
         common::jsonl(&self.record)
     }
 
+    /// The record's `attempt_failed` lines.
+    fn attempts(&self) -> Vec<Value> {
+        self.lines()
+            .into_iter()
+            .filter(|l| l["event"] == "attempt_failed")
+            .collect()
+    }
+
     /// The record's call lines.
     fn calls(&self) -> Vec<Value> {
         self.lines()
@@ -116,14 +158,28 @@ impl Rig {
     }
 }
 
+/// The provider on the mock: 2 retries, 10 ms backoff, a 5 s read timeout.
 fn openai(mock: &Mock) -> Arc<dyn Provider> {
+    openai_with(mock, 2, Duration::from_secs(5))
+}
+
+/// The provider on the mock with `retries` retries, a backoff of 10 ms doubling up to 40 ms
+/// (jitter seeded), and this read timeout.
+fn openai_with(mock: &Mock, retries: u32, read_timeout: Duration) -> Arc<dyn Provider> {
     Arc::new(
         OpenAiProvider::new(OpenAiConfig {
             base_url: mock.url.clone(),
             model: "mock-model".into(),
             key_env: "PATH".into(), // any set variable: the mock does not check keys
-            retries: 2,
-            backoff: Duration::from_millis(10),
+            retry: RetryPolicy {
+                max_retries: retries,
+                base: Duration::from_millis(10),
+                max_backoff: Duration::from_millis(40),
+                jitter: Jitter::seeded(1),
+                ..RetryPolicy::default()
+            },
+            read_timeout,
+            ..OpenAiConfig::default()
         })
         .unwrap(),
     )
@@ -261,40 +317,301 @@ async fn malformed_arguments_are_invalid_and_the_model_gets_the_schema() {
     assert!(!rig.world.ws.join("x.txt").exists());
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_stream_cut_midway_is_a_provider_error_and_nothing_partial_runs() {
-    let rig = Rig::new();
-    let mut pieces = vec![
+/// The first attempt of a stream cut in the middle of an event, with text shown and two calls
+/// begun (one of them with whole arguments).
+fn cut_midway() -> Reply {
+    Reply::Stream(vec![
         mock::text("Writing it now"),
-        mock::fragment(0, Some("c1"), Some("write_file"), r#"{"path": "out.txt", "#),
-        mock::fragment(1, Some("c2"), Some("read_file"), r#"{"path": "a.txt"}"#),
-    ];
-    // Half an event, then the connection closes: no finish reason, no [DONE].
-    pieces.push(r#"data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"ind"#.to_owned());
-    let mock = Mock::start(vec![Reply::Stream(pieces)]).await;
-    let mut session = rig.simple(
+        mock::fragment(
+            0,
+            Some("c_cut"),
+            Some("write_file"),
+            r#"{"path": "out.txt", "#,
+        ),
+        mock::fragment(
+            1,
+            Some("c_cut2"),
+            Some("write_file"),
+            r#"{"path": "b.txt", "content": "b"}"#,
+        ),
+        // Half an event, then the connection closes: no finish reason, no [DONE].
+        r#"data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"ind"#.to_owned(),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_stream_followed_by_a_whole_one_succeeds_and_runs_the_calls_once() {
+    let rig = Rig::new();
+    let args = r#"{"path": "out.txt", "content": "whole\n"}"#;
+    let mock = Mock::start(vec![
+        cut_midway(),
+        mock::proposes(&[("c1", "write_file", args)], 5),
+        mock::says("Written."),
+    ])
+    .await;
+    let (mut session, watching) = rig.watched(
+        rig.gate(Some(ALLOW_ALL), Posture::Interactive),
+        openai(&mock),
+    );
+    assert_eq!(session.run("write").await.unwrap(), End::Finished);
+
+    let bodies = mock.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0], bodies[1], "the retry sends the same request");
+    // The model's turn as replayed: the whole attempt's one call, nothing of the cut one.
+    let assistant = &bodies[2]["messages"][2];
+    assert_eq!(assistant["role"], "assistant");
+    assert!(
+        assistant["content"].is_null(),
+        "the cut text is gone: {assistant}"
+    );
+    assert_eq!(
+        assistant["tool_calls"].as_array().unwrap().len(),
+        1,
+        "{assistant}"
+    );
+    assert_eq!(assistant["tool_calls"][0]["id"], "c1");
+    assert_eq!(assistant["tool_calls"][0]["function"]["arguments"], args);
+    let told = tool_messages(&bodies[2]);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].0, "c1");
+
+    // Run once, and only the whole attempt's call.
+    let calls = rig.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["call_id"], "c1");
+    assert_eq!(calls[0]["outcome"], "succeeded");
+    assert_eq!(calls[0]["arguments_sha256"], sha256(args.as_bytes()));
+    assert_eq!(
+        std::fs::read_to_string(rig.world.ws.join("out.txt")).unwrap(),
+        "whole\n"
+    );
+    assert!(
+        !rig.world.ws.join("b.txt").exists(),
+        "the cut attempt's call never ran"
+    );
+
+    // One record line for the failed attempt, before the call.
+    let lines = rig.lines();
+    let at = lines
+        .iter()
+        .position(|l| l["event"] == "attempt_failed")
+        .unwrap();
+    let call_at = lines.iter().position(|l| l["call_id"] == "c1").unwrap();
+    assert!(at < call_at);
+    let a = &lines[at];
+    assert_eq!(a["step"], 0);
+    assert_eq!(a["attempt"], 1);
+    assert_eq!(a["fault"], "cut");
+    assert!(a["status"].is_null());
+    assert!(a["bytes"].as_u64().unwrap() > 100, "{a}");
+    let wait = a["wait_ms"].as_u64().unwrap();
+    assert!(
+        (7..=10).contains(&wait),
+        "the first backoff, jittered below 10 ms: {a}"
+    );
+    assert_eq!(a["discarded_chars"], "Writing it now".len());
+    assert_eq!(rig.attempts().len(), 1);
+
+    // The text shown from it is reported discarded.
+    let seen = watching.0.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1, "Writing it now");
+    assert_eq!(seen[0].0.attempt, 1);
+    assert!(seen[0].0.wait.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_cut_on_every_attempt_fails_the_run_naming_each_attempt_and_nothing_partial_runs()
+{
+    let rig = Rig::new();
+    let mock = Mock::start(vec![cut_midway(), cut_midway(), cut_midway()]).await;
+    let (mut session, watching) = rig.watched(
         rig.gate(Some(ALLOW_ALL), Posture::Interactive),
         openai(&mock),
     );
     let err = session.run("write").await.unwrap_err();
+    let SessionError::Provider(ProviderError::GaveUp { attempts, why }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(attempts.len(), 3);
+    assert_eq!(why, "all 2 retries spent");
     assert!(
-        matches!(err, SessionError::Provider(ProviderError::Cut(_))),
-        "{err:?}"
+        err.to_string().starts_with("gave up after 3 attempts (all 2 retries spent): attempt 1: the stream was cut before its finish reason"),
+        "{err}"
     );
-    assert!(err.to_string().contains("cut"), "{err}");
+    assert_eq!(mock.bodies().len(), 3, "retries are bounded");
     assert!(
         rig.calls().is_empty(),
         "no call of a cut answer is judged or run"
     );
-    let lines = rig.lines();
-    let last = lines.last().unwrap();
-    assert_eq!(last["event"], "provider_error");
-    assert!(last["detail"].as_str().unwrap().contains("cut"));
     assert!(!rig.world.ws.join("out.txt").exists());
+    assert!(!rig.world.ws.join("b.txt").exists());
+
+    let lines = rig.attempts();
+    let waits: Vec<Option<u64>> = lines.iter().map(|l| l["wait_ms"].as_u64()).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(
+        waits[0].is_some() && waits[1].is_some() && waits[2].is_none(),
+        "{waits:?}"
+    );
+    assert!(waits[1] > waits[0], "the backoff grows: {waits:?}");
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["attempt"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    let last = rig.lines().pop().unwrap();
+    assert_eq!(last["event"], "provider_error");
+    assert!(
+        last["detail"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{last}"
+    );
+    assert_eq!(
+        watching.0.lock().unwrap().len(),
+        3,
+        "every attempt's text is discarded"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn http_errors_are_named_and_429_and_5xx_are_retried() {
+async fn a_stall_past_the_read_timeout_is_retried() {
+    let rig = Rig::new();
+    let mock = Mock::start(vec![
+        // No head at all, then a head and some text and nothing more.
+        Reply::Silent(Duration::from_secs(20)),
+        Reply::Stall(vec![mock::text("Thinking")], Duration::from_secs(20)),
+        mock::says("Done."),
+    ])
+    .await;
+    let (mut session, watching) = rig.watched(
+        rig.gate(None, Posture::Interactive),
+        openai_with(&mock, 3, Duration::from_millis(300)),
+    );
+    let started = Instant::now();
+    assert_eq!(session.run("hi").await.unwrap(), End::Finished);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "each stall ends at the read timeout: {:?}",
+        started.elapsed()
+    );
+    let bodies = mock.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies[1] == bodies[0] && bodies[2] == bodies[0]);
+    let lines = rig.attempts();
+    assert_eq!(lines.len(), 2);
+    for l in &lines {
+        assert_eq!(l["fault"], "stall", "{l}");
+        assert!(l["detail"].as_str().unwrap().contains("300 ms"), "{l}");
+    }
+    assert_eq!(lines[0]["bytes"], 0, "nothing came: {}", lines[0]);
+    assert!(lines[1]["bytes"].as_u64().unwrap() > 0, "{}", lines[1]);
+    assert_eq!(lines[1]["discarded_chars"], "Thinking".len());
+    assert_eq!(watching.0.lock().unwrap()[1].1, "Thinking");
+    match session.messages().last().unwrap() {
+        reasonix::agent::Message::Assistant { content, .. } => {
+            assert_eq!(
+                content.as_deref(),
+                Some("Done."),
+                "only the whole attempt's text"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_chunk_fails_the_attempt_and_is_never_skipped() {
+    let rig = Rig::new();
+    // Skipping the middle chunk would leave a different, valid call: content "tail".
+    let mut pieces = vec![
+        mock::fragment(0, Some("c1"), Some("write_file"), r#"{"path": "m.txt", "content": ""#),
+        r#"data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "lost "#.to_owned() + "\n\n",
+        mock::fragment(0, None, None, r#"tail"}"#),
+    ];
+    pieces.extend(mock::finish("tool_calls"));
+    let whole = r#"{"path": "m.txt", "content": "lost tail"}"#;
+    let mock = Mock::start(vec![
+        Reply::Stream(pieces),
+        mock::proposes(&[("c1", "write_file", whole)], 6),
+        mock::says("ok"),
+    ])
+    .await;
+    let mut session = rig.simple(
+        rig.gate(Some(ALLOW_ALL), Posture::Interactive),
+        openai(&mock),
+    );
+    assert_eq!(session.run("write").await.unwrap(), End::Finished);
+    assert_eq!(
+        std::fs::read_to_string(rig.world.ws.join("m.txt")).unwrap(),
+        "lost tail"
+    );
+    let calls = rig.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["arguments_sha256"], sha256(whole.as_bytes()));
+    let lines = rig.attempts();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["fault"], "malformed");
+    assert!(
+        lines[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("unreadable chunk"),
+        "{}",
+        lines[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_connection_is_retried() {
+    let rig = Rig::new();
+    let mock = Mock::start(vec![Reply::Hangup, mock::says("hello")]).await;
+    let mut session = rig.simple(rig.gate(None, Posture::Interactive), openai(&mock));
+    assert_eq!(session.run("hi").await.unwrap(), End::Finished);
+    assert_eq!(mock.bodies().len(), 2);
+    let lines = rig.attempts();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["fault"], "transport", "{}", lines[0]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_400_is_not_retried_nor_is_any_other_4xx() {
+    for status in [400, 403, 404, 413, 422] {
+        let rig = Rig::new();
+        let gate = rig.gate(None, Posture::Interactive);
+        let mock = Mock::start(vec![
+            Reply::Status(
+                status,
+                r#"{"error":{"message":"bad request"}}"#.into(),
+                None,
+            ),
+            mock::says("never asked for"),
+        ])
+        .await;
+        let err = rig.fails(&gate, &mock).await;
+        assert!(
+            matches!(
+                &err,
+                SessionError::Provider(ProviderError::Http { status: s, .. }) if *s == status
+            ),
+            "{status}: {err:?}"
+        );
+        assert_eq!(mock.bodies().len(), 1, "a {status} is not retried");
+        assert!(
+            rig.attempts().is_empty(),
+            "{status}: no failed-attempt line"
+        );
+        assert_eq!(rig.lines().last().unwrap()["event"], "provider_error");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_errors_are_named_and_408_409_429_and_5xx_are_retried() {
     let rig = Rig::new();
     let gate = rig.gate(None, Posture::Interactive);
 
@@ -316,20 +633,32 @@ async fn http_errors_are_named_and_429_and_5xx_are_retried() {
     let mock = Mock::start(vec![Reply::Status(400, body.into(), None)]).await;
     let err = rig.fails(&gate, &mock).await;
     assert!(err.to_string().contains("\"mock-model\""), "{err}");
+    assert_eq!(mock.bodies().len(), 1, "an unknown model is not retried");
 
-    let mock = Mock::start(vec![
-        Reply::Status(429, "slow down".into(), Some(0)),
-        Reply::Status(503, "busy".into(), None),
-        mock::says("hello"),
-    ])
-    .await;
+    let retryable = [408, 409, 429, 500, 502, 503, 504];
+    let mut replies: Vec<Reply> = retryable
+        .iter()
+        .map(|s| Reply::Status(*s, "busy".into(), None))
+        .collect();
+    replies.push(mock::says("hello"));
+    let mock = Mock::start(replies).await;
+    let rig = Rig::new();
     let end = rig
-        .simple(Arc::clone(&gate), openai(&mock))
+        .simple(
+            Arc::clone(&gate),
+            openai_with(&mock, 7, Duration::from_secs(5)),
+        )
         .run("hi")
         .await
         .unwrap();
     assert_eq!(end, End::Finished);
-    assert_eq!(mock.bodies().len(), 3, "two retries, then the answer");
+    assert_eq!(mock.bodies().len(), 8, "seven retries, then the answer");
+    let statuses: Vec<u64> = rig
+        .attempts()
+        .iter()
+        .map(|l| l["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, retryable.map(|s| s as u64));
 
     let mock = Mock::start(vec![
         Reply::Status(500, "down".into(), None),
@@ -343,6 +672,51 @@ async fn http_errors_are_named_and_429_and_5xx_are_retried() {
         "{err}"
     );
     assert_eq!(mock.bodies().len(), 3, "retries are bounded");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_servers_retry_after_is_honoured() {
+    let rig = Rig::new();
+    let mock = Mock::start(vec![
+        Reply::StatusWith(
+            429,
+            vec![
+                ("retry-after-ms", "300".into()),
+                ("retry-after", "9".into()),
+            ],
+            "slow down".into(),
+        ),
+        Reply::Status(503, "busy".into(), Some(1)),
+        mock::says("hello"),
+    ])
+    .await;
+    let mut session = rig.simple(rig.gate(None, Posture::Interactive), openai(&mock));
+    assert_eq!(session.run("hi").await.unwrap(), End::Finished);
+    let gaps = mock.gaps();
+    assert!(
+        gaps[0] >= Duration::from_millis(300) && gaps[0] < Duration::from_secs(2),
+        "retry-after-ms wins over Retry-After: {gaps:?}"
+    );
+    assert!(gaps[1] >= Duration::from_secs(1), "{gaps:?}");
+    let lines = rig.attempts();
+    assert_eq!(lines[0]["retry_after_ms"], 300);
+    assert_eq!(lines[0]["wait_ms"], 300);
+    assert_eq!(lines[1]["retry_after_ms"], 1000);
+    assert_eq!(lines[1]["wait_ms"], 1000);
+
+    // A wait longer than reasonix sits through ends the retries at once.
+    let rig = Rig::new();
+    let mock = Mock::start(vec![Reply::Status(
+        503,
+        "down for an hour".into(),
+        Some(3600),
+    )])
+    .await;
+    let err = rig
+        .fails(&rig.gate(None, Posture::Interactive), &mock)
+        .await;
+    assert!(err.to_string().contains("asked to wait 3600.0 s"), "{err}");
+    assert_eq!(mock.bodies().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -685,7 +1059,11 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         if lacks_jail(&gate) {
             return ("6".into(), Vec::new());
         }
-        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; echo $((n+1)) > count"}}]});
+        // `expr`, not `$((n+1))`: bash would evaluate the file's text as arithmetic, where a
+        // subscript runs code (the `dynamic_code` hazard, issue 10). `$n` is decided at run time,
+        // so even an allow-all fallback asks (policy step 5): a person approves each bump here,
+        // as the lease is what this test is about.
+        let bump = json!({"tool_calls": [{"name": "bash", "arguments": {"command": "n=$(cat count); sleep 0.15; expr \"$n\" + 1 > count"}}]});
         let turns = json!([bump, bump, bump]);
         let leases = Leases::new();
         let other = if shared {
@@ -696,14 +1074,14 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         let mut one = rig.session(
             Arc::clone(&gate),
             script(turns.clone()),
-            Arc::new(Always(Answer::Deny)),
+            Arc::new(Always(Answer::Once)),
             leases,
             4096,
         );
         let mut two = rig.session(
             gate,
             script(turns),
-            Arc::new(Always(Answer::Deny)),
+            Arc::new(Always(Answer::Once)),
             other,
             4096,
         );

@@ -303,7 +303,11 @@ fn missing_policy_workspace_and_bad_flags_exit_2() {
     assert!(stderr.contains("/no/such/ws"), "{stderr}");
     let (code, _, stderr) = w.run(&["check", "--posture", "lenient", call], "");
     assert_eq!(code, 2);
-    assert!(stderr.contains("unknown posture"), "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'lenient'")
+            && stderr.contains("possible values: interactive, unattended, strict"),
+        "{stderr}"
+    );
     let (code, _, _) = w.run(&["check", "--format", "xml", call], "");
     assert_eq!(code, 2);
     let (code, _, stderr) = w.run(
@@ -533,4 +537,193 @@ fn a_program_sending_one_call_at_a_time_gets_each_verdict_at_once() {
     }
     drop(stdin);
     assert_eq!(child.wait().unwrap().code(), Some(20));
+}
+
+/// Issue 17, item 1: a policy of one's own replaces the embedded default, visibly.
+fn read_env() -> Value {
+    json!({"name": "read_file", "arguments": {"path": ".env"}})
+}
+
+const ALLOW_READS: &str = "package reasonix\nimport rego.v1\nallow contains \"reads are fine\" if input.tool == \"read_file\"\n";
+
+#[test]
+fn a_policy_flag_replaces_the_default_and_text_output_says_so() {
+    let w = World::new();
+    let rego = w.root.join("reads.rego");
+    std::fs::write(&rego, ALLOW_READS).unwrap();
+    let rego = rego.to_str().unwrap();
+    let (code, v) = w.check(&read_env(), &["--policy", rego]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    let ws = w.ws.to_str().unwrap();
+    let call = read_env().to_string();
+    let (code, stdout, stderr) = w.run(
+        &["check", "--workspace", ws, "--policy", rego, call.as_str()],
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stderr.contains("the embedded default policy (no-secrets, catastrophic")
+            && stderr.contains("is not in force: --policy replaces it")
+            && stderr.contains("add --policy builtin:default to keep it"),
+        "{stderr}"
+    );
+    // JSON output is for programs: no line on stderr.
+    let (_, _, stderr) = w.run(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--workspace",
+            ws,
+            "--policy",
+            rego,
+            &call,
+        ],
+        "",
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    // Without --policy, the default is in force and nothing is said.
+    let (code, stdout, stderr) = w.run(&["check", "--workspace", ws, &call], "");
+    assert_eq!(code, 20, "{stdout}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn builtin_default_keeps_the_default_beside_ones_own_policies() {
+    let w = World::new();
+    let rego = w.root.join("reads.rego");
+    std::fs::write(&rego, ALLOW_READS).unwrap();
+    let rego = rego.to_str().unwrap();
+    for order in [
+        ["--policy", "builtin:default", "--policy", rego],
+        ["--policy", rego, "--policy", "builtin:default"],
+    ] {
+        let (code, v) = w.check(&read_env(), &order);
+        assert_eq!(code, 20, "{v}");
+        assert_eq!(v["verdict"], "deny", "{v}");
+        assert_eq!(v["rules"][0]["id"], "no-secrets", "{v}");
+        assert_eq!(v["rules"][0]["source"], "embedded:policies/default.yaml");
+        // Its own rules vote too.
+        let (code, v) = w.check(
+            &json!({"name": "read_file", "arguments": {"path": "a.txt"}}),
+            &order,
+        );
+        assert_eq!(code, 0);
+        assert_eq!(v["rules"][0]["id"], "reasonix.allow", "{v}");
+    }
+    let ws = w.ws.to_str().unwrap();
+    let call = read_env().to_string();
+    let (_, _, stderr) = w.run(
+        &[
+            "check",
+            "--workspace",
+            ws,
+            "--policy",
+            "builtin:default",
+            "--policy",
+            rego,
+            &call,
+        ],
+        "",
+    );
+    assert!(stderr.is_empty(), "the default is in force: {stderr}");
+}
+
+#[test]
+fn reasonix_yaml_names_the_policies_and_a_policy_flag_wins() {
+    let w = World::new();
+    w.file(
+        "policies/team.yaml",
+        "version: 1\nrules:\n  - id: no-logs\n    decision: deny\n    paths: [\"*.log\"]\n",
+    );
+    w.file(
+        "reasonix.yaml",
+        "policies: [builtin:default, policies/team.yaml]\n",
+    );
+    let (code, v) = w.check(&read_env(), &[]);
+    assert_eq!(
+        (code, v["rules"][0]["id"].as_str()),
+        (20, Some("no-secrets"))
+    );
+    let (code, v) = w.check(
+        &json!({"name": "read_file", "arguments": {"path": "app.log"}}),
+        &[],
+    );
+    assert_eq!((code, v["rules"][0]["id"].as_str()), (20, Some("no-logs")));
+    // A policy file named there is the host's own: no call may change it.
+    let (code, v) = w.check(
+        &json!({"name": "write_file", "arguments": {"path": "policies/team.yaml", "content": "version: 1\n"}}),
+        &[],
+    );
+    assert_eq!(code, 20, "{v}");
+    assert_eq!(v["stage"], "sandbox", "{v}");
+
+    // --policy wins over the file.
+    let other = w.policy("other.yaml", "version: 1\ndefaults:\n  read_only: allow\n");
+    let (code, v) = w.check(
+        &json!({"name": "read_file", "arguments": {"path": "app.log"}}),
+        &["--policy", &other],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+
+    // Without builtin:default there, text output says the default is not in force.
+    w.file("reasonix.yaml", "policies: [policies/team.yaml]\n");
+    let ws = w.ws.to_str().unwrap();
+    let call = read_env().to_string();
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws, &call], "");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the policies: of reasonix.yaml replace it")
+            && stderr.contains("add builtin:default to that list"),
+        "{stderr}"
+    );
+    // A policy the file names that does not load is a configuration error with its place.
+    w.file("reasonix.yaml", "policies: [policies/missing.yaml]\n");
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws, &call], "");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("policies/missing.yaml"), "{stderr}");
+}
+
+#[test]
+fn show_default_prints_the_embedded_default_policy() {
+    let w = World::new();
+    let (code, stdout, _) = w.run(&["policy", "show-default"], "");
+    assert_eq!(code, 0);
+    let file = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.yaml"
+    ))
+    .unwrap();
+    assert_eq!(stdout, file);
+}
+
+/// The README's first command, as a user types it on a fresh clone, prints DENY for `.env`.
+#[test]
+fn the_readme_first_command_prints_deny_for_env() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let first = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run -q -- check"))
+        .unwrap();
+    assert_eq!(
+        first,
+        r#"cargo run -q -- check --workspace examples/workspace '{"name":"read_file","arguments":{"path":".env"}}'"#
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args([
+            "check",
+            "--workspace",
+            "examples/workspace",
+            r#"{"name":"read_file","arguments":{"path":".env"}}"#,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("NO_COLOR", "1")
+        .env("HOME", std::env::temp_dir())
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(20), "{stdout}");
+    assert!(stdout.starts_with("DENY    read_file"), "{stdout}");
 }

@@ -1,16 +1,43 @@
 //! The policy input document matches its published JSON Schema (docs/policy-input.schema.json)
-//! for a call of every builtin tool and for bash scripts of every shape.
+//! for a call of every builtin tool, for bash scripts of every shape, and for an extension tool.
 
 mod common;
 
+use std::sync::Arc;
+
 use common::World;
-use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
+use reasonix::tool::{
+    Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, ToolError,
+};
+use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry, Tool};
 use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
     let text = include_str!("../docs/policy-input.schema.json");
     let schema: Value = serde_json::from_str(text).expect("the schema is JSON");
     jsonschema::draft202012::new(&schema).expect("the schema is valid draft 2020-12")
+}
+
+/// The input document of one call through an explaining gate, checked against the schema.
+fn checked_input(gate: &Gate, call: &Value, validator: &jsonschema::Validator) -> Value {
+    let admission = gate.admit_text(&call.to_string()).into_admission();
+    let input = serde_json::to_value(
+        admission
+            .input
+            .as_ref()
+            .expect("explaining gates attach the input"),
+    )
+    .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&input)
+        .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{call}\n{}\n{input:#}",
+        errors.join("\n")
+    );
+    input
 }
 
 #[test]
@@ -43,27 +70,89 @@ fn every_input_document_matches_the_schema() {
     ];
     let validator = schema();
     for call in calls {
-        let admission = gate.admit_text(&call.to_string()).into_admission();
-        let input = serde_json::to_value(
-            admission
-                .input
-                .as_ref()
-                .expect("explaining gates attach the input"),
-        )
-        .unwrap();
-        let errors: Vec<String> = validator
-            .iter_errors(&input)
-            .map(|e| format!("{}: {e}", e.instance_path().as_str()))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "{call}\n{}\n{input:#}",
-            errors.join("\n")
-        );
+        let input = checked_input(&gate, &call, &validator);
         assert_eq!(input["tool"], call["name"]);
+        assert_eq!(input["target"]["source"], "builtin");
         assert_eq!(input["session"]["posture"], "unattended");
         assert_eq!(input["bash"].is_null(), call["name"] != "bash");
     }
+}
+
+/// A tool an embedder adds with `Registry::add`.
+struct Notes;
+
+impl Tool for Notes {
+    fn name(&self) -> &str {
+        "read_notes"
+    }
+    fn description(&self) -> &str {
+        "reads a note"
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError> {
+        let path = args.required_str("path")?;
+        Ok(Classification::reads(vec![PathRequest::read(
+            path,
+            PathRole::Target,
+        )]))
+    }
+    fn execute(&self, _: &Invocation) -> Result<Output, ToolError> {
+        Ok(Output::text(""))
+    }
+}
+
+#[test]
+fn an_extension_tool_says_extension_and_matches_the_schema() {
+    let w = World::new();
+    w.file("notes.md", "hello\n");
+    let mut registry = Registry::with_builtins();
+    registry.add(Arc::new(Notes)).unwrap();
+    let policy = PolicySet::embedded_default();
+    let gate = Gate::builder(registry, &policy, &w.ws)
+        .explain(true)
+        .host_files(HostFiles::for_workspace(&w.ws))
+        .build()
+        .unwrap();
+    let validator = schema();
+    let input = checked_input(
+        &gate,
+        &json!({"name": "read_notes", "arguments": {"path": "notes.md"}}),
+        &validator,
+    );
+    assert_eq!(input["target"]["source"], "extension");
+    assert_eq!(input["target"]["tool"], "read_notes");
+    let builtin = checked_input(
+        &gate,
+        &json!({"name": "read_file", "arguments": {"path": "notes.md"}}),
+        &validator,
+    );
+    assert_eq!(builtin["target"]["source"], "builtin");
+}
+
+#[test]
+fn fields_no_stage_fills_are_not_offered() {
+    let w = World::new();
+    let policy = PolicySet::embedded_default();
+    let gate = Gate::builder(Registry::with_builtins(), &policy, &w.ws)
+        .explain(true)
+        .host_files(HostFiles::for_workspace(&w.ws))
+        .build()
+        .unwrap();
+    let input = checked_input(
+        &gate,
+        &json!({"name": "list_dir", "arguments": {"path": "."}}),
+        &schema(),
+    );
+    assert!(input["target"].get("via").is_none(), "{input:#}");
+    assert!(input["session"].get("mode").is_none(), "{input:#}");
+    let mut forged = input.clone();
+    forged["target"]["source"] = json!("mcp");
+    assert!(!schema().is_valid(&forged), "mcp is not a source yet");
 }
 
 #[test]
@@ -104,8 +193,9 @@ fn check_explain_prints_the_input_document() {
         "{text}"
     );
     let (_, plain, _) = w.run(&["check", "--format", "json", "--workspace", ws, call], "");
+    let plain: Value = serde_json::from_str(plain.trim()).unwrap();
     assert!(
-        !plain.contains("\"input\""),
-        "without --explain there is no input field"
+        plain["input"].is_null(),
+        "without --explain the input field is null: {plain}"
     );
 }

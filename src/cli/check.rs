@@ -14,12 +14,14 @@ use clap::{Args, ValueEnum};
 use reasonix::{Admission, Posture, Verdict};
 use serde::Serialize;
 
+use super::PostureArg;
 use super::render;
 
 #[derive(Args)]
 pub struct CheckArgs {
-    /// A YAML policy file or a folder of them; repeat to merge several. Without any, the
-    /// embedded default policy is used.
+    /// A YAML or Rego policy file or a folder of them; repeat to merge several.
+    /// `builtin:default` is the embedded default policy, which any --policy otherwise replaces.
+    /// Without any, `policies:` of reasonix.yaml, else the embedded default.
     #[arg(long = "policy", value_name = "PATH")]
     policies: Vec<PathBuf>,
     /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
@@ -28,9 +30,9 @@ pub struct CheckArgs {
     /// The workspace the call runs in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Who answers an `ask`: interactive, unattended or strict.
-    #[arg(long, default_value = "interactive", value_parser = parse_posture)]
-    posture: Posture,
+    /// Who answers an `ask`.
+    #[arg(long, value_enum, default_value_t = PostureArg::Interactive)]
+    posture: PostureArg,
     /// Output: `text` for people, `json` for scripts (one JSON object per call and line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -49,22 +51,26 @@ enum Format {
     Json,
 }
 
-fn parse_posture(s: &str) -> Result<Posture, String> {
-    s.parse()
-}
-
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let policy = super::policy(&args.policies, &args.data, "; nothing was checked")?;
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let (gate, _) = super::gate(super::GateSpec {
+    let posture = Posture::from(args.posture);
+    let built = super::gate(super::GateSpec {
         workspace: &workspace,
-        policy: &policy,
-        policies: &args.policies,
-        data: &args.data,
+        policies: super::Policies::Named {
+            policies: &args.policies,
+            data: &args.data,
+            refused: "; nothing was checked",
+        },
         record: None,
-        posture: args.posture,
+        posture,
         explain: args.explain,
     })?;
+    if args.format == Format::Text
+        && let Some(notice) = built.chosen.default_notice()
+    {
+        super::warn(&notice);
+    }
+    let gate = built.gate;
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
@@ -83,7 +89,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 }
                 a
             }
-            Err(why) => Admission::unreadable(why, args.posture),
+            Err(why) => Admission::unreadable(why, posture),
         };
         worst = worst.max(Some(admission.verdict));
         match args.format {

@@ -1,35 +1,60 @@
-//! The command line. Each command lives in its own module; this one parses arguments, maps
-//! errors to exit status 2 and prints them the way a user can act on.
+//! The command line. Each command lives in its own module; this one parses arguments, sets up
+//! the logs, maps errors to exit status 2 and prints them the way a user can act on.
 //!
 //! Exit status of `check` (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
 //! 2 usage or configuration error; of `run`: 0 finished, 3 max steps, 4 provider failed. clap's
 //! own usage errors exit 2 as well.
+//!
+//! Logs (`tracing`) go to stderr only, never into the verdicts or JSON on stdout: warnings by
+//! default, `-v` info, `-vv` debug (a span per call with each stage's duration), `-vvv` trace,
+//! `-q` none; without `-v`/`-q`, `RUST_LOG` says what to log when it is set.
 
 mod check;
+mod out;
 mod policy;
 mod render;
 mod run;
 mod sandbox;
 
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use reasonix::agent::config::RunConfig;
+use reasonix::policy::BUILTIN_DEFAULT;
 use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
 
+/// `--version` in one line: the version, the commit and the build profile. `--version` itself
+/// prints more (see [`long_version`]).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("REASONIX_COMMIT"),
+    ", ",
+    env!("REASONIX_PROFILE"),
+    " build)"
+);
+
 #[derive(Parser)]
 #[command(
     name = "reasonix",
-    version,
+    version = VERSION,
     about = "A policy-as-code permission and sandbox gateway for LLM agent tool calls",
     propagate_version = true
 )]
 struct Cli {
+    /// More logs on stderr: -v info, -vv debug (each call's stages and their durations), -vvv
+    /// trace. Without -v or -q, RUST_LOG says what to log (default: warnings).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+    /// No logs on stderr, not even warnings (errors and notes about the run still show).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,7 +66,7 @@ enum Command {
     /// Run the agent on a prompt: the model proposes calls, the gate judges them, the jail runs
     /// them, and the execution record says what happened.
     Run(run::RunArgs),
-    /// Test and check policies.
+    /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
         command: policy::PolicyCommand,
@@ -51,16 +76,65 @@ enum Command {
         #[command(subcommand)]
         command: sandbox::SandboxCommand,
     },
+    /// Print a completion script for a shell, e.g. `reasonix completions bash >
+    /// ~/.local/share/bash-completion/completions/reasonix`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// The shells completions are written for.
+#[derive(Clone, Copy, ValueEnum)]
+enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// The posture, as the command line names it.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum PostureArg {
+    /// A person at the terminal answers each ask.
+    #[default]
+    Interactive,
+    /// Nobody answers: an ask becomes the policy's `defaults.unattended` (an ask about what
+    /// the analysis could not judge becomes deny).
+    Unattended,
+    /// Only a call an allow rule covers runs; every other call is denied.
+    Strict,
+}
+
+impl From<PostureArg> for Posture {
+    fn from(p: PostureArg) -> Posture {
+        match p {
+            PostureArg::Interactive => Posture::Interactive,
+            PostureArg::Unattended => Posture::Unattended,
+            PostureArg::Strict => Posture::Strict,
+        }
+    }
 }
 
 /// Runs the command line.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            let mut stdout = out::Stdout::plain();
+            let _ = stdout.write_all(long_version().as_bytes());
+            return ExitCode::SUCCESS;
+        }
+        // Help goes to stdout and exits 0; a usage error goes to stderr and exits 2.
+        Err(e) => e.exit(),
+    };
+    logs(cli.verbose, cli.quiet);
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Sandbox { command } => sandbox::run(command),
+        Command::Completions { shell } => completions(shell),
     };
     match result {
         Ok(code) => code,
@@ -69,13 +143,118 @@ pub fn main() -> ExitCode {
             let style = anstyle::Style::new()
                 .bold()
                 .fg_color(Some(anstyle::AnsiColor::Red.into()));
-            let _ = std::io::Write::write_fmt(
-                &mut stderr,
-                format_args!("{style}error{style:#}: {e:#}\n"),
-            );
+            let _ = writeln!(stderr, "{style}error{style:#}: {}", chain(&e));
             ExitCode::from(EXIT_CONFIG)
         }
     }
+}
+
+/// An error and its causes on one line, each said once: a cause whose text the message before
+/// it already holds (`cannot read x: No such file or directory (os error 2)` over the same
+/// `io::Error`) is not repeated.
+fn chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+/// The tracing subscriber: stderr, no colour unless stderr is a terminal and `NO_COLOR` is
+/// unset. `-v`/`-q` win over `RUST_LOG`.
+fn logs(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match (quiet, verbose) {
+        (true, _) => EnvFilter::new("off"),
+        (false, 0) => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        (false, 1) => EnvFilter::new("warn,reasonix=info"),
+        (false, 2) => EnvFilter::new("warn,reasonix=debug"),
+        (false, _) => EnvFilter::new("trace"),
+    };
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // Only fails when a subscriber is already set, which nothing else here does.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(colour)
+        .with_target(false)
+        .try_init();
+}
+
+/// What `--version` prints: the version, the commit, the build profile, and what the jail can
+/// enforce on this machine.
+fn long_version() -> String {
+    let caps = reasonix::sandbox::jail::capabilities();
+    let mut jail = Vec::new();
+    match caps.landlock_abi {
+        Some(abi) => {
+            let mut what = vec!["filesystem"];
+            if caps.landlock_net {
+                what.push("TCP ports");
+            }
+            if caps.landlock_scope {
+                what.push("signal and socket scoping");
+            }
+            jail.push(format!("Landlock ABI {abi} ({})", what.join(", ")));
+        }
+        None => jail.push("no Landlock".to_owned()),
+    }
+    jail.push(
+        if caps.seccomp {
+            "seccomp"
+        } else {
+            "no seccomp"
+        }
+        .to_owned(),
+    );
+    jail.push(match &caps.cgroup_pids {
+        Some(_) => "a pids cgroup".to_owned(),
+        None => "no pids cgroup (RLIMIT_NPROC only)".to_owned(),
+    });
+    format!(
+        "reasonix {}\ncommit: {}\nprofile: {}\njail here: {} (kernel {}; `reasonix sandbox probe` says more)\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("REASONIX_COMMIT"),
+        env!("REASONIX_PROFILE"),
+        jail.join(", "),
+        caps.kernel
+    )
+}
+
+/// `reasonix completions SHELL`.
+fn completions(shell: Shell) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command();
+    let mut script = Vec::new();
+    // Generated into memory first: clap_complete panics on a write error, and a closed pipe is
+    // not one worth a panic.
+    match shell {
+        Shell::Bash => clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut cmd,
+            "reasonix",
+            &mut script,
+        ),
+        Shell::Zsh => {
+            clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "reasonix", &mut script)
+        }
+        Shell::Fish => clap_complete::generate(
+            clap_complete::Shell::Fish,
+            &mut cmd,
+            "reasonix",
+            &mut script,
+        ),
+    }
+    let mut stdout = out::Stdout::plain();
+    stdout.write_all(&script)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--workspace`, or the current folder.
@@ -86,26 +265,143 @@ fn workspace(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The `--policy` and `--data` files, or the embedded default policy when none is given.
-/// `refused` says what a policy that does not load stops.
-fn policy(policies: &[PathBuf], data: &[PathBuf], refused: &str) -> anyhow::Result<PolicySet> {
-    if policies.is_empty() && data.is_empty() {
-        return Ok(PolicySet::embedded_default());
+/// Where the policies in force came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `--policy` (or `--data`) on the command line.
+    Flags,
+    /// `policies:` (or `data:`) in `reasonix.yaml`.
+    Settings,
+    /// Nothing named any: the embedded default.
+    Default,
+    /// A set the caller loaded itself (the policies beside a case file).
+    Given,
+}
+
+/// The policies in force and the files they came from.
+pub struct Chosen {
+    /// The loaded policies.
+    pub set: PolicySet,
+    /// The policy and data files, absolute: host files no call may change.
+    pub files: Vec<PathBuf>,
+    /// Where the choice came from.
+    pub origin: Origin,
+}
+
+impl Chosen {
+    /// The line a person reading text output needs when the embedded default is not in force:
+    /// its rules do not vote, and `.env` may be readable.
+    pub fn default_notice(&self) -> Option<String> {
+        if self.set.includes_default() {
+            return None;
+        }
+        let rules: Vec<String> = PolicySet::embedded_default()
+            .yaml_rules()
+            .into_iter()
+            .map(|(_, id, _)| id)
+            .collect();
+        let (named, how) = match self.origin {
+            Origin::Flags => (
+                "--policy replaces it",
+                format!("add --policy {BUILTIN_DEFAULT} to keep it"),
+            ),
+            Origin::Settings => (
+                "the policies: of reasonix.yaml replace it",
+                format!("add {BUILTIN_DEFAULT} to that list to keep it"),
+            ),
+            Origin::Default | Origin::Given => return None,
+        };
+        Some(format!(
+            "the embedded default policy ({}) is not in force: {named}; {how}",
+            rules.join(", ")
+        ))
     }
-    PolicySet::load_with(policies, data, false)
-        .with_context(|| format!("the policy does not load{refused}"))
+}
+
+/// The policies in force for `workspace` (canonical) with these settings: `--policy` and
+/// `--data` as given, else `policies:` and `data:` of `reasonix.yaml` (each list on its own),
+/// else the embedded default. `builtin:default` in a list stands for the embedded default.
+/// `refused` says what a policy that does not load stops.
+fn choose(
+    workspace: &Path,
+    settings: &RunConfig,
+    policies: &[PathBuf],
+    data: &[PathBuf],
+    refused: &str,
+) -> anyhow::Result<Chosen> {
+    let from_flags = !policies.is_empty();
+    let policies = if policies.is_empty() {
+        settings.policy_paths(workspace)
+    } else {
+        policies.to_vec()
+    };
+    let data = if data.is_empty() {
+        settings.data_paths(workspace)
+    } else {
+        data.to_vec()
+    };
+    if policies.is_empty() && data.is_empty() {
+        return Ok(Chosen {
+            set: PolicySet::embedded_default(),
+            files: Vec::new(),
+            origin: Origin::Default,
+        });
+    }
+    let set = PolicySet::load_with(&policies, &data, false)
+        .with_context(|| format!("the policy does not load{refused}"))?;
+    let mut files = Vec::new();
+    for p in policies.iter().chain(&data) {
+        if p.as_os_str() != BUILTIN_DEFAULT {
+            files.push(absolute(p)?);
+        }
+    }
+    tracing::info!(
+        sources = ?set.source_names().collect::<Vec<_>>(),
+        "policies loaded"
+    );
+    Ok(Chosen {
+        set,
+        files,
+        origin: if from_flags {
+            Origin::Flags
+        } else {
+            Origin::Settings
+        },
+    })
+}
+
+/// The workspace, canonical, with its settings (`reasonix.yaml`).
+fn settled(workspace: &Path) -> anyhow::Result<(PathBuf, RunConfig)> {
+    let canonical = workspace
+        .canonicalize()
+        .with_context(|| format!("the workspace {} does not exist", workspace.display()))?;
+    let settings = RunConfig::load(&canonical).map_err(anyhow::Error::msg)?;
+    Ok((canonical, settings))
+}
+
+/// Which policies a gate judges with.
+enum Policies<'a> {
+    /// `--policy` and `--data` as given (see [`choose`]); `refused` says what a policy that
+    /// does not load stops.
+    Named {
+        policies: &'a [PathBuf],
+        data: &'a [PathBuf],
+        refused: &'a str,
+    },
+    /// A set already loaded, from these files (the policies beside a case file).
+    Loaded {
+        set: &'a PolicySet,
+        files: &'a [PathBuf],
+        data: &'a [PathBuf],
+    },
 }
 
 /// What every entry point needs to build its gate.
 struct GateSpec<'a> {
     /// The workspace, as given.
     workspace: &'a Path,
-    /// The policies in force.
-    policy: &'a PolicySet,
-    /// The `--policy` paths (host files).
-    policies: &'a [PathBuf],
-    /// The `--data` paths (host files).
-    data: &'a [PathBuf],
+    /// The policies.
+    policies: Policies<'a>,
     /// `--record`, if given.
     record: Option<&'a Path>,
     /// Who answers asks.
@@ -114,39 +410,85 @@ struct GateSpec<'a> {
     explain: bool,
 }
 
+/// A gate, its settings, and which policies it judges with.
+struct Built {
+    gate: Gate,
+    settings: RunConfig,
+    /// The policies it judges with.
+    chosen: Chosen,
+}
+
 /// The one way the command line builds a gate, for `check`, `run` and `policy test` alike: the
-/// workspace's settings (`reasonix.yaml`) name the record, and the record, the settings and the
-/// policy and data files are the host's own files no call may change. So a dry run protects
-/// exactly what a live run protects. Returns the gate with its settings.
-fn gate(spec: GateSpec<'_>) -> anyhow::Result<(Gate, RunConfig)> {
-    let workspace = spec
-        .workspace
-        .canonicalize()
-        .with_context(|| format!("the workspace {} does not exist", spec.workspace.display()))?;
-    let settings = RunConfig::load(&workspace).map_err(anyhow::Error::msg)?;
-    let record = match (spec.record, &settings.record) {
+/// workspace's settings (`reasonix.yaml`) name the record and may name the policies, and the
+/// record, the settings and the policy and data files are the host's own files no call may
+/// change. So a dry run protects exactly what a live run protects.
+fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
+    let (workspace, settings) = settled(spec.workspace)?;
+    let record = match (spec.record, &settings.record.path) {
         (Some(r), _) => Some(absolute(r)?),
         (None, Some(r)) => Some(workspace.join(r)),
         (None, None) => None,
+    };
+    let chosen = match spec.policies {
+        Policies::Named {
+            policies,
+            data,
+            refused,
+        } => choose(&workspace, &settings, policies, data, refused)?,
+        Policies::Loaded { set, files, data } => {
+            let mut all = Vec::new();
+            for p in files.iter().chain(data) {
+                all.push(absolute(p)?);
+            }
+            Chosen {
+                set: set.clone(),
+                files: all,
+                origin: Origin::Given,
+            }
+        }
     };
     let mut host = HostFiles::for_workspace(&workspace);
     if let Some(record) = record {
         host = host.with_record(record);
     }
     let mut files = RunConfig::files(&workspace);
-    for p in spec.policies.iter().chain(spec.data) {
-        files.push(absolute(p)?);
-    }
-    let gate = Gate::builder(Registry::with_builtins(), spec.policy, &workspace)
+    files.extend(chosen.files.iter().cloned());
+    let gate = Gate::builder(Registry::with_builtins(), &chosen.set, &workspace)
         .posture(spec.posture)
         .explain(spec.explain)
         .host_files(host.with_files(files))
         .build()
         .context("cannot set up the gate")?;
-    Ok((gate, settings))
+    Ok(Built {
+        gate,
+        settings,
+        chosen,
+    })
 }
 
 /// `p` made absolute from the current folder.
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
+}
+
+/// A note on stderr for a person: dimmed, prefixed with `reasonix:`.
+pub fn note(text: &str) {
+    let dim = anstyle::Style::new().dimmed();
+    let _ = writeln!(
+        anstream::stderr(),
+        "{dim}reasonix: {}{dim:#}",
+        reasonix::text::visible(text)
+    );
+}
+
+/// A warning on stderr for a person: `reasonix` in bold yellow.
+pub fn warn(text: &str) {
+    let style = anstyle::Style::new()
+        .bold()
+        .fg_color(Some(anstyle::AnsiColor::Yellow.into()));
+    let _ = writeln!(
+        anstream::stderr(),
+        "{style}reasonix{style:#}: {}",
+        reasonix::text::visible(text)
+    );
 }

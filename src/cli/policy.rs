@@ -1,33 +1,47 @@
-//! `reasonix policy test` and `reasonix policy check`: policies tested and checked like code.
+//! `reasonix policy test`, `policy check` and `policy show-default`: policies tested, checked and
+//! read like code.
 //!
 //! `policy test [PATH]...` runs every Rego rule named `test_*` (as `opa test` does: `true`
 //! passes, anything else fails) in the modules found under the paths — `*_test.rego` test
 //! modules included — and every YAML case file (`*.cases.yaml`) through the full gate, against
-//! the policies in the case file's own folder. Each failure is printed with what was expected
-//! and what came; the run ends with the counts, and exits 1 when anything failed.
+//! the policies in the case file's own folder. Each failure names its Rego test or case with
+//! what was expected and what came; the counts of Rego tests and of cases are given apart; exit
+//! 1 when anything failed. `--format json` writes one JSON document for CI instead.
 //!
 //! `policy check PATH...` loads the policies, reports every problem with file and line (exit 2),
-//! and otherwise lists the rules and Rego packages it found.
+//! and otherwise lists the rules and Rego packages it found, with a warning on stderr for each
+//! rule that can never fire (`--deny-warnings`: exit 1 when there is one).
+//!
+//! `policy show-default` prints the embedded default policy.
+//!
+//! Every listing stops quietly when its reader goes away (`| head`), keeping its exit status.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anstyle::{AnsiColor, Style};
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use reasonix::policy::rego::TestOutcome;
-use reasonix::policy::{is_case_file, is_test_module};
-use reasonix::{PolicySet, Posture};
-use serde::Deserialize;
+use reasonix::policy::{DEFAULT_POLICY, ToolFacts, is_case_file, is_test_module};
+use reasonix::{Effect, PolicySet, Posture, Registry};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::out::Stdout;
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
     /// Run Rego `test_*` rules and `*.cases.yaml` files.
     Test(TestArgs),
-    /// Load policies, report problems with file and line, list the rules found.
+    /// Load policies, report problems with file and line, warn about rules that can never
+    /// fire, list the rules found.
     Check(PolicyCheckArgs),
+    /// Print the embedded default policy (what applies without --policy; `builtin:default`
+    /// names it beside one's own).
+    ShowDefault,
 }
 
 #[derive(Args)]
@@ -38,29 +52,78 @@ pub struct TestArgs {
     /// A JSON or YAML document mounted under `data.` for Rego; repeat for several.
     #[arg(long = "data", value_name = "FILE")]
     data: Vec<PathBuf>,
+    /// Output: `text` for people, `json` for CI (one document with every result and the counts).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 #[derive(Args)]
 pub struct PolicyCheckArgs {
-    /// Policy files or folders.
+    /// Policy files or folders; `builtin:default` is the embedded default.
     #[arg(value_name = "PATH", required = true)]
     paths: Vec<PathBuf>,
     /// A JSON or YAML document mounted under `data.` for Rego; repeat for several.
     #[arg(long = "data", value_name = "FILE")]
     data: Vec<PathBuf>,
+    /// Exit 1 when there is any warning.
+    #[arg(long)]
+    deny_warnings: bool,
 }
 
 pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Test(args) => test(args),
         PolicyCommand::Check(args) => check(args),
+        PolicyCommand::ShowDefault => {
+            let mut out = Stdout::plain();
+            out.write_all(DEFAULT_POLICY.as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Effects every call of a builtin tool has, for the warnings of `policy check` (an ask on
+/// `exec` overrides every bash allow). `builtin_effects_hold_for_every_tool` checks each row
+/// against the tool itself.
+const ALWAYS: &[(&str, &[Effect])] = &[
+    ("bash", &[Effect::Exec]),
+    ("read_file", &[Effect::Read]),
+    ("list_dir", &[Effect::Read]),
+    ("glob", &[Effect::Read]),
+    ("grep", &[Effect::Read]),
+    ("write_file", &[Effect::Write]),
+    ("edit_file", &[Effect::Write]),
+    ("move_file", &[Effect::Write, Effect::Delete]),
+    ("delete_file", &[Effect::Delete]),
+];
+
+/// What the warnings know of the tools calls can name: the builtin ones.
+fn tool_facts() -> Vec<ToolFacts> {
+    Registry::with_builtins()
+        .names()
+        .map(|name| ToolFacts {
+            name: name.to_owned(),
+            effects: ALWAYS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, e)| e.iter().copied().collect())
+                .unwrap_or_default(),
+            shell: name == "bash",
+        })
+        .collect()
 }
 
 fn check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
     let set =
         PolicySet::load_with(&args.paths, &args.data, false).context("the policy does not load")?;
-    let mut out = anstream::stdout();
+    let mut out = Stdout::text();
     let label = Style::new().bold();
     for (source, id, decision) in set.yaml_rules() {
         writeln!(
@@ -95,7 +158,35 @@ fn check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
             .as_str()
             .unwrap_or("")
     )?;
-    Ok(ExitCode::SUCCESS)
+    out.flush()?;
+    let warnings = set.warnings(&tool_facts());
+    let mut err = anstream::stderr();
+    let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+    for w in &warnings {
+        let _ = writeln!(
+            err,
+            "{style}warning{style:#}: {}",
+            reasonix::text::visible(&w.to_string())
+        );
+    }
+    if warnings.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let n = warnings.len();
+    let plural = if n == 1 { "" } else { "s" };
+    if args.deny_warnings {
+        let _ = writeln!(
+            err,
+            "{n} warning{plural}, denied by --deny-warnings: fix the rules, or drop the flag"
+        );
+        Ok(ExitCode::from(1))
+    } else {
+        let _ = writeln!(
+            err,
+            "{n} warning{plural}: the policies load, but the rules named cannot do what they seem to say"
+        );
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// One case of a `*.cases.yaml` file.
@@ -135,10 +226,50 @@ impl Expect {
     }
 }
 
-#[derive(Default)]
-struct Tally {
+/// The result of one Rego test or case.
+#[derive(Serialize)]
+struct Ran {
+    /// `rego` or `case`.
+    kind: &'static str,
+    /// The file it is in.
+    file: String,
+    /// `data.<package>.<rule>` for a Rego test; the case's name, or `#N`, for a case.
+    name: String,
+    /// Whether it passed.
+    passed: bool,
+    /// What it should give: `true` for a Rego test, a verdict for a case.
+    expected: String,
+    /// What it gave: a value (`undefined`), `error: …`, or a verdict.
+    got: String,
+    /// For a case, the verdict's reasons.
+    reasons: Vec<String>,
+}
+
+/// Passed and failed, of one kind.
+#[derive(Default, Serialize)]
+struct Count {
     passed: usize,
     failed: usize,
+}
+
+impl Count {
+    fn add(&mut self, passed: bool) {
+        if passed {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+        }
+    }
+}
+
+/// What `policy test --format json` writes.
+#[derive(Serialize)]
+struct Report<'a> {
+    /// True when nothing failed and something ran.
+    ok: bool,
+    rego_tests: &'a Count,
+    cases: &'a Count,
+    results: &'a [Ran],
 }
 
 fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
@@ -147,81 +278,125 @@ fn test(args: TestArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.paths.clone()
     };
-    let mut out = anstream::stdout();
-    let fail = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
-    let pass = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
-    let mut tally = Tally::default();
+    let mut results = Vec::new();
 
     // Rego tests, in every module under the paths.
     let has_rego = paths
         .iter()
         .any(|p| has_files(p, &|f| f.extension().is_some_and(|e| e == "rego")));
-    let mut rego_tests = 0;
     if has_rego {
-        let set = PolicySet::load_with(&paths, &args.data, true)
+        // A case file named on its own is run below, not loaded as a policy.
+        let policy_paths: Vec<PathBuf> =
+            paths.iter().filter(|p| !is_case_file(p)).cloned().collect();
+        let set = PolicySet::load_with(&policy_paths, &args.data, true)
             .context("the policies do not load; no test ran")?;
         if let Some(rego) = set.rego() {
             for (package, rule, file, outcome) in rego.run_tests() {
-                rego_tests += 1;
-                match outcome {
-                    TestOutcome::Pass => tally.passed += 1,
-                    TestOutcome::Fail(got) => {
-                        tally.failed += 1;
-                        writeln!(
-                            out,
-                            "{fail}FAIL{fail:#} data.{package}.{rule} ({file}): expected true, got {got}"
-                        )?;
-                    }
-                    TestOutcome::Error(e) => {
-                        tally.failed += 1;
-                        writeln!(
-                            out,
-                            "{fail}FAIL{fail:#} data.{package}.{rule} ({file}): error: {e}"
-                        )?;
-                    }
-                }
+                let (passed, got) = match outcome {
+                    TestOutcome::Pass => (true, "true".to_owned()),
+                    TestOutcome::Fail(got) => (false, got),
+                    TestOutcome::Error(e) => (false, format!("error: {e}")),
+                };
+                results.push(Ran {
+                    kind: "rego",
+                    file,
+                    name: format!("data.{package}.{rule}"),
+                    passed,
+                    expected: "true".into(),
+                    got,
+                    reasons: Vec::new(),
+                });
             }
         }
     }
 
-    // Case files, each against the policies of its own folder.
+    // Case files, each against the policies of its own folder; a file named twice (a folder
+    // and a file in it) runs once.
     let mut case_files = Vec::new();
     for p in &paths {
         collect(p, &mut case_files, &|f| is_case_file(f))?;
     }
+    let mut seen = BTreeSet::new();
+    case_files.retain(|f| seen.insert(f.canonicalize().unwrap_or_else(|_| f.clone())));
     case_files.sort();
-    let mut cases_run = 0;
     for file in &case_files {
-        cases_run += run_case_file(file, &args.data, &mut out, &mut tally)?;
+        run_case_file(file, &args.data, &mut results)?;
     }
 
+    let mut rego = Count::default();
+    let mut cases = Count::default();
+    for r in &results {
+        match r.kind {
+            "rego" => rego.add(r.passed),
+            _ => cases.add(r.passed),
+        }
+    }
+    let failed = rego.failed + cases.failed;
+    let ran = results.len();
+    let code = if failed > 0 || ran == 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
+
+    if args.format == Format::Json {
+        let mut out = Stdout::plain();
+        serde_json::to_writer(
+            &mut out,
+            &Report {
+                ok: failed == 0 && ran > 0,
+                rego_tests: &rego,
+                cases: &cases,
+                results: &results,
+            },
+        )?;
+        writeln!(out)?;
+        out.flush()?;
+        return Ok(code);
+    }
+
+    let mut out = Stdout::text();
+    let fail = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+    let pass = Style::new().bold().fg_color(Some(AnsiColor::Green.into()));
+    let dim = Style::new().dimmed();
+    for r in results.iter().filter(|r| !r.passed) {
+        let what = if r.kind == "rego" {
+            "Rego test"
+        } else {
+            "case"
+        };
+        writeln!(
+            out,
+            "{fail}FAIL{fail:#} {what} {} {dim}({}){dim:#}: expected {}, got {}",
+            reasonix::text::visible(&r.name),
+            r.file,
+            r.expected,
+            reasonix::text::visible(&r.got)
+        )?;
+        for reason in &r.reasons {
+            writeln!(out, "     {}", reasonix::text::visible(reason))?;
+        }
+    }
     let summary = format!(
-        "{} Rego tests, {} cases: {} passed, {} failed",
-        rego_tests, cases_run, tally.passed, tally.failed
+        "Rego tests: {} passed, {} failed; cases: {} passed, {} failed",
+        rego.passed, rego.failed, cases.passed, cases.failed
     );
-    if tally.failed > 0 {
+    if failed > 0 {
         writeln!(out, "{fail}FAILED{fail:#} {summary}")?;
-        Ok(ExitCode::from(1))
-    } else if rego_tests + cases_run == 0 {
+    } else if ran == 0 {
         writeln!(
             out,
             "no Rego test rules and no *.cases.yaml files under the paths given"
         )?;
-        Ok(ExitCode::from(1))
     } else {
         writeln!(out, "{pass}ok{pass:#} {summary}")?;
-        Ok(ExitCode::SUCCESS)
     }
+    out.flush()?;
+    Ok(code)
 }
 
-/// Runs one case file; returns how many cases it held.
-fn run_case_file(
-    file: &Path,
-    data: &[PathBuf],
-    out: &mut dyn Write,
-    tally: &mut Tally,
-) -> anyhow::Result<usize> {
-    let fail = Style::new().bold().fg_color(Some(AnsiColor::Red.into()));
+/// Runs one case file, adding a result per case.
+fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let cases: Vec<Case> = yaml_serde::from_str(&text).map_err(|e| {
@@ -264,32 +439,35 @@ fn run_case_file(
             }
             std::fs::write(&target, content)?;
         }
-        let (gate, _) = super::gate(super::GateSpec {
+        let built = super::gate(super::GateSpec {
             workspace: workspace.path(),
-            policy: &set,
-            policies: &policies,
-            data,
+            policies: super::Policies::Loaded {
+                set: &set,
+                files: &policies,
+                data,
+            },
             record: None,
             posture: case.posture.unwrap_or_default(),
             explain: false,
         })
         .with_context(|| format!("{} {name}", file.display()))?;
-        let admission = gate.admit_text(&case.call.to_string()).into_admission();
-        if admission.verdict.as_str() == case.expect.as_str() {
-            tally.passed += 1;
-        } else {
-            tally.failed += 1;
-            writeln!(
-                out,
-                "{fail}FAIL{fail:#} {} {name}: expected {}, got {} — {}",
-                file.display(),
-                case.expect.as_str(),
-                admission.verdict,
-                admission.reasons.join(" | ")
-            )?;
-        }
+        let admission = built
+            .gate
+            .admit_text(&case.call.to_string())
+            .into_admission();
+        let got = admission.verdict.as_str();
+        let passed = got == case.expect.as_str();
+        results.push(Ran {
+            kind: "case",
+            file: file.display().to_string(),
+            name,
+            passed,
+            expected: case.expect.as_str().into(),
+            got: got.into(),
+            reasons: admission.reasons,
+        });
     }
-    Ok(cases.len())
+    Ok(())
 }
 
 fn has_files(path: &Path, wanted: &dyn Fn(&Path) -> bool) -> bool {
@@ -322,4 +500,45 @@ fn collect(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reasonix::{Gate, HostFiles};
+    use serde_json::json;
+
+    /// Each row of [`ALWAYS`] holds for its tool: a call of it, judged by the real gate, has
+    /// at least those effects.
+    #[test]
+    fn builtin_effects_hold_for_every_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::write(ws.join("a"), "x").unwrap();
+        let policy = PolicySet::embedded_default();
+        let gate = Gate::builder(Registry::with_builtins(), &policy, &ws)
+            .host_files(HostFiles::for_workspace(&ws))
+            .build()
+            .unwrap();
+        let calls = [
+            json!({"name": "bash", "arguments": {"command": "true"}}),
+            json!({"name": "read_file", "arguments": {"path": "a"}}),
+            json!({"name": "list_dir", "arguments": {"path": "."}}),
+            json!({"name": "glob", "arguments": {"pattern": "*"}}),
+            json!({"name": "grep", "arguments": {"pattern": "x"}}),
+            json!({"name": "write_file", "arguments": {"path": "b", "content": ""}}),
+            json!({"name": "edit_file", "arguments": {"path": "a", "old_string": "x", "new_string": "y"}}),
+            json!({"name": "move_file", "arguments": {"source_path": "a", "destination_path": "c"}}),
+            json!({"name": "delete_file", "arguments": {"path": "a"}}),
+        ];
+        assert_eq!(calls.len(), ALWAYS.len());
+        assert_eq!(Registry::with_builtins().names().count(), ALWAYS.len());
+        for (call, (name, effects)) in calls.iter().zip(ALWAYS) {
+            assert_eq!(call["name"], *name);
+            let a = gate.admit_text(&call.to_string()).into_admission();
+            for e in *effects {
+                assert!(a.effects.contains(e), "{name}: {:?}", a.effects);
+            }
+        }
+    }
 }

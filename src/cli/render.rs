@@ -28,7 +28,10 @@ pub fn admission(out: &mut dyn Write, a: &Admission, line: Option<usize>) -> io:
     let dim = Style::new().dimmed();
     let label = Style::new().bold();
     let tool = visible(a.tool.as_deref().unwrap_or("(unreadable call)"));
-    let first = visible(a.reasons.first().map(String::as_str).unwrap_or(""));
+    // An invalid call's reason carries the tool's whole schema for the model; a person gets
+    // its shape on a line of its own.
+    let (first, schema) = split_schema(a.reasons.first().map(String::as_str).unwrap_or(""));
+    let first = visible(first);
     write!(
         out,
         "{vs}{:<7}{vs:#} {label}{tool}{label:#}",
@@ -41,7 +44,15 @@ pub fn admission(out: &mut dyn Write, a: &Admission, line: Option<usize>) -> io:
         write!(out, " {dim}line {n}{dim:#}")?;
     }
     writeln!(out, " {dim}stage {}{dim:#} — {first}", a.stage.as_str())?;
+    if let Some(schema) = schema {
+        writeln!(
+            out,
+            "  {label}schema{label:#}  {tool} {}",
+            visible(&shape(&schema))
+        )?;
+    }
     for reason in a.reasons.iter().skip(1) {
+        let (reason, _) = split_schema(reason);
         writeln!(out, "  {label}also{label:#}    {}", visible(reason))?;
     }
     for rule in &a.rules {
@@ -189,5 +200,111 @@ fn serde_name<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::new(),
+    }
+}
+
+/// A reason and the JSON schema it ends with (`… The schema is {…}` or `… The schema of TOOL is
+/// {…}`, as the validate stage writes it), apart; the reason alone when it holds no schema.
+pub fn split_schema(reason: &str) -> (&str, Option<serde_json::Value>) {
+    let Some(at) = reason.rfind(". The schema ") else {
+        return (reason, None);
+    };
+    let rest = &reason[at..];
+    let Some(brace) = rest.find(" is {").map(|i| i + 4) else {
+        return (reason, None);
+    };
+    match serde_json::from_str::<serde_json::Value>(&rest[brace..]) {
+        Ok(schema) => (&reason[..at], Some(schema)),
+        Err(_) => (reason, None),
+    }
+}
+
+/// The shape of a JSON schema in one line: `{path: string, offset?: integer ≥1}` — the
+/// required properties first, then the optional ones with `?`, each with its type and bounds.
+fn shape(schema: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let kind = |s: &Value| -> String {
+        if let Some(values) = s.get("enum").and_then(Value::as_array) {
+            return values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(" | ");
+        }
+        let mut t = match s.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" | "),
+            _ => "any".to_owned(),
+        };
+        if t == "object" && s.get("properties").is_some() {
+            t = shape(s);
+        } else if t == "array"
+            && let Some(items) = s.get("items")
+        {
+            t = format!("[{}]", shape(items));
+        }
+        for (key, sign) in [
+            ("minimum", "≥"),
+            ("maximum", "≤"),
+            ("minLength", "length ≥"),
+        ] {
+            if let Some(n) = s.get(key) {
+                t.push_str(&format!(" {sign}{n}"));
+            }
+        }
+        t
+    };
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return kind(schema);
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields = Vec::new();
+    for (name, s) in properties
+        .iter()
+        .filter(|(n, _)| required.contains(&n.as_str()))
+    {
+        fields.push(format!("{name}: {}", kind(s)));
+    }
+    for (name, s) in properties
+        .iter()
+        .filter(|(n, _)| !required.contains(&n.as_str()))
+    {
+        fields.push(format!("{name}?: {}", kind(s)));
+    }
+    format!("{{{}}}", fields.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_is_shown_as_its_shape() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "minLength": 1},
+                "offset": {"type": "integer", "minimum": 1},
+                "mode": {"enum": ["a", "b"]}
+            },
+            "required": ["path"]
+        });
+        assert_eq!(
+            shape(&schema),
+            r#"{path: string length ≥1, mode?: "a" | "b", offset?: integer ≥1}"#
+        );
+        let reason = format!("bad /path. The schema is {schema}");
+        let (text, found) = split_schema(&reason);
+        assert_eq!(text, "bad /path");
+        assert_eq!(found, Some(schema));
+        assert_eq!(split_schema("no schema here").0, "no schema here");
     }
 }

@@ -4,6 +4,10 @@
 //! The model's text streams to stdout; each call's outcome is one line on stderr; the execution
 //! record goes to `--record` (default `.reasonix/record.jsonl` in the workspace).
 //!
+//! An attempt at an answer that failed before it was whole (a cut stream, a malformed chunk, a
+//! stall, a 429 or 5xx…) is retried (`--max-retries`, `--read-timeout-ms`); a line on stderr says
+//! so, and marks as discarded whatever text of it was already shown.
+//!
 //! Exit status: 0 the model finished, 3 it hit `--max-steps`, 4 the provider failed (recorded),
 //! 2 a usage or configuration error (nothing ran) or the record could not be written (the run
 //! stopped rather than go on unrecorded).
@@ -12,22 +16,27 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 use anyhow::{Context, bail};
 use clap::Args;
 use reasonix::agent::config::RunConfig;
 use reasonix::agent::openai::{
-    DEEPSEEK_KEY, DEEPSEEK_MODEL, DEEPSEEK_URL, OpenAiConfig, OpenAiProvider,
+    DEEPSEEK_KEY, DEEPSEEK_MODEL, DEEPSEEK_URL, DEFAULT_READ_TIMEOUT, OpenAiConfig, OpenAiProvider,
+};
+use reasonix::agent::provider::{
+    DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE, FailedAttempt, RetryPolicy,
 };
 use reasonix::agent::script::ScriptProvider;
+use reasonix::agent::session::CallEnd;
 use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
 use reasonix::lease::Leases;
-use reasonix::record::{CallRecord, Outcome, Recorder};
+use reasonix::record::{Approval, Outcome, Recorder};
 use reasonix::text::{Keep, shorten, visible, visible_lines};
 use reasonix::{Admission, Posture};
 
-use super::render;
+use super::{note, render, warn};
 
 /// Exit status when the model hit `--max-steps`.
 const EXIT_MAX_STEPS: u8 = 3;
@@ -56,8 +65,9 @@ pub struct RunArgs {
     /// The workspace the agent works in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// A YAML or Rego policy file or a folder of them; repeat to merge several. Without any, the
-    /// embedded default policy is used.
+    /// A YAML or Rego policy file or a folder of them; repeat to merge several.
+    /// `builtin:default` is the embedded default policy, which any --policy otherwise replaces.
+    /// Without any, `policies:` of reasonix.yaml, else the embedded default.
     #[arg(long = "policy", value_name = "PATH")]
     policies: Vec<PathBuf>,
     /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
@@ -70,8 +80,8 @@ pub struct RunArgs {
     /// Only a call an allow rule covers may run: every ask, and every fallback allow, is denied.
     #[arg(long, conflicts_with = "unattended")]
     strict: bool,
-    /// Most model turns (default 30).
-    #[arg(long, value_name = "N")]
+    /// Most model turns, at least 1 (default 30).
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     max_steps: Option<usize>,
     /// What the model sees of one result, in bytes; the rest is cut from the middle (default 16384).
     #[arg(long, value_name = "BYTES")]
@@ -79,14 +89,32 @@ pub struct RunArgs {
     /// The JSONL execution record, appended to (default: .reasonix/record.jsonl in the workspace).
     #[arg(long, value_name = "PATH")]
     record: Option<PathBuf>,
+    /// Retries of an attempt at an answer that failed before it was whole: a cut stream, a
+    /// dropped connection, a malformed chunk, a stall, 408/409/429/5xx (default 3).
+    #[arg(long, value_name = "N")]
+    max_retries: Option<u32>,
+    /// The longest wait for the next bytes of an answer, its head and then each chunk, before
+    /// the attempt counts as stalled (default 300000: five minutes).
+    #[arg(long, value_name = "MS")]
+    read_timeout_ms: Option<u64>,
     /// What to ask the agent.
     #[arg(value_name = "PROMPT")]
     prompt: String,
 }
 
+/// `--max-steps`: a run of 0 turns would end before the model answered.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => {
+            Err("must be at least 1: a run of 0 turns would end before the model answered".into())
+        }
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let policy = super::policy(&args.policies, &args.data, "; nothing ran")?;
     let interactive = std::io::stdin().is_terminal() && !args.unattended && !args.strict;
     let posture = if args.strict {
         Posture::Strict
@@ -99,15 +127,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         note("stdin is not a terminal: running unattended (asks resolve by defaults.unattended)");
     }
 
-    let (gate, config) = super::gate(super::GateSpec {
+    let built = super::gate(super::GateSpec {
         workspace: &workspace,
-        policy: &policy,
-        policies: &args.policies,
-        data: &args.data,
+        policies: super::Policies::Named {
+            policies: &args.policies,
+            data: &args.data,
+            refused: "; nothing ran",
+        },
         record: args.record.as_deref(),
         posture,
         explain: false,
     })?;
+    if let Some(notice) = built.chosen.default_notice() {
+        warn(&notice);
+    }
+    let (gate, config) = (built.gate, built.settings);
     let record = gate.host_files().record().to_path_buf();
     let workspace = gate.roots().workspace().to_path_buf();
 
@@ -129,7 +163,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.result_bytes
             .or(config.result_bytes)
             .unwrap_or(DEFAULT_RESULT_BYTES),
-    );
+    )
+    .record_arguments(config.record.arguments.unwrap_or_default());
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -205,34 +240,33 @@ fn provider(
                     key_env.unwrap_or_else(|| "OPENAI_API_KEY".into()),
                 )
             };
+            let read_timeout = match args.read_timeout_ms.or(spec.read_timeout_ms) {
+                Some(0) => bail!("the read timeout must be at least 1 ms"),
+                Some(ms) => Duration::from_millis(ms),
+                None => DEFAULT_READ_TIMEOUT,
+            };
+            let retry = RetryPolicy {
+                max_retries: args
+                    .max_retries
+                    .or(spec.max_retries)
+                    .unwrap_or(DEFAULT_MAX_RETRIES),
+                base: spec
+                    .retry_base_ms
+                    .map_or(DEFAULT_RETRY_BASE, Duration::from_millis),
+                ..RetryPolicy::default()
+            };
             let provider = OpenAiProvider::new(OpenAiConfig {
                 base_url,
                 model,
                 key_env,
+                retry,
+                read_timeout,
                 ..OpenAiConfig::default()
             })?;
             Ok(Arc::new(provider))
         }
         other => bail!("unknown provider {other:?}; use deepseek, openai or script:FILE"),
     }
-}
-
-fn note(text: &str) {
-    let dim = Style::new().dimmed();
-    let _ = writeln!(
-        anstream::stderr(),
-        "{dim}reasonix: {}{dim:#}",
-        visible(text)
-    );
-}
-
-fn warn(text: &str) {
-    let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
-    let _ = writeln!(
-        anstream::stderr(),
-        "{style}reasonix{style:#}: {}",
-        visible(text)
-    );
 }
 
 /// The person at the terminal.
@@ -311,7 +345,38 @@ impl Terminal for Screen {
         let _ = err.flush();
     }
 
-    fn call(&self, admission: &Admission, record: &CallRecord) {
+    fn attempt_failed(&self, failed: &FailedAttempt, text: &str, reasoning: &str) {
+        self.finish_line();
+        let shown = match (text.is_empty(), reasoning.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => " The text shown above from it is discarded.".into(),
+            (true, false) => " The reasoning shown above from it is discarded.".into(),
+            (false, false) => " The text and reasoning shown above from it are discarded.".into(),
+        };
+        let next = match failed.wait {
+            Some(wait) => format!(
+                " Asking again in {:.1} s (attempt {}).",
+                wait.as_secs_f64(),
+                failed.attempt + 1
+            ),
+            None => " No retry left.".into(),
+        };
+        // The marker stands out when text of the attempt is on screen above it.
+        let label = if shown.is_empty() {
+            "[attempt failed]"
+        } else {
+            "[discarded]"
+        };
+        let style = Style::new().bold().fg_color(Some(AnsiColor::Yellow.into()));
+        let _ = writeln!(
+            anstream::stderr(),
+            "{style}{label}{style:#} {}.{shown}{next}",
+            visible(&failed.to_string())
+        );
+    }
+
+    fn call_ended(&self, ended: &CallEnd<'_>) {
+        let (admission, record) = (ended.admission, ended.record);
         self.finish_line();
         let slot = match record.outcome {
             Outcome::Invalid => 0,
@@ -329,21 +394,38 @@ impl Terminal for Screen {
         let style = Style::new().bold().fg_color(Some(color.into()));
         let dim = Style::new().dimmed();
         let why = match record.outcome {
+            Outcome::Blocked if record.approval == Some(Approval::Deny) => {
+                " — a person said no; nothing ran".to_owned()
+            }
             Outcome::Blocked | Outcome::Invalid => admission
                 .reasons
                 .first()
-                .map(|r| format!(" — {}", shorten(&visible(r), 200, Keep::Head)))
+                .map(|r| {
+                    let (r, _) = render::split_schema(r);
+                    format!(" — {}", shorten(&visible(r), 200, Keep::Head))
+                })
                 .unwrap_or_default(),
             Outcome::Failed => record
-                .exit_code
-                .map(|c| format!(" — exit {c}"))
+                .failure
+                .as_deref()
+                .map(|f| format!(" — {}", shorten(&visible(f), 200, Keep::Head)))
                 .unwrap_or_default(),
             Outcome::Succeeded => String::new(),
         };
+        let label = if record.approval == Some(Approval::Deny) {
+            "declined"
+        } else {
+            record.outcome.as_str()
+        };
+        let touched = touched(admission, &record.tool, ended.arguments);
+        let touched = if touched.is_empty() {
+            String::new()
+        } else {
+            format!(" {touched}")
+        };
         let _ = writeln!(
             anstream::stderr(),
-            "{style}{:<9}{style:#} {} {dim}[{}] {} {} ms{dim:#}{why}",
-            record.outcome.as_str(),
+            "{style}{label:<9}{style:#} {}{touched} {dim}[{}] {} {} ms{dim:#}{why}",
             visible(&record.tool),
             visible(&record.call_id),
             admission.verdict,
@@ -351,3 +433,42 @@ impl Terminal for Screen {
         );
     }
 }
+
+/// What a call touched, in one line for the person watching: a bash command's first line, the
+/// paths a file tool names (`a → b` for a move), or, when there are none (an invalid call),
+/// the arguments as written; each cut to [`TOUCHED_BYTES`] and made visible.
+fn touched(admission: &Admission, tool: &str, arguments: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(arguments).ok();
+    if (admission.bash.is_some() || tool == "bash")
+        && let Some(command) = parsed
+            .as_ref()
+            .and_then(|a| a.get("command"))
+            .and_then(|c| c.as_str())
+    {
+        let mut lines = command.lines();
+        let first = lines.next().unwrap_or("");
+        let more = if lines.next().is_some() { " …" } else { "" };
+        return format!(
+            "`{}{more}`",
+            visible(&shorten(first, TOUCHED_BYTES, Keep::Head))
+        );
+    }
+    let named: Vec<&str> = admission
+        .paths
+        .iter()
+        .filter(|p| !matches!(p.role, reasonix::tool::PathRole::Argument))
+        .map(|p| p.written.as_str())
+        .collect();
+    if !named.is_empty() {
+        let sep = if tool == "move_file" { " → " } else { ", " };
+        return visible(&shorten(&named.join(sep), TOUCHED_BYTES, Keep::Head)).into_owned();
+    }
+    let written = match parsed {
+        Some(value) => value.to_string(),
+        None => arguments.to_owned(),
+    };
+    visible(&shorten(&written, TOUCHED_BYTES, Keep::Head)).into_owned()
+}
+
+/// The most bytes of a command or of paths a call line shows.
+const TOUCHED_BYTES: usize = 80;

@@ -1,6 +1,7 @@
 //! `reasonix sandbox probe` and `reasonix sandbox exec`: what this machine can enforce, and any
 //! command run in the very jail the bash tool uses.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,7 +27,8 @@ pub struct PlanArgs {
     /// The workspace (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// A policy file or folder whose `sandbox:` sections configure the jail; repeat to merge.
+    /// A policy file or folder whose `sandbox:` sections configure the jail; repeat to merge
+    /// (`builtin:default` is the embedded default). Without any, `policies:` of reasonix.yaml.
     #[arg(long = "policy", value_name = "PATH")]
     policies: Vec<PathBuf>,
     /// Also allow TCP connections to HOST:PORT (Landlock enforces the port only).
@@ -49,29 +51,24 @@ pub struct ExecArgs {
 /// The plan a bash call would run under: the same configuration, and the same host files bound
 /// read-only (the workspace's record and settings, and the policy files given).
 fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
-    let policy = super::policy(&args.policies, &[], "")?;
-    let mut config = policy.jail();
+    let workspace = super::workspace(args.workspace.as_deref())?;
+    let (canonical, settings) = super::settled(&workspace)?;
+    let chosen = super::choose(&canonical, &settings, &args.policies, &[], "")?;
+    let mut config = chosen.set.jail();
     for rule in &args.allow_net {
         let rule = NetRule::try_from(rule.clone()).map_err(anyhow::Error::msg)?;
         if !config.network.contains(&rule) {
             config.network.push(rule);
         }
     }
-    let workspace = super::workspace(args.workspace.as_deref())?;
-    let roots = Roots::new(&workspace).context("cannot use the workspace")?;
+    let roots = Roots::new(&canonical).context("cannot use the workspace")?;
     let ws = roots.workspace();
-    let settings = RunConfig::load(ws).map_err(anyhow::Error::msg)?;
     let mut host = HostFiles::for_workspace(ws);
-    if let Some(record) = &settings.record {
+    if let Some(record) = &settings.record.path {
         host = host.with_record(ws.join(record));
     }
     let mut files = RunConfig::files(ws);
-    for p in &args.policies {
-        files.push(
-            std::path::absolute(p)
-                .with_context(|| format!("cannot make {} absolute", p.display()))?,
-        );
-    }
+    files.extend(chosen.files.iter().cloned());
     let host = host.with_files(files);
     Ok(Plan::new(&config, ws, roots.home()).with_host_files(host.all()))
 }
@@ -84,7 +81,10 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
                 "machine": jail::capabilities(),
                 "plan": plan.view(),
             });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            let mut stdout = super::out::Stdout::plain();
+            serde_json::to_writer_pretty(&mut stdout, &out)?;
+            writeln!(stdout)?;
+            stdout.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         SandboxCommand::Exec(args) => {

@@ -4,14 +4,14 @@
 //! what the earlier stages produced, never from the raw call.
 
 use super::resolve::Resolved;
-use crate::policy::input::{PolicyInput, Session, Target};
-use crate::policy::{CompiledPolicy, Facts, Judged};
+use crate::policy::input::{PolicyInput, SessionInfo, Target};
+use crate::policy::{CompiledPolicy, Facts, Ruling};
 use crate::sandbox::TouchedPath;
 
 /// A resolved call and the policy's ruling on it.
 pub(super) struct Ruled {
     pub resolved: Resolved,
-    pub ruling: Judged,
+    pub ruling: Ruling,
     /// The policy input document, when Rego needs it or the gate explains.
     pub input: Option<PolicyInput>,
 }
@@ -20,7 +20,7 @@ pub(super) struct Ruled {
 pub(super) fn judge(
     resolved: Resolved,
     policy: &CompiledPolicy,
-    session: &Session,
+    session: &SessionInfo,
     explain: bool,
 ) -> Ruled {
     let Resolved {
@@ -33,7 +33,6 @@ pub(super) fn judge(
         arguments: call.arguments.as_map().clone(),
         target: Target {
             tool: call.name.clone(),
-            via: None,
             source: call.source,
             read_only: call.tool.read_only(),
         },

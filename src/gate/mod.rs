@@ -22,6 +22,10 @@
 //!
 //! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
 //! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
+//!
+//! Each admission is a `tracing` span (`call`, with the call's id and tool) whose `judged`
+//! event at debug level carries every stage's duration in microseconds, the verdict and the
+//! stage that settled it; the clock runs only when that level is on.
 
 mod approve;
 mod classify;
@@ -34,10 +38,11 @@ mod verdict;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::call::Call;
 use crate::host::{HostFiles, Protected};
-use crate::policy::input::Session;
+use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
 use crate::sandbox::{Roots, RootsError, TouchedPath, WritePath};
@@ -70,7 +75,7 @@ pub struct Gate {
     jail: Arc<Plan>,
     host: HostFiles,
     protected: Protected,
-    session: Session,
+    session: SessionInfo,
 }
 
 /// A gate still being configured; `H` is [`HostFiles`] once they are given, and only then can
@@ -146,7 +151,7 @@ impl GateBuilder<'_, HostFiles> {
         );
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
-        let session = Session::new(self.posture, &roots);
+        let session = SessionInfo::new(self.posture, &roots);
         Ok(Gate {
             registry: Arc::new(self.registry),
             policy,
@@ -199,22 +204,42 @@ impl Gate {
 
     /// Judges a parsed call. See the module doc for the stages.
     pub fn admit(&self, call: &Call) -> Judgement {
-        match self.stages(call) {
-            Ok(judgement) => judgement,
+        let span = tracing::debug_span!(
+            "call",
+            id = %crate::text::visible(call.id.as_deref().unwrap_or("")),
+            tool = %crate::text::visible(&call.name),
+        );
+        let _entered = span.enter();
+        let mut laps = Laps::start();
+        match self.stages(call, &mut laps) {
+            Ok(judgement) => {
+                if laps.on() {
+                    let a = judgement.admission();
+                    laps.report(a.verdict.as_str(), a.stage.as_str());
+                }
+                judgement
+            }
             Err(Invalid { id, tool, message }) => {
+                laps.report("invalid", Stage::Validate.as_str());
                 Judgement::Refused(Admission::invalid(id, tool, &message, self.posture))
             }
         }
     }
 
     /// The stages, in order.
-    fn stages(&self, call: &Call) -> Result<Judgement, Invalid> {
+    fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
         let validated = validate::validate(&self.registry, call)?;
+        laps.lap(0);
         let classified = classify::classify(validated)?;
+        laps.lap(1);
         let resolved = resolve::resolve(classified, &self.roots);
+        laps.lap(2);
         let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        laps.lap(3);
         let confined = confine::confine(ruled, &self.protected, &self.jail);
+        laps.lap(4);
         let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        laps.lap(5);
         Ok(self.seal(approved))
     }
 
@@ -271,6 +296,53 @@ impl Gate {
             Judgement::Allowed(admitted)
         } else {
             Judgement::Ask(Pending::new(admitted))
+        }
+    }
+}
+
+/// Each stage's duration for the `judged` event, measured only when debug logs are on.
+struct Laps {
+    /// When the last stage ended; `None` when nobody listens.
+    last: Option<Instant>,
+    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, approve.
+    us: [u64; 6],
+}
+
+impl Laps {
+    fn start() -> Laps {
+        Laps {
+            last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
+            us: [0; 6],
+        }
+    }
+
+    fn on(&self) -> bool {
+        self.last.is_some()
+    }
+
+    /// Stage `i` has ended.
+    fn lap(&mut self, i: usize) {
+        if let Some(last) = self.last {
+            let now = Instant::now();
+            self.us[i] = u64::try_from(now.duration_since(last).as_micros()).unwrap_or(u64::MAX);
+            self.last = Some(now);
+        }
+    }
+
+    fn report(&self, verdict: &str, stage: &str) {
+        if self.on() {
+            let [validate, classify, resolve, policy, sandbox, approve] = self.us;
+            tracing::debug!(
+                verdict,
+                stage,
+                validate_us = validate,
+                classify_us = classify,
+                resolve_us = resolve,
+                policy_us = policy,
+                sandbox_us = sandbox,
+                approve_us = approve,
+                "judged"
+            );
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The policy input document: the one value Rego policies see as `input`, and what
 //! `reasonix check --explain` prints. Documented field by field in `docs/policy-input.md`, with
 //! a JSON Schema (`docs/policy-input.schema.json`) that `tests/policy_input.rs` checks real
-//! inputs against for every builtin tool and for bash.
+//! inputs against for every builtin tool, for bash and for an extension tool.
 //!
 //! It is built from what the earlier stages produced — the validated arguments, the tool's
 //! classification, the resolved paths — and never from the raw call.
@@ -14,40 +14,31 @@ use crate::sandbox::{PathView, Roots};
 use crate::shell::Analysis;
 use crate::vocab::Effect;
 
-/// Where a tool comes from.
+/// Where a tool comes from, as the registry that offers it records it.
+///
+/// More sources (MCP servers) join when a stage fills them; until then the document offers
+/// only what the gate can say truthfully.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolSource {
-    /// One of Reasonix's own tools.
+    /// One of Reasonix's own tools (`Registry::with_builtins`).
     Builtin,
-    /// A tool served by an MCP server.
-    Mcp,
-    /// A tool added by an extension.
+    /// A tool added to the registry by its embedder (`Registry::add`).
     Extension,
 }
 
-/// What the call really reaches, after any proxy is resolved.
+/// The tool the call reaches.
+///
+/// There are no proxies yet, so this is the tool as called; a `via` field (the proxy the call
+/// went through) joins when the stage that resolves proxies does.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
     /// The tool that acts.
     pub tool: String,
-    /// The proxy the call went through, if any (`null` when called directly).
-    pub via: Option<String>,
     /// Where the tool comes from.
     pub source: ToolSource,
     /// Whether the tool is declared read-only.
     pub read_only: bool,
-}
-
-/// Whether the session only plans or also acts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Calls may act.
-    #[default]
-    Normal,
-    /// The session is planning; a policy may refuse anything that acts.
-    Plan,
 }
 
 /// A root folder the session's file tools may reach.
@@ -59,25 +50,23 @@ pub struct Root {
     pub access: crate::vocab::Access,
 }
 
-/// The session the call belongs to.
+/// The session the call belongs to: the document's `session` field. (Named apart from the agent
+/// loop's `Session`, which runs one.) A `mode` field (plan or act) joins when plan mode does.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Session {
+pub struct SessionInfo {
     /// `interactive`, `unattended` or `strict`.
     pub posture: Posture,
-    /// `normal` or `plan`.
-    pub mode: Mode,
     /// The workspace, canonical.
     pub workspace: String,
     /// Every root, the workspace first.
     pub roots: Vec<Root>,
 }
 
-impl Session {
+impl SessionInfo {
     /// The session of a gate.
-    pub fn new(posture: Posture, roots: &Roots) -> Session {
-        Session {
+    pub fn new(posture: Posture, roots: &Roots) -> SessionInfo {
+        SessionInfo {
             posture,
-            mode: Mode::Normal,
             workspace: roots.workspace().display().to_string(),
             roots: roots
                 .all()
@@ -106,5 +95,5 @@ pub struct PolicyInput {
     /// The bash analysis; `null` for other tools.
     pub bash: Option<Analysis>,
     /// The session.
-    pub session: Session,
+    pub session: SessionInfo,
 }

@@ -1,5 +1,8 @@
-//! Judging one classified, resolved call against compiled rules: the precedence and matching
-//! described in the module doc of [`crate::policy`], step by step.
+//! Judging one classified, resolved call against a [`CompiledPolicy`]: the precedence and
+//! matching described in the module doc of [`crate::policy`], step by step, in that order.
+//!
+//! Owns the policy stage's answer ([`Ruling`]), the facts it reads ([`Facts`]), and the
+//! [`PathFilter`] that deny and ask rules lend to a tool that reads files it does not name.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -7,43 +10,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::commands::{self, ExactSpec, Pattern};
+use super::Decision;
+use super::commands;
+use super::compile::{CompiledPolicy, Rule};
 use super::pattern::OwnedSet;
-use super::rego::Rego;
-use super::{Decision, Defaults};
 use crate::sandbox::TouchedPath;
-use crate::shell::{Analysis, Normalized};
+use crate::shell::{Analysis, Dynamic, Normalized, RedirectKind, readers};
 use crate::vocab::{Access, Effect, PathRole};
-
-/// One rule, compiled.
-#[derive(Clone, Debug)]
-pub(super) struct Rule {
-    pub id: String,
-    pub source: String,
-    pub decision: Decision,
-    pub reason: Option<String>,
-    pub has_tools: bool,
-    pub has_paths: bool,
-    pub effects: Option<BTreeSet<Effect>>,
-    pub commands: Vec<Pattern>,
-    pub exact: Vec<ExactSpec>,
-}
-
-impl Rule {
-    fn has_commands(&self) -> bool {
-        !self.commands.is_empty() || !self.exact.is_empty()
-    }
-}
-
-/// Rules compiled for one workspace. Immutable.
-#[derive(Clone, Debug)]
-pub struct CompiledPolicy {
-    pub(super) rules: Vec<Rule>,
-    pub(super) tools: OwnedSet,
-    pub(super) paths: OwnedSet,
-    pub(super) defaults: Defaults,
-    pub(super) rego: Option<Arc<Rego>>,
-}
 
 /// A vote that matched: a YAML rule or a Rego vote.
 struct Hit {
@@ -106,9 +79,10 @@ pub enum Fallback {
     Writer,
 }
 
-/// The policy stage's answer.
+/// The policy stage's answer on one call: what the rules and Rego decided, before the sandbox
+/// and approve stages turn it into the gate's [`Verdict`](crate::gate::Verdict).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Judged {
+pub struct Ruling {
     /// The decision.
     pub decision: Decision,
     /// Set when no rule decided and a fallback did.
@@ -117,7 +91,13 @@ pub struct Judged {
     pub hits: Vec<RuleHit>,
     /// Why, in words.
     pub reasons: Vec<String>,
-    /// Set when step 5 capped the decision at ask: why a person is needed.
+    /// Why only a person may let this call run, when that is so (step 5 of the precedence in
+    /// [`crate::policy`]): the call is not understood, has a hazard no `exact` line or Rego
+    /// allow accepted, or (bash) has a part decided at run time that no Rego allow accepted.
+    /// Always `None` for a `deny`; when set, the decision is `ask` — either step 5 capped an
+    /// allow, or a rule or the fallback already asked. No posture may turn such an ask into an
+    /// allow: `defaults.unattended: allow` is for asks a policy chose, not for what it could not
+    /// judge.
     pub needs_person: Option<String>,
 }
 
@@ -126,6 +106,9 @@ pub struct Judged {
 pub struct PathFilter {
     policy: Arc<CompiledPolicy>,
     active: Vec<bool>,
+    /// Per rule: its `except:` names paths (and nothing the filter cannot see), so a path its
+    /// except covers is not withheld by it.
+    path_except: Vec<bool>,
     any: bool,
 }
 
@@ -136,9 +119,16 @@ impl PathFilter {
             return None;
         }
         let mut scratch = Vec::new();
+        let exempt = self.path_except.iter().any(|&e| e).then(|| {
+            let mut exempt = vec![false; self.active.len()];
+            self.policy
+                .except_paths
+                .for_each_match(path, &mut scratch, |r| exempt[r] = self.path_except[r]);
+            exempt
+        });
         let mut hit = None;
         self.policy.paths.for_each_match(path, &mut scratch, |r| {
-            if hit.is_none() && self.active[r] {
+            if hit.is_none() && self.active[r] && !exempt.as_ref().is_some_and(|e| e[r]) {
                 hit = Some(r);
             }
         });
@@ -155,16 +145,6 @@ struct PathMatches {
 }
 
 impl CompiledPolicy {
-    /// The merged defaults.
-    pub fn defaults(&self) -> Defaults {
-        self.defaults
-    }
-
-    /// Whether Rego policies vote (they need the input document).
-    pub fn has_rego(&self) -> bool {
-        self.rego.is_some()
-    }
-
     fn tool_ok(&self, tool: &str) -> Vec<bool> {
         let mut scratch = Vec::new();
         let mut ok: Vec<bool> = self.rules.iter().map(|r| !r.has_tools).collect();
@@ -178,22 +158,39 @@ impl CompiledPolicy {
     /// asked about each of those files had it been named.
     pub fn withholding(self: &Arc<Self>, tool: &str, effects: &BTreeSet<Effect>) -> PathFilter {
         let active = self.protecting(tool, effects);
+        let except_tool = self.except_tool(tool);
+        let path_except = self
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.except.as_ref().is_some_and(|e| {
+                    e.has_paths && e.commands.is_empty() && (!e.has_tools || except_tool[i])
+                })
+            })
+            .collect();
         PathFilter {
             any: active.iter().any(|&a| a),
             policy: Arc::clone(self),
             active,
+            path_except,
         }
     }
 
     /// Per rule: whether it is a deny or ask rule on paths that applies to this tool and these
-    /// effects.
+    /// effects (a rule whose `except:` names only tools, this one among them, does not).
     fn protecting(&self, tool: &str, effects: &BTreeSet<Effect>) -> Vec<bool> {
         let tool_ok = self.tool_ok(tool);
+        let except_tool = self.except_tool(tool);
         self.rules
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                let exempt = r.except.as_ref().is_some_and(|e| {
+                    e.has_tools && !e.has_paths && e.commands.is_empty() && except_tool[i]
+                });
                 tool_ok[i]
+                    && !exempt
                     && r.has_paths
                     && matches!(r.decision, Decision::Deny | Decision::Ask)
                     && r.effects.as_ref().is_none_or(|e| !e.is_disjoint(effects))
@@ -201,7 +198,71 @@ impl CompiledPolicy {
             .collect()
     }
 
+    /// Per rule: whether a glob of its `except: tools` matches the tool.
+    fn except_tool(&self, tool: &str) -> Vec<bool> {
+        let mut scratch = Vec::new();
+        let mut hit = vec![false; self.rules.len()];
+        self.except_tools
+            .for_each_match(Path::new(tool), &mut scratch, |r| hit[r] = true);
+        hit
+    }
+
+    /// Per rule: whether its `except:` exempts this call (see [`crate::policy`]): the except of
+    /// a deny or ask rule must cover the call as an allow rule would — every path, every simple
+    /// command that needs cover, none decided at run time — and the except of an allow rule
+    /// withdraws it when it matches any part, as a deny rule would. Either way the call is
+    /// judged the stricter way when in doubt.
+    fn excepted(&self, facts: &Facts<'_>, normalized: &[Normalized]) -> Vec<bool> {
+        if self.rules.iter().all(|r| r.except.is_none()) {
+            return vec![false; self.rules.len()];
+        }
+        let tool_hit = self.except_tool(facts.tool);
+        let paths = self.match_paths_in(&self.except_paths, facts.paths);
+        self.rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let Some(e) = &r.except else {
+                    return false;
+                };
+                let tools = !e.has_tools || tool_hit[i];
+                if r.decision == Decision::Allow {
+                    let paths_hit = !e.has_paths || paths.any[i];
+                    let commands = e.commands.is_empty()
+                        || facts.bash.is_some_and(|b| {
+                            b.commands
+                                .iter()
+                                .zip(normalized)
+                                .any(|(c, n)| e.commands.iter().any(|p| p.sees(c, n)))
+                        });
+                    tools && paths_hit && commands
+                } else {
+                    let paths_cover = !e.has_paths
+                        || (!facts.paths.is_empty() && paths.whole.iter().all(|p| p[i]));
+                    let commands = e.commands.is_empty()
+                        || facts.bash.is_some_and(|b| {
+                            let needing: Vec<usize> = (0..b.commands.len())
+                                .filter(|&ci| b.needs_cover(ci))
+                                .collect();
+                            b.analysed
+                                && !needing.is_empty()
+                                && needing
+                                    .iter()
+                                    .all(|&ci| e.commands.iter().any(|p| p.covers(&b.commands[ci])))
+                                && run_time_part(b, false).is_none()
+                        });
+                    tools && paths_cover && commands
+                }
+            })
+            .collect()
+    }
+
     fn match_paths(&self, paths: &[TouchedPath]) -> PathMatches {
+        self.match_paths_in(&self.paths, paths)
+    }
+
+    /// Which rules' globs in `set` match the paths: any form, or every form of a path.
+    fn match_paths_in(&self, set: &OwnedSet, paths: &[TouchedPath]) -> PathMatches {
         let n = self.rules.len();
         let mut scratch = Vec::new();
         let mut any = vec![false; n];
@@ -211,7 +272,7 @@ impl CompiledPolicy {
             let mut count = vec![0usize; n];
             for form in &forms {
                 let mut seen = vec![false; n];
-                self.paths.for_each_match(form, &mut scratch, |r| {
+                set.for_each_match(form, &mut scratch, |r| {
                     any[r] = true;
                     if !seen[r] {
                         seen[r] = true;
@@ -230,7 +291,7 @@ impl CompiledPolicy {
     }
 
     /// Judges one call under the precedence in the module doc.
-    pub fn judge(&self, facts: &Facts<'_>) -> Judged {
+    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
         let tool_ok = self.tool_ok(facts.tool);
         let matches = self.match_paths(facts.paths);
         let normalized: Vec<Normalized> = facts
@@ -238,10 +299,13 @@ impl CompiledPolicy {
             .map(|b| b.commands.iter().map(|c| Normalized::of(&c.argv)).collect())
             .unwrap_or_default();
 
+        // A rule does not apply to a call its `except:` exempts.
+        let excepted = self.excepted(facts, &normalized);
+
         // Steps 1 and 2: deny and ask rules, matched generously.
         let mut hits: Vec<Hit> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
-            if !tool_ok[i] || rule.decision == Decision::Allow {
+            if !tool_ok[i] || rule.decision == Decision::Allow || excepted[i] {
                 continue;
             }
             let paths_ok = !rule.has_paths || matches.any[i];
@@ -294,6 +358,7 @@ impl CompiledPolicy {
         let mut notes = Vec::new();
         let allow_ok = |i: usize, rule: &Rule| {
             tool_ok[i]
+                && !excepted[i]
                 && rule.decision == Decision::Allow
                 && rule
                     .effects
@@ -331,6 +396,7 @@ impl CompiledPolicy {
         }
 
         let winner = hits.iter().map(|h| h.decision).max();
+        let allow_voted = hits.iter().any(|h| h.decision == Decision::Allow);
         let mut reasons = Vec::new();
         let mut rule_hits: Vec<RuleHit> = Vec::new();
         for decisive in [true, false] {
@@ -354,8 +420,8 @@ impl CompiledPolicy {
         }
 
         // Step 4: the fallback.
-        let mut judged = match winner {
-            Some(decision) => Judged {
+        let mut ruling = match winner {
+            Some(decision) => Ruling {
                 decision,
                 fallback: None,
                 hits: rule_hits,
@@ -396,7 +462,7 @@ impl CompiledPolicy {
                 reasons.push(format!(
                     "no rule decided this {kind}; defaults.{what} is {decision}"
                 ));
-                Judged {
+                Ruling {
                     decision,
                     fallback: Some(fallback),
                     hits: rule_hits,
@@ -405,40 +471,25 @@ impl CompiledPolicy {
                 }
             }
         };
-        judged.reasons.extend(notes);
+        ruling.reasons.extend(notes);
 
         // Step 5: fail closed. What was not understood is never allowed, whatever allowed it
-        // (a rule, Rego or a fallback); a hazard is allowed only by an exact rule or Rego, never
-        // by a fallback.
-        if judged.decision == Decision::Allow {
-            let cap = if !facts.analysed {
-                Some(match facts.bash {
-                    Some(b) => format!(
-                        "the command is not understood ({}), so it cannot be allowed without a person: ask",
-                        b.problems.join("; ")
-                    ),
-                    None => "the call could not be analysed, so it cannot be allowed without a person: ask".into(),
-                })
-            } else if judged.fallback.is_some() {
-                facts.bash.and_then(|b| b.hazards.first()).map(|h| {
-                    format!(
-                        "hazard {} ({}): only an exact rule can allow it: ask",
-                        h.id, h.detail
-                    )
-                })
-            } else {
-                None
-            };
-            if let Some(why) = cap {
-                judged.decision = Decision::Ask;
-                judged.reasons.insert(0, why.clone());
-                judged.needs_person = Some(why);
-                for hit in &mut judged.hits {
+        // (a rule, Rego or a fallback); a hazard only by an exact rule or Rego, and a part
+        // decided at run time only by Rego — never by a fallback. An ask on such a call needs a
+        // person whatever the posture.
+        if ruling.decision != Decision::Deny
+            && let Some(cap) = person_needed(facts, allow_voted, ruling.fallback)
+        {
+            if ruling.decision == Decision::Allow {
+                ruling.decision = Decision::Ask;
+                ruling.reasons.insert(0, format!("{}{}", cap.why, cap.then));
+                for hit in &mut ruling.hits {
                     hit.decisive = false;
                 }
             }
+            ruling.needs_person = Some(cap.why);
         }
-        judged
+        ruling
     }
 
     /// Step 3 for a bash call: allowed only when every command that needs it is covered by an
@@ -474,7 +525,7 @@ impl CompiledPolicy {
                 Some(i) => {
                     used.insert(i);
                 }
-                None if bash.needs_cover(ci) => uncovered.push(c.argv.join(" ")),
+                None if bash.needs_cover(ci) => uncovered.push(ci),
                 None => {}
             }
         }
@@ -487,8 +538,11 @@ impl CompiledPolicy {
         if !uncovered.is_empty() {
             blocked = true;
             if any_command_rule {
-                let shown: Vec<String> =
-                    uncovered.iter().take(3).map(|c| format!("`{c}`")).collect();
+                let shown: Vec<String> = uncovered
+                    .iter()
+                    .take(3)
+                    .map(|&c| format!("`{}`", bash.commands[c].argv.join(" ")))
+                    .collect();
                 notes.push(format!(
                     "no allow rule covers {}{}",
                     shown.join(", "),
@@ -537,6 +591,21 @@ impl CompiledPolicy {
                 }
             }
         }
+        if let Some(part) = run_time_part(bash, false) {
+            blocked = true;
+            // Said once: a command named as uncovered, or a redirection noted as a hazard.
+            let said = match part.place {
+                Place::Word(c) => uncovered.contains(&c),
+                Place::Assignment => false,
+                Place::Redirect => true,
+            };
+            if any_command_rule && !said {
+                notes.push(format!(
+                    "{}: no allow rule covers what is decided at run time",
+                    part.what
+                ));
+            }
+        }
         if !bash.analysed {
             blocked = true;
         }
@@ -545,5 +614,346 @@ impl CompiledPolicy {
         } else {
             used.into_iter().collect()
         }
+    }
+}
+
+/// What step 5 found: why a person is needed, and what follows for an allow.
+struct Cap {
+    why: String,
+    then: &'static str,
+}
+
+/// Step 5: why only a person may let this call run, if so. `allow_voted` is true when an allow
+/// rule covered the whole call (which needs an `exact` line for each hazard) or Rego voted
+/// allow; `fallback` is the fallback that decided, if one did.
+fn person_needed(facts: &Facts<'_>, allow_voted: bool, fallback: Option<Fallback>) -> Option<Cap> {
+    if !facts.analysed {
+        return Some(Cap {
+            why: match facts.bash {
+                Some(b) => format!("the command is not understood ({})", b.problems.join("; ")),
+                None => "the call could not be analysed".into(),
+            },
+            then: ", so it cannot be allowed without a person: ask",
+        });
+    }
+    let bash = facts.bash?;
+    if allow_voted {
+        return None;
+    }
+    if let Some(h) = bash.hazards.first() {
+        return Some(Cap {
+            why: format!("hazard {} ({})", h.id, h.detail),
+            then: ": only an exact rule or a Rego allow can allow it: ask",
+        });
+    }
+    run_time_part(bash, fallback == Some(Fallback::ReadOnly)).map(|part| Cap {
+        why: part.what,
+        then: ": no rule can see what it will be, so only a Rego allow can allow it: ask",
+    })
+}
+
+/// The first part of a bash call decided at run time, in words: a word that does not depend only
+/// on static text (a variable from the environment, a command's output, arithmetic, input fed
+/// to `xargs`; a glob, brace, tilde, bound variable or `find`'s `{}` does depend only on static
+/// text), an assignment value that is not static, or a redirection target that is not static.
+/// A heredoc or herestring body is data on stdin, not a target.
+///
+/// With `input_read_ok` (the read-only fallback decides), a reader's word fed by `xargs` is not
+/// counted, as [`crate::shell::readers`] does not count it against read-only: the reads it makes
+/// are `unnamed_reads`, and the read-only fallback is refused while a rule protects paths.
+fn run_time_part(bash: &Analysis, input_read_ok: bool) -> Option<RunTimePart> {
+    for (ci, c) in bash.commands.iter().enumerate() {
+        let input_ok = input_read_ok && readers::reads_only(c);
+        for w in &c.words {
+            let kinds: Vec<String> = w
+                .dynamic
+                .iter()
+                .filter(|d| !(d.depends_on_static() || (input_ok && **d == Dynamic::Input)))
+                .map(|d| format!("{d:?}").to_lowercase())
+                .collect();
+            if !kinds.is_empty() {
+                return Some(RunTimePart {
+                    place: Place::Word(ci),
+                    what: format!(
+                        "the word `{}` of `{}` is decided at run time ({})",
+                        w.text,
+                        c.argv.join(" "),
+                        kinds.join(", ")
+                    ),
+                });
+            }
+        }
+        if let Some(a) = c.assignments.iter().find(|a| !a.is_static) {
+            return Some(RunTimePart {
+                place: Place::Assignment,
+                what: format!(
+                    "the value of `{}={}` before `{}` is decided at run time",
+                    a.name,
+                    a.value,
+                    c.argv.join(" ")
+                ),
+            });
+        }
+    }
+    bash.redirects
+        .iter()
+        .find(|r| {
+            !r.is_static && !matches!(r.kind, RedirectKind::Heredoc | RedirectKind::Herestring)
+        })
+        .map(|r| RunTimePart {
+            place: Place::Redirect,
+            what: format!(
+                "the target of `{} {}` is decided at run time",
+                r.op,
+                r.target.as_deref().unwrap_or("")
+            ),
+        })
+}
+
+/// A part of a bash call decided at run time (see [`run_time_part`]).
+struct RunTimePart {
+    /// What it is, in words.
+    what: String,
+    /// Where it is.
+    place: Place,
+}
+
+/// Where a part decided at run time is.
+#[derive(Clone, Copy)]
+enum Place {
+    /// A word of the command at this index.
+    Word(usize),
+    /// An assignment value.
+    Assignment,
+    /// A redirection target (the analysis also reports it as hazard `dynamic_redirect`).
+    Redirect,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicySet;
+    use crate::sandbox::Roots;
+
+    /// Everything after `defaults:` in a YAML policy with these defaults and rules.
+    fn yaml(read_only: &str, writer: &str, rules: &str) -> PolicySet {
+        let text = format!(
+            "version: 1\ndefaults:\n  read_only: {read_only}\n  writer: {writer}\n  unattended: allow\nrules:\n{rules}"
+        );
+        PolicySet::from_yaml("p.yaml", &text).unwrap()
+    }
+
+    /// Allows everything no rule decides: the loosest fallback there is.
+    fn allow_all() -> PolicySet {
+        yaml("allow", "allow", "  []\n")
+    }
+
+    fn rule(set: &PolicySet, script: &str) -> Ruling {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = Roots::new(dir.path()).unwrap();
+        let policy = set.compile(&roots).unwrap();
+        let analysis = Analysis::of(script);
+        let paths = roots.touch_all(&analysis.path_requests());
+        let input = serde_json::json!({ "bash": analysis }).to_string();
+        policy.judge(&Facts {
+            tool: "bash",
+            effects: &analysis.effects,
+            paths: &paths,
+            read_only: analysis.read_only,
+            analysed: analysis.analysed,
+            bash: Some(&analysis),
+            input: Some(&input),
+        })
+    }
+
+    fn capped(set: &PolicySet, script: &str) -> String {
+        let r = rule(set, script);
+        assert_eq!(r.decision, Decision::Ask, "{script}: {r:?}");
+        r.needs_person
+            .clone()
+            .unwrap_or_else(|| panic!("{script}: no person needed: {r:?}"))
+    }
+
+    fn runs(set: &PolicySet, script: &str) {
+        let r = rule(set, script);
+        assert_eq!(r.decision, Decision::Allow, "{script}: {r:?}");
+        assert_eq!(r.needs_person, None, "{script}");
+    }
+
+    #[test]
+    fn a_command_not_understood_needs_a_person_even_when_everything_is_allowed() {
+        let why = capped(&allow_all(), "ls (");
+        assert!(why.starts_with("the command is not understood ("), "{why}");
+        let r = rule(&allow_all(), "ls (");
+        assert!(
+            r.reasons[0].contains("cannot be allowed without a person"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_hazard_under_a_fallback_allow_needs_a_person() {
+        let why = capped(&allow_all(), "git -c core.pager=cat log");
+        assert!(why.starts_with("hazard git_config ("), "{why}");
+    }
+
+    #[test]
+    fn a_word_decided_at_run_time_under_a_fallback_allow_needs_a_person() {
+        let why = capped(&allow_all(), "cat $F");
+        assert_eq!(
+            why,
+            "the word `$F` of `cat $F` is decided at run time (variable)"
+        );
+        for (script, word) in [
+            ("touch $(date +%s).log", "`$(date +%s).log`"),
+            ("echo $((n+1)) > count", "`$((n+1))`"),
+            (
+                "find . -name '*.tmp' | xargs rm",
+                "`{input}` of `rm {input}`",
+            ),
+            ("timeout $T make", "`$T` of `timeout $T make`"),
+        ] {
+            let why = capped(&allow_all(), script);
+            assert!(why.contains(word), "{script}: {why}");
+        }
+    }
+
+    #[test]
+    fn an_assignment_value_decided_at_run_time_under_a_fallback_allow_needs_a_person() {
+        // `LANG` is inert (not an environment hazard), so the run-time value is what caps it.
+        let why = capped(&allow_all(), "LANG=$(cat lang) make");
+        assert_eq!(
+            why,
+            "the value of `LANG=$(cat lang)` before `make` is decided at run time"
+        );
+    }
+
+    #[test]
+    fn words_that_depend_only_on_static_text_are_not_capped() {
+        for script in [
+            "rm src/*.tmp",
+            "ls ~/notes",
+            "touch a{1,2}.txt",
+            "for f in src/*.rs; do wc -l \"$f\"; done",
+            "find . -name '*.tmp' -exec rm {} +",
+            "cat <<EOF\n$HOME\nEOF",
+        ] {
+            runs(&allow_all(), script);
+        }
+    }
+
+    #[test]
+    fn a_reader_fed_by_xargs_takes_the_read_only_fallback_but_not_the_writer_one() {
+        runs(&allow_all(), "find . -name '*.rs' | xargs wc -l");
+        // Protected paths turn the same call into a writer, and then its input is counted.
+        let protected = yaml(
+            "allow",
+            "allow",
+            "  - decision: deny\n    paths: [\"**/.env\"]\n",
+        );
+        let why = capped(&protected, "find . -name '*.rs' | xargs wc -l");
+        assert!(why.contains("`{input}`"), "{why}");
+    }
+
+    #[test]
+    fn a_rule_level_ask_is_not_capped_and_needs_no_person() {
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: ask\n    commands: [\"git push *\"]\n",
+        );
+        let r = rule(&set, "git push origin main");
+        assert_eq!(r.decision, Decision::Ask);
+        assert_eq!(r.needs_person, None);
+        assert!(r.hits.iter().any(|h| h.decisive), "{r:?}");
+    }
+
+    #[test]
+    fn a_deny_needs_no_person() {
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: deny\n    commands: [\"cat *\"]\n",
+        );
+        let r = rule(&set, "cat $F; ls (");
+        assert_eq!(r.decision, Decision::Deny);
+        assert_eq!(r.needs_person, None);
+    }
+
+    #[test]
+    fn an_ask_that_would_have_been_capped_still_needs_a_person() {
+        // The fallback already asks, so step 5 changes no decision, but an unattended posture
+        // must not turn this ask into an allow.
+        let asks = yaml("ask", "ask", "  []\n");
+        for (script, why) in [
+            ("ls (", "the command is not understood"),
+            ("git -c core.pager=cat log", "hazard git_config"),
+            ("rm $TARGET", "the word `$TARGET`"),
+        ] {
+            let r = rule(&asks, script);
+            assert_eq!(r.fallback, Some(Fallback::Writer), "{script}");
+            assert!(capped(&asks, script).starts_with(why), "{script}");
+        }
+        let set = yaml(
+            "allow",
+            "allow",
+            "  - decision: ask\n    commands: [\"rm *\"]\n",
+        );
+        let why = capped(&set, "rm $TARGET");
+        assert!(why.contains("`$TARGET`"), "{why}");
+    }
+
+    #[test]
+    fn an_exact_line_lifts_a_hazard() {
+        let set = yaml(
+            "allow",
+            "ask",
+            "  - decision: allow\n    exact: [\"git -c core.pager=cat log\"]\n",
+        );
+        runs(&set, "git -c core.pager=cat log");
+    }
+
+    #[test]
+    fn no_allow_rule_covers_a_word_decided_at_run_time_anywhere() {
+        let set = yaml(
+            "allow",
+            "ask",
+            "  - decision: allow\n    commands: [\"cargo test *\", \"git status\"]\n",
+        );
+        runs(&set, "cargo test --all");
+        runs(&set, "timeout 60 cargo test");
+        for script in [
+            "cargo test $ARGS",
+            "timeout $T cargo test",
+            "nice -n $N cargo test",
+            "X=$Y git status",
+        ] {
+            let r = rule(&set, script);
+            assert_eq!(r.decision, Decision::Ask, "{script}: {r:?}");
+            assert!(r.hits.is_empty(), "{script}: {r:?}");
+            assert!(r.needs_person.is_some(), "{script}");
+        }
+    }
+
+    #[test]
+    fn a_rego_allow_lifts_a_word_decided_at_run_time_but_never_what_is_not_understood() {
+        let set = PolicySet::from_texts(
+            &[("p.yaml", "version: 1\ndefaults:\n  writer: ask\n")],
+            &[(
+                "a.rego",
+                "package reasonix\nimport rego.v1\nallow contains \"cat is fine\" if input.bash.commands[0].argv[0] == \"cat\"\n",
+            )],
+            &[],
+        )
+        .unwrap();
+        runs(&set, "cat $F");
+        let r = rule(&set, "cat $F; ls (");
+        assert_eq!(r.decision, Decision::Ask);
+        assert!(
+            r.needs_person
+                .as_deref()
+                .is_some_and(|w| w.starts_with("the command is not understood")),
+            "{r:?}"
+        );
     }
 }

@@ -1,5 +1,15 @@
-//! Policies: loading YAML rules, compiling them for one workspace, and judging a classified call
-//! — the `policy` stage of the admission path.
+//! Policies: loading YAML rules and Rego modules, compiling them for one workspace, and judging a
+//! classified call — the `policy` stage of the admission path.
+//!
+//! This file holds the words the layer shares ([`Decision`], [`Posture`], [`Defaults`],
+//! [`PolicyProblem`]) and the rules of precedence below. The work is split by seam:
+//!
+//! - `load.rs`: files, folders and texts → a [`PolicySet`] (YAML, Rego, data), problems with
+//!   file and line, the merge of `defaults`;
+//! - `compile.rs`: a [`PolicySet`] → a [`CompiledPolicy`] for one workspace;
+//! - `judge.rs`: the precedence below, applied to one call's [`Facts`];
+//! - `yaml.rs` (the YAML format), [`commands`] (how command rules match), `pattern.rs` (path
+//!   globs), [`input`] (the document Rego sees), [`rego`] (Rego modules and their votes).
 //!
 //! # Precedence
 //!
@@ -8,8 +18,24 @@
 //! 3. Otherwise an `allow` rule that covers the *whole* call allows.
 //! 4. Otherwise the fallback: `defaults.read_only` for a read-only call, `defaults.writer` for
 //!    any other.
-//! 5. Finally, a call the tool could not analyse is never allowed: an allow from step 3 or 4
-//!    becomes ask. The gate fails closed on what it does not understand.
+//! 5. Finally, what policy could not judge needs a person. The gate fails closed on:
+//!    1. a call **not understood** (the tool could not analyse it; a bash script with
+//!       problems) — nothing lifts this, not even Rego;
+//!    2. a bash call with a **hazard** — lifted only by an allow that covers the whole call
+//!       (which takes an `exact` line for each hazard's command) or a Rego allow;
+//!    3. a bash call with a **part decided at run time**: a word that does not depend only on
+//!       static text (a variable from the environment, a command's output, arithmetic, input
+//!       fed to `xargs` — not a glob, a brace, a tilde, a loop variable bound to such words,
+//!       `find`'s `{}`), an assignment value or a redirection target that is not static —
+//!       lifted only by a Rego allow, which sees `bash.commands[].dynamic` and can judge the
+//!       part; an allow rule never covers one (below). One exception follows the read-only
+//!       classification: a reader fed by `xargs` taking the *read-only* fallback, whose reads
+//!       are unnamed reads (below).
+//!
+//!    An allow, from any step, becomes ask, and [`Ruling::needs_person`] says why. It says so
+//!    too when the ask came from a rule or the fallback, so that no posture (not even
+//!    `defaults.unattended: allow`) turns an ask about what policy could not judge into an
+//!    allow. A deny stays a deny.
 //!
 //! deny and ask match generously, allow strictly:
 //!
@@ -21,10 +47,22 @@
 //! | `commands`| any simple command anywhere, by basename and  | (bash) every simple command is covered by  |
 //! |           | any spelling of its options                   | some allow rule, word by word              |
 //! | `exact`   | a command is exactly this line                | the same; the only way past a hazard        |
+//! | `except`  | the rule steps aside when its except *covers* | the rule is withdrawn when its except       |
+//! |           | the call (the allow column)                   | *matches* any part (the deny/ask column)    |
+//!
+//! A rule applies unless the call matches its `except:` (`tools`, `paths`, `commands`, all that
+//! are given). The except is matched the way that keeps the gate closed: an exception to a deny
+//! or ask widens what may run, so it must cover the whole call (every path, every simple command
+//! that needs cover, nothing decided at run time); an exception to an allow narrows it, so any
+//! part that matches withdraws it.
 //!
 //! For a bash call, an allow needs every simple command covered (by `commands` or `exact` of
-//! any allow rules), every hazard's command covered by an `exact` line, and every write through a
-//! redirection covered by an allow rule's `paths`; see [`commands`] for how words match. A
+//! any allow rules), every hazard's command covered by an `exact` line, every write through a
+//! redirection covered by an allow rule's `paths`, and no part decided at run time anywhere —
+//! not in a covered command (`commands` covers under `*` only words that depend on static text,
+//! `exact` only static words), nor in a wrapper's own words (`timeout $T cargo test`: `$T` may
+//! split into another command), nor in an assignment value; see [`commands`] for how words
+//! match. A
 //! read-only bash call that reads files it does not name (`grep -r`) does not take the
 //! read-only fallback while a deny or ask rule protects paths.
 //!
@@ -38,34 +76,34 @@
 //! `writer: ask`, `unattended: deny`). Postures are applied later, by the gate's approve stage.
 
 pub mod commands;
+mod compile;
 pub mod input;
 mod judge;
+mod lint;
+mod load;
 mod pattern;
 pub mod rego;
 mod yaml;
 
-use std::collections::BTreeSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use std::sync::Arc;
-
-use serde_json::Value as Json;
-
-use crate::sandbox::Roots;
-use judge::Rule;
-pub use judge::{CompiledPolicy, Facts, Fallback, Judged, PathFilter, RuleHit};
-use pattern::OwnedSet;
-use rego::{Rego, RegoSource};
+pub use compile::CompiledPolicy;
+pub use judge::{Facts, Fallback, PathFilter, RuleHit, Ruling};
+pub use lint::ToolFacts;
+pub use load::{PolicySet, is_case_file, is_test_module};
 pub use yaml::Unattended;
 
 /// The embedded default policy (`policies/default.yaml`), used when no `--policy` is given.
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
 /// The name the embedded default is reported under.
 pub const DEFAULT_POLICY_NAME: &str = "embedded:policies/default.yaml";
+/// How a list of policies names the embedded default, to keep it beside one's own
+/// (`--policy builtin:default`, `policies: [builtin:default, …]` in `reasonix.yaml`). A file
+/// of that name in the current folder is `./builtin:default`.
+pub const BUILTIN_DEFAULT: &str = "builtin:default";
 
 /// What a rule or fallback decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -161,20 +199,6 @@ impl Default for Defaults {
     }
 }
 
-/// One policy file, parsed.
-#[derive(Clone, Debug)]
-struct Source {
-    name: String,
-    file: yaml::PolicyFile,
-}
-
-/// Loaded policy files, not yet tied to a workspace. Immutable: a reload builds a new set.
-#[derive(Clone, Debug)]
-pub struct PolicySet {
-    sources: Vec<Source>,
-    rego: Option<Arc<Rego>>,
-}
-
 /// One problem in a policy, with its place.
 #[derive(Debug)]
 pub struct PolicyProblem {
@@ -219,457 +243,9 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
-impl PolicySet {
-    /// The embedded default policy.
-    pub fn embedded_default() -> PolicySet {
-        match PolicySet::from_yaml(DEFAULT_POLICY_NAME, DEFAULT_POLICY) {
-            Ok(set) => set,
-            // The embedded text is a constant checked by `the_embedded_default_loads`.
-            Err(e) => unreachable!("the embedded default policy does not load: {e}"),
-        }
-    }
-
-    /// Parses one YAML policy from text; `name` is how it is reported.
-    pub fn from_yaml(name: &str, text: &str) -> Result<PolicySet, PolicyError> {
-        PolicySet::from_texts(&[(name, text)], &[], &[])
-    }
-
-    /// Builds a set from texts: YAML policies, Rego modules, and data documents mounted under
-    /// `data.` (each `(name, text or value)`).
-    pub fn from_texts(
-        yaml: &[(&str, &str)],
-        rego: &[(&str, &str)],
-        data: &[(&str, Json)],
-    ) -> Result<PolicySet, PolicyError> {
-        let mut problems = Vec::new();
-        let mut sources = Vec::new();
-        for (name, text) in yaml {
-            parse_into(name, text, &mut sources, &mut problems);
-        }
-        let modules: Vec<RegoSource> = rego
-            .iter()
-            .map(|(name, text)| RegoSource {
-                name: (*name).to_owned(),
-                text: (*text).to_owned(),
-            })
-            .collect();
-        let data: Vec<(String, Json)> = data
-            .iter()
-            .map(|(n, v)| ((*n).to_owned(), v.clone()))
-            .collect();
-        finish(sources, &modules, &data, problems)
-    }
-
-    /// Loads policy files and folders (see [`PolicySet::load_with`]).
-    pub fn load(paths: &[PathBuf]) -> Result<PolicySet, PolicyError> {
-        PolicySet::load_with(paths, &[], false)
-    }
-
-    /// Loads policy files and folders, and data files (JSON or YAML) mounted under `data.`.
-    /// A folder contributes, in sorted order, every `*.yaml`/`*.yml` below it except test case
-    /// files (`*.cases.yaml`), and every `*.rego` except test modules (`*_test.rego`, loaded
-    /// only with `tests`). Every problem in every file is reported together.
-    pub fn load_with(
-        paths: &[PathBuf],
-        data: &[PathBuf],
-        tests: bool,
-    ) -> Result<PolicySet, PolicyError> {
-        let mut problems = Vec::new();
-        let mut sources = Vec::new();
-        let mut modules = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for path in paths {
-            let files = match policy_files(path, tests) {
-                Ok(files) => files,
-                Err(message) => {
-                    problems.push(PolicyProblem {
-                        file: path.display().to_string(),
-                        line: None,
-                        column: None,
-                        message,
-                    });
-                    continue;
-                }
-            };
-            for file in files {
-                if !seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
-                    continue;
-                }
-                let name = file.display().to_string();
-                match std::fs::read_to_string(&file) {
-                    Ok(text) if has_ext(&file, &["rego"]) => {
-                        modules.push(RegoSource { name, text })
-                    }
-                    Ok(text) => parse_into(&name, &text, &mut sources, &mut problems),
-                    Err(e) => problems.push(PolicyProblem {
-                        file: name,
-                        line: None,
-                        column: None,
-                        message: format!("cannot read: {e}"),
-                    }),
-                }
-            }
-        }
-        let mut documents = Vec::new();
-        for path in data {
-            let name = path.display().to_string();
-            let parsed = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|text| {
-                    if has_ext(path, &["yaml", "yml"]) {
-                        yaml_serde::from_str::<Json>(&text).map_err(|e| e.to_string())
-                    } else {
-                        serde_json::from_str::<Json>(&text).map_err(|e| e.to_string())
-                    }
-                });
-            match parsed {
-                Ok(value) => documents.push((name, value)),
-                Err(message) => problems.push(PolicyProblem {
-                    file: name,
-                    line: None,
-                    column: None,
-                    message,
-                }),
-            }
-        }
-        finish(sources, &modules, &documents, problems)
-    }
-
-    /// The Rego policies, if any were loaded.
-    pub fn rego(&self) -> Option<&Rego> {
-        self.rego.as_deref()
-    }
-
-    /// The YAML rules: `(source, id, decision)` in order.
-    pub fn yaml_rules(&self) -> Vec<(String, String, Decision)> {
-        let mut out = Vec::new();
-        for source in &self.sources {
-            for (i, rule) in source.file.rules.iter().enumerate() {
-                let id = rule
-                    .id
-                    .as_ref()
-                    .map(|id| id.0.clone())
-                    .unwrap_or_else(|| format!("rules[{i}]"));
-                out.push((source.name.clone(), id, rule.decision));
-            }
-        }
-        out
-    }
-
-    /// The names of the loaded files, in order.
-    pub fn source_names(&self) -> impl Iterator<Item = &str> {
-        self.sources.iter().map(|s| s.name.as_str())
-    }
-
-    /// The merged `sandbox:` sections (the defaults when no file has one).
-    pub fn jail(&self) -> crate::sandbox::jail::JailConfig {
-        crate::sandbox::jail::JailConfig::merge(
-            self.sources.iter().filter_map(|s| s.file.sandbox.as_ref()),
-        )
-    }
-
-    /// The merged defaults.
-    pub fn defaults(&self) -> Defaults {
-        let builtin = Defaults::default();
-        let strictest = |get: &dyn Fn(&yaml::DefaultsSpec) -> Option<Decision>, fallback| {
-            self.sources
-                .iter()
-                .filter_map(|s| get(&s.file.defaults))
-                .max()
-                .unwrap_or(fallback)
-        };
-        let unattended = if self
-            .sources
-            .iter()
-            .any(|s| s.file.defaults.unattended == Some(Unattended::Deny))
-        {
-            Unattended::Deny
-        } else if self
-            .sources
-            .iter()
-            .any(|s| s.file.defaults.unattended == Some(Unattended::Allow))
-        {
-            Unattended::Allow
-        } else {
-            builtin.unattended
-        };
-        Defaults {
-            read_only: strictest(&|d| d.read_only, builtin.read_only),
-            writer: strictest(&|d| d.writer, builtin.writer),
-            unattended,
-        }
-    }
-
-    /// Compiles the rules for one workspace: relative path globs are anchored at its root and
-    /// `~` at the home folder, and every glob goes into one set.
-    pub fn compile(&self, roots: &Roots) -> Result<CompiledPolicy, PolicyError> {
-        let mut rules = Vec::new();
-        let mut tool_globs = Vec::new();
-        let mut path_globs = Vec::new();
-        let mut problems = Vec::new();
-        for source in &self.sources {
-            for (index, spec) in source.file.rules.iter().enumerate() {
-                let rule = rules.len();
-                let id = spec
-                    .id
-                    .as_ref()
-                    .map(|id| id.0.clone())
-                    .unwrap_or_else(|| format!("rules[{index}]"));
-                for glob in spec.tools.iter().flatten() {
-                    match globset::Glob::new(&glob.0) {
-                        Ok(g) => tool_globs.push((rule, g)),
-                        Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
-                    }
-                }
-                for glob in spec.paths.iter().flatten() {
-                    let anchored = match pattern::anchor(&glob.0, roots.workspace(), roots.home()) {
-                        Ok(a) => a,
-                        Err(e) => {
-                            problems.push(problem(
-                                &source.name,
-                                &id,
-                                format!("path glob {:?}: {e}", glob.0),
-                            ));
-                            continue;
-                        }
-                    };
-                    for pattern in anchored {
-                        match pattern::path_glob(&pattern) {
-                            Ok(g) => path_globs.push((rule, g)),
-                            Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
-                        }
-                    }
-                }
-                let mut patterns = Vec::new();
-                for spec in spec.commands.iter().flatten() {
-                    match commands::Pattern::compile(spec) {
-                        Some(p) => patterns.push(p),
-                        None => problems.push(problem(
-                            &source.name,
-                            &id,
-                            format!("bad command pattern {:?}", spec.0),
-                        )),
-                    }
-                }
-                rules.push(Rule {
-                    id,
-                    source: source.name.clone(),
-                    decision: spec.decision,
-                    reason: spec.reason.clone(),
-                    has_tools: spec.tools.is_some(),
-                    has_paths: spec.paths.is_some(),
-                    effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
-                    commands: patterns,
-                    exact: spec.exact.clone().unwrap_or_default(),
-                });
-            }
-        }
-        let tools = OwnedSet::build(tool_globs);
-        let paths = OwnedSet::build(path_globs);
-        match (tools, paths) {
-            (Ok(tools), Ok(paths)) if problems.is_empty() => Ok(CompiledPolicy {
-                rules,
-                tools,
-                paths,
-                defaults: self.defaults(),
-                rego: self.rego.clone(),
-            }),
-            (tools, paths) => {
-                for e in [tools.err(), paths.err()].into_iter().flatten() {
-                    problems.push(PolicyProblem {
-                        file: "(policy set)".into(),
-                        line: None,
-                        column: None,
-                        message: e.to_string(),
-                    });
-                }
-                Err(PolicyError(problems))
-            }
-        }
-    }
-}
-
-fn problem(file: &str, rule: &str, message: String) -> PolicyProblem {
-    PolicyProblem {
-        file: file.to_owned(),
-        line: None,
-        column: None,
-        message: format!("rule {rule}: {message}"),
-    }
-}
-
-/// Parses one file's text into `sources`, or its problems into `problems`.
-fn parse_into(
-    name: &str,
-    text: &str,
-    sources: &mut Vec<Source>,
-    problems: &mut Vec<PolicyProblem>,
-) {
-    match yaml::parse(text) {
-        Ok(file) => {
-            let mut seen = BTreeSet::new();
-            for (i, rule) in file.rules.iter().enumerate() {
-                if let Some(id) = &rule.id
-                    && !seen.insert(id.0.clone())
-                {
-                    problems.push(PolicyProblem {
-                        file: name.to_owned(),
-                        line: None,
-                        column: None,
-                        message: format!(
-                            "rules[{i}] reuses the id {:?}; rule ids must be unique within a file",
-                            id.0
-                        ),
-                    });
-                }
-            }
-            sources.push(Source {
-                name: name.to_owned(),
-                file,
-            });
-        }
-        Err(e) => problems.push(PolicyProblem {
-            file: name.to_owned(),
-            line: e.line,
-            column: e.column,
-            message: e.message,
-        }),
-    }
-}
-
-/// Checks the Rego modules and data, and makes the set.
-fn finish(
-    sources: Vec<Source>,
-    modules: &[RegoSource],
-    data: &[(String, Json)],
-    mut problems: Vec<PolicyProblem>,
-) -> Result<PolicySet, PolicyError> {
-    if !problems.is_empty() {
-        return Err(PolicyError(problems));
-    }
-    if modules.is_empty() && !data.is_empty() {
-        problems.push(PolicyProblem {
-            file: data[0].0.clone(),
-            line: None,
-            column: None,
-            message: "data is only read by Rego policies, and no .rego policy is loaded".into(),
-        });
-        return Err(PolicyError(problems));
-    }
-    match Rego::load(modules, data) {
-        Ok(rego) => Ok(PolicySet {
-            sources,
-            rego: rego.map(Arc::new),
-        }),
-        Err(p) => Err(PolicyError(p)),
-    }
-}
-
-/// The policy files a `--policy` argument names.
-fn policy_files(path: &Path, tests: bool) -> Result<Vec<PathBuf>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.is_file() {
-        return if has_ext(path, &["yaml", "yml", "rego"]) {
-            Ok(vec![path.to_path_buf()])
-        } else {
-            Err(
-                "not a policy file; expected a .yaml, .yml or .rego file, or a folder of them"
-                    .into(),
-            )
-        };
-    }
-    let mut files = Vec::new();
-    let mut stack = vec![path.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-            let p = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-            if kind.is_dir() {
-                stack.push(p);
-            } else if is_policy_file(&p, tests) {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    if files.is_empty() {
-        return Err("the folder holds no policy files (*.yaml, *.yml, *.rego)".into());
-    }
-    Ok(files)
-}
-
-fn has_ext(path: &Path, exts: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| exts.contains(&e))
-}
-
-/// A `*.cases.yaml` file holds policy test cases, not a policy.
-pub fn is_case_file(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".cases.yaml") || n.ends_with(".cases.yml"))
-}
-
-/// A Rego module whose name ends in `_test.rego` holds tests, as with `opa test`.
-pub fn is_test_module(path: &Path) -> bool {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with("_test.rego"))
-}
-
-fn is_policy_file(path: &Path, tests: bool) -> bool {
-    (has_ext(path, &["yaml", "yml"]) && !is_case_file(path))
-        || (has_ext(path, &["rego"]) && (tests || !is_test_module(path)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_embedded_default_loads() {
-        let set = PolicySet::from_yaml(DEFAULT_POLICY_NAME, DEFAULT_POLICY).unwrap();
-        let defaults = set.defaults();
-        assert_eq!(defaults.read_only, Decision::Allow);
-        assert_eq!(defaults.writer, Decision::Ask);
-        assert_eq!(defaults.unattended, Unattended::Deny);
-    }
-
-    #[test]
-    fn the_strictest_default_wins_across_files() {
-        let a = PolicySet::from_texts(
-            &[
-                (
-                    "a",
-                    "version: 1\ndefaults:\n  writer: allow\n  unattended: allow\n",
-                ),
-                ("b", "version: 1\ndefaults:\n  writer: deny\n"),
-            ],
-            &[],
-            &[],
-        )
-        .unwrap();
-        let d = a.defaults();
-        assert_eq!(d.writer, Decision::Deny);
-        assert_eq!(d.read_only, Decision::Allow);
-        assert_eq!(d.unattended, Unattended::Allow);
-    }
-
-    #[test]
-    fn duplicate_ids_in_one_file_are_refused() {
-        let e = PolicySet::from_yaml(
-            "p.yaml",
-            "version: 1\nrules:\n  - id: a\n    decision: deny\n  - id: a\n    decision: allow\n",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("reuses the id \"a\""), "{e}");
-    }
 
     #[test]
     fn posture_names_parse_and_unknown_ones_are_refused() {

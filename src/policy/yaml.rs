@@ -80,7 +80,49 @@ pub(crate) struct RuleSpec {
     pub commands: Option<Vec<PatternSpec>>,
     #[serde(default, deserialize_with = "non_empty")]
     pub exact: Option<Vec<ExactSpec>>,
+    pub except: Option<ExceptSpec>,
     pub reason: Option<String>,
+}
+
+/// A rule's `except:`: the calls it does not apply to. Its conditions must all hold, matched
+/// the way that keeps the gate closed: the except of a deny or ask rule must *cover* the call,
+/// as an allow rule does (every path, every simple command), for the rule to step aside; the
+/// except of an allow rule withdraws the allow when it *matches* any part, as a deny rule does.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(try_from = "ExceptWritten")]
+pub(crate) struct ExceptSpec {
+    pub tools: Option<Vec<Glob>>,
+    pub paths: Option<Vec<PathGlob>>,
+    pub commands: Option<Vec<PatternSpec>>,
+}
+
+/// `except:` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExceptWritten {
+    #[serde(default, deserialize_with = "non_empty")]
+    tools: Option<Vec<Glob>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    paths: Option<Vec<PathGlob>>,
+    #[serde(default, deserialize_with = "non_empty")]
+    commands: Option<Vec<PatternSpec>>,
+}
+
+impl TryFrom<ExceptWritten> for ExceptSpec {
+    type Error = String;
+    fn try_from(w: ExceptWritten) -> Result<ExceptSpec, String> {
+        if w.tools.is_none() && w.paths.is_none() && w.commands.is_none() {
+            return Err(
+                "an empty except would exempt every call; give it tools, paths or commands, or remove it"
+                    .into(),
+            );
+        }
+        Ok(ExceptSpec {
+            tools: w.tools,
+            paths: w.paths,
+            commands: w.commands,
+        })
+    }
 }
 
 /// A rule id: letters, digits, `-`, `_`, `.`, `/`.
@@ -283,6 +325,18 @@ rules:
             (
                 "version: 1\nrules:\n  - decision: deny\n    reason: [a]\n",
                 "expected a string",
+            ),
+            (
+                "version: 1\nrules:\n  - decision: deny\n    except: {}\n",
+                "an empty except",
+            ),
+            (
+                "version: 1\nrules:\n  - decision: deny\n    except: {effects: [read]}\n",
+                "unknown field `effects`",
+            ),
+            (
+                "version: 1\nrules:\n  - decision: deny\n    except: {paths: []}\n",
+                "empty list",
             ),
         ];
         for (text, needle) in cases {

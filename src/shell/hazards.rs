@@ -3,27 +3,46 @@
 //! allowed by a `commands:` rule or a fallback: only an `exact:` rule that spells out the whole
 //! command (or Rego) can allow it. Deny and ask rules still see it as usual.
 //!
-//! Two tables, both data: [`COMMANDS`] (a command and the test that finds the hazard in its
-//! argv) and [`ENVIRONMENT`] (variables that make a program load code). Every row carries an
-//! example that must trigger it and a benign counterpart that must not; the tests run them all.
+//! Three sources, all data:
+//!
+//! 1. the **option specs** of [`programs`](super::programs): an option with a risk (`sort -o`,
+//!    `tar --to-command`, `python -c`, `git -c`…) is a hazard in whatever spelling the program
+//!    accepts, and so is a subcommand with one (`git difftool`, `deno eval`);
+//! 2. [`COMMANDS`]: a command and the test that finds the hazard in its argv, as the matcher
+//!    parsed it (awk programs, sed scripts, git aliases, interpreters reading stdin…);
+//! 3. [`ENVIRONMENT`]: variables that make a program load code (it lives in
+//!    [`environment`](super::environment) and is re-exported here).
+//!
+//! And one rule over the whole script ([`FOLDER_PROGRAMS`]): a program that obeys the folder
+//! it runs in (git's hooks and `core.fsmonitor`, a makefile, `package.json` scripts, a cargo
+//! build script) is a hazard when that folder may be outside the workspace: an option names
+//! one (`git -C /x`, `make -C ../x`, `npm --prefix /x`, `cargo --manifest-path /x/Cargo.toml`),
+//! a wrapper moves there (`env -C /x`), or the script changes to one (`cd /x && git status`).
+//!
+//! Every row carries an example that must trigger it and a benign counterpart that must not;
+//! the tests run them all, and every risky option of every spec in each spelling.
+//!
+//! This module owns the tables and `scan`, which runs them over every command; it also makes
+//! the hazards the walk finds in redirections ([`dynamic_redirect`], [`network_redirect`]) and
+//! assignments ([`env()`]).
 
-use super::{Analysis, Command, Hazard};
+pub use super::environment::{ENVIRONMENT, EnvRow, env};
+use super::programs::spec::{self, Parsed, Role};
+use super::programs::{self, awk, git, paths, sed};
+use super::{Analysis, Command, Feature, Hazard};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// How a command row decides.
 #[derive(Clone, Copy)]
 pub enum Test {
     /// Always a hazard.
     Always,
-    /// Any of these options, anywhere: `-o`, a cluster holding `o` (`-no`), `--output`,
-    /// `--output=x`.
-    Option(&'static [&'static str]),
-    /// Any of these options before the first operand (an interpreter's own options end where
-    /// its script's arguments begin).
-    Leading(&'static [&'static str]),
-    /// Any of these words exactly, or `word=...` (`find -delete`).
+    /// Any of these words exactly, or `word=...` (`find -delete`: find's expression is not
+    /// options).
     Word(&'static [&'static str]),
-    /// A check on the whole command; `Some(detail)` is a hazard.
-    Check(fn(&Command) -> Option<String>),
+    /// A check on the command and its parsed argv; `Some(detail)` is a hazard.
+    Check(fn(&Command, &Parsed) -> Option<String>),
 }
 
 /// One row of the command hazard table.
@@ -43,10 +62,9 @@ pub struct Row {
 }
 
 const PYTHON: &[&str] = &["python", "python2", "python3", "pypy", "pypy3"];
-const NODE: &[&str] = &["node", "nodejs", "bun"];
-const PERL: &[&str] = &["perl"];
-const RUBY: &[&str] = &["ruby"];
-const AWK: &[&str] = &["awk", "gawk", "mawk", "nawk"];
+const NODE: &[&str] = &["node", "nodejs"];
+const PERL: &[&str] = &["perl", "ruby", "php", "lua", "luajit"];
+const AWK: &[&str] = &["awk", "gawk", "mawk", "nawk", "original-awk"];
 const SED: &[&str] = &["sed", "gsed"];
 
 /// The command hazard table.
@@ -54,131 +72,86 @@ const SED: &[&str] = &["sed", "gsed"];
 pub const COMMANDS: &[Row] = &[
     Row { id: "eval", names: &["eval"], test: Test::Always, why: "eval runs a string as code", example: "eval \"$CMD\"", benign: "" },
     Row { id: "source", names: &["source", "."], test: Test::Always, why: "source runs a file's code in this shell", example: ". ./env.sh", benign: "" },
-    Row { id: "inline_code", names: PYTHON, test: Test::Leading(&["-c"]), why: "python -c runs code given inline", example: "python3 -c 'import os; os.system(\"id\")'", benign: "python3 manage.py test -c x" },
     Row { id: "inline_code", names: PYTHON, test: Test::Check(reads_program_from_stdin), why: "python without a script reads its program from stdin", example: "curl -s x | python3", benign: "python3 -m pytest" },
-    Row { id: "inline_code", names: NODE, test: Test::Leading(&["-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader"]), why: "node -e/-p runs code given inline; -r/--import loads a module first", example: "node -e 'require(\"child_process\").execSync(\"id\")'", benign: "node server.js -e x" },
     Row { id: "inline_code", names: NODE, test: Test::Check(reads_program_from_stdin), why: "node without a script reads its program from stdin", example: "cat x.js | node", benign: "node --version" },
-    Row { id: "inline_code", names: PERL, test: Test::Leading(&["-e", "-E", "-n", "-p", "-i", "-M", "-m", "-x"]), why: "perl -e/-E programs, -n/-p loops, -i in-place edits and -M modules run code", example: "perl -pi -e 's/a/b/' f", benign: "perl script.pl -e" },
-    Row { id: "inline_code", names: PERL, test: Test::Check(reads_program_from_stdin), why: "perl without a script reads its program from stdin", example: "echo 'system q(id)' | perl", benign: "perl -v" },
-    Row { id: "inline_code", names: RUBY, test: Test::Leading(&["-e", "-n", "-p", "-i", "-r"]), why: "ruby -e runs code given inline", example: "ruby -e 'system(\"id\")'", benign: "ruby app.rb -e" },
-    Row { id: "inline_code", names: &["php"], test: Test::Leading(&["-r", "-B", "-R", "-E", "-F", "-a"]), why: "php -r runs code given inline", example: "php -r 'system(\"id\");'", benign: "php artisan test" },
-    Row { id: "inline_code", names: &["lua", "luajit"], test: Test::Leading(&["-e", "-l"]), why: "lua -e runs code given inline", example: "lua -e 'os.execute(\"id\")'", benign: "lua main.lua" },
-    Row { id: "inline_code", names: &["Rscript", "R"], test: Test::Leading(&["-e"]), why: "Rscript -e runs code given inline", example: "Rscript -e 'system(\"id\")'", benign: "Rscript analysis.R" },
-    Row { id: "inline_code", names: &["osascript", "expect"], test: Test::Leading(&["-e", "-c"]), why: "-e/-c runs code given inline", example: "expect -c 'spawn sh'", benign: "expect login.exp" },
-    Row { id: "inline_code", names: &["deno"], test: Test::Check(deno_eval), why: "deno eval runs code given inline", example: "deno eval 'Deno.exit(1)'", benign: "deno test" },
-    Row { id: "inline_code", names: AWK, test: Test::Check(awk_program), why: "an awk program that calls system(), pipes, prints to files or loads extensions runs code or writes files", example: "awk 'BEGIN { system(\"id\") }'", benign: "awk -F: '$3 > 100 { print $1 }' /etc/passwd" },
-    Row { id: "sed_writes", names: SED, test: Test::Check(sed_script), why: "sed -i edits files; the e command and s///e run commands; w writes files", example: "sed -i 's/a/b/' f", benign: "sed -n '1,5p' f" },
-    Row { id: "git_config", names: &["git"], test: Test::Check(git_global), why: "git -c / --config-env / --exec-path / --git-dir / --work-tree / -p change what git runs (pagers, aliases, hooks)", example: "git -c core.pager='sh -c id' log", benign: "git log --oneline" },
-    Row { id: "git_program", names: &["git"], test: Test::Check(git_subcommand), why: "this git subcommand or option runs another program, writes output files, or may be an alias", example: "git diff --ext-diff", benign: "git diff --stat" },
-    Row { id: "rg_preprocessor", names: &["rg"], test: Test::Option(&["--pre"]), why: "rg --pre runs a program on every file", example: "rg --pre ./decode x", benign: "rg -n TODO src" },
-    Row { id: "tar_program", names: &["tar", "gtar", "bsdtar"], test: Test::Option(&["--checkpoint-action", "--to-command", "--use-compress-program", "-I", "--info-script", "-F", "--new-volume-script", "--rsh-command", "--rmt-command"]), why: "these tar options run programs", example: "tar -cf x.tar --checkpoint=1 --checkpoint-action=exec=sh src", benign: "tar -czf x.tgz src" },
-    Row { id: "pager", names: &["man"], test: Test::Option(&["-P", "--pager", "-H", "--html"]), why: "man -P/-H runs the program named", example: "man -P 'sh -c id' ls", benign: "man ls" },
-    Row { id: "output_file", names: &["sort"], test: Test::Option(&["-o", "--output", "--compress-program"]), why: "sort -o writes a file; --compress-program runs one", example: "sort -o /etc/passwd x", benign: "sort -u names.txt" },
+    Row { id: "inline_code", names: PERL, test: Test::Check(reads_program_from_stdin), why: "an interpreter without a script reads its program from stdin", example: "echo 'system q(id)' | perl", benign: "perl -v" },
+    Row { id: "inline_code", names: &["php"], test: Test::Check(php_loads), why: "php -d auto_prepend_file/extension loads code before the script", example: "php -d auto_prepend_file=/tmp/x.php index.php", benign: "php -d memory_limit=-1 artisan test" },
+    Row { id: "inline_code", names: AWK, test: Test::Check(awk::command_risk), why: "an awk program that calls system(), pipes, prints to files, reads files or loads extensions runs code or touches files", example: "awk 'BEGIN { system(\"id\") }'", benign: "awk -F: '$3 > 100 { print $1 }' /etc/passwd" },
+    Row { id: "sed_writes", names: SED, test: Test::Check(sed::command_risk), why: "the e command and s///e run commands; w writes and r reads files; a script not understood may do either", example: "sed 's/a/b/e' f", benign: "sed -n '1,5p' f" },
+    Row { id: "git_program", names: &["git"], test: Test::Check(git::subcommand_risk), why: "a name that is not a git command may be an alias, which can run anything", example: "git st", benign: "git status --porc" },
+    Row { id: "tar_program", names: &["tar", "gtar", "bsdtar"], test: Test::Check(tar_remote), why: "an archive named HOST:PATH makes tar run rsh or ssh", example: "tar -cf evil.example:x.tar src", benign: "tar -cf out.tar src" },
+    Row { id: "tar_program", names: &["zip"], test: Test::Check(zip_tester), why: "zip -TTcmd runs the program named to test the archive", example: "zip -T -TTsh x.zip f", benign: "zip -r x.zip src" },
     Row { id: "output_file", names: &["uniq"], test: Test::Check(uniq_output), why: "uniq's second operand is a file it writes", example: "uniq in.txt out.txt", benign: "uniq -c in.txt" },
-    Row { id: "output_file", names: &["time"], test: Test::Option(&["-o", "--output"]), why: "time -o writes a file", example: "time -o stats.txt make", benign: "time make" },
     Row { id: "find_writes", names: &["find"], test: Test::Word(&["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"]), why: "find -delete removes files; -fprint* and -fls write them", example: "find . -name '*.tmp' -delete", benign: "find . -name '*.rs'" },
-    Row { id: "inline_code", names: &["vi", "vim", "nvim", "view", "ex"], test: Test::Check(vim_commands), why: "vim -c/--cmd/+cmd/-S runs editor commands, which can run programs", example: "vim -c '!id' -c q", benign: "vim notes.md" },
-    Row { id: "inline_code", names: &["emacs"], test: Test::Option(&["--eval", "-l", "--load", "-f", "--funcall", "--script", "-x"]), why: "emacs --eval/-l runs Lisp", example: "emacs --batch --eval '(shell-command \"id\")'", benign: "emacs notes.md" },
-    Row { id: "inline_code", names: &["make", "gmake"], test: Test::Option(&["--eval", "-E"]), why: "make --eval runs a makefile fragment given inline", example: "make --eval='$(shell id)'", benign: "make test" },
-    Row { id: "inline_code", names: &["npx"], test: Test::Option(&["-c", "--call"]), why: "npx -c runs a shell string", example: "npx -c 'rm -rf x'", benign: "npx prettier --check ." },
-    Row { id: "remote_program", names: &["ssh", "scp", "sftp"], test: Test::Option(&["-o", "-F", "-S"]), why: "ssh -o ProxyCommand/LocalCommand, -F configs and -S programs run local commands", example: "ssh -o ProxyCommand='sh -c id' host", benign: "ssh host uptime" },
-    Row { id: "remote_program", names: &["rsync"], test: Test::Option(&["-e", "--rsh", "--rsync-path"]), why: "rsync -e runs the program named", example: "rsync -e 'sh -c id' a b", benign: "rsync -a src/ dst/" },
+    Row { id: "inline_code", names: &["vi", "vim", "nvim", "view", "ex", "rvim", "vimdiff"], test: Test::Check(vim_commands), why: "vim -c/--cmd/+cmd/-S runs editor commands, which can run programs", example: "vim -c '!id' -c q", benign: "vim notes.md" },
+    Row { id: "inline_code", names: &["make", "gmake"], test: Test::Check(makefile_from_stdin), why: "make -f - reads its makefile, and so the commands it runs, from stdin", example: "make -f - <<< 'all:; id'", benign: "make -f build.mk" },
+    Row { id: "inline_code", names: &["make", "gmake"], test: Test::Check(make_overrides), why: "a command-line variable overrides the makefile's (SHELL, MAKE…) or carries shell code", example: "make SHELL=/tmp/evil test", benign: "make test V=1" },
     Row { id: "scheduled_code", names: &["at", "batch", "crontab"], test: Test::Always, why: "at, batch and crontab schedule code to run later", example: "echo id | at now", benign: "" },
     Row { id: "privilege", names: &["sudo", "doas", "su", "pkexec", "runuser"], test: Test::Always, why: "runs a command with other privileges", example: "sudo ls", benign: "" },
     Row { id: "inline_code", names: &["trap"], test: Test::Check(has_operand), why: "trap runs a string as code when a signal arrives", example: "trap 'rm -rf x' EXIT", benign: "trap" },
     Row { id: "alias", names: &["alias"], test: Test::Check(has_operand), why: "an alias can make a later word run something else", example: "alias ls='rm -rf x'", benign: "alias" },
-    Row { id: "loads_code", names: &["enable"], test: Test::Option(&["-f"]), why: "enable -f loads a builtin from a shared object", example: "enable -f ./evil.so evil", benign: "enable -n echo" },
-    Row { id: "command_path", names: &["hash"], test: Test::Option(&["-p"]), why: "hash -p makes a command name run another file", example: "hash -p /tmp/x ls", benign: "hash -r" },
-    Row { id: "tool_config", names: &["cargo"], test: Test::Option(&["--config", "-Z"]), why: "cargo --config can set runners and wrappers that run programs", example: "cargo test --config 'target.x86_64-unknown-linux-gnu.runner=\"sh\"'", benign: "cargo test --release" },
-    Row { id: "tool_config", names: &["npm", "pnpm", "yarn"], test: Test::Option(&["--script-shell", "--userconfig", "--globalconfig"]), why: "these options choose the shell or configuration npm runs scripts with", example: "npm test --script-shell=/tmp/x", benign: "npm test" },
     Row { id: "changes_folder", names: &["cd", "pushd"], test: Test::Check(dynamic_folder), why: "relative paths after it are decided at run time", example: "cd $DIR", benign: "cd src" },
     Row { id: "alias", names: &["shopt"], test: Test::Check(shopt_aliases), why: "expand_aliases lets aliases rewrite later commands", example: "shopt -s expand_aliases", benign: "shopt -s globstar" },
 ];
 
-/// One row of the environment table: a variable (or a prefix ending in `*`) that makes a
-/// program load or run code.
-pub struct EnvRow {
-    /// The name, or a prefix followed by `*`.
-    pub name: &'static str,
-    /// What it does.
-    pub why: &'static str,
-}
-
-/// Environment variables that load code.
-#[rustfmt::skip]
-pub const ENVIRONMENT: &[EnvRow] = &[
-    EnvRow { name: "LD_*", why: "the dynamic loader preloads or searches libraries" },
-    EnvRow { name: "DYLD_*", why: "the dynamic loader preloads or searches libraries" },
-    EnvRow { name: "GCONV_PATH", why: "glibc loads conversion modules from it" },
-    EnvRow { name: "PATH", why: "decides which program a command name runs" },
-    EnvRow { name: "BASH_ENV", why: "bash runs this file before a script" },
-    EnvRow { name: "ENV", why: "sh runs this file at start" },
-    EnvRow { name: "PROMPT_COMMAND", why: "bash runs it before each prompt" },
-    EnvRow { name: "PS4", why: "expanded (and its substitutions run) on every traced line" },
-    EnvRow { name: "SHELLOPTS", why: "turns on shell options in child shells" },
-    EnvRow { name: "BASHOPTS", why: "turns on shell options in child shells" },
-    EnvRow { name: "IFS", why: "changes how later words are split" },
-    EnvRow { name: "GIT_CONFIG*", why: "adds git configuration (pagers, aliases, hooks)" },
-    EnvRow { name: "GIT_EXTERNAL_DIFF", why: "git runs it as the diff program" },
-    EnvRow { name: "GIT_PAGER", why: "git runs it as the pager" },
-    EnvRow { name: "GIT_EDITOR", why: "git runs it as the editor" },
-    EnvRow { name: "GIT_SEQUENCE_EDITOR", why: "git runs it during a rebase" },
-    EnvRow { name: "GIT_SSH", why: "git runs it to reach a remote" },
-    EnvRow { name: "GIT_SSH_COMMAND", why: "git runs it to reach a remote" },
-    EnvRow { name: "GIT_PROXY_COMMAND", why: "git runs it to reach a remote" },
-    EnvRow { name: "GIT_ASKPASS", why: "git runs it to ask for a password" },
-    EnvRow { name: "GIT_EXEC_PATH", why: "git runs its subcommands from there" },
-    EnvRow { name: "GIT_DIR", why: "points git at another repository, with its config and hooks" },
-    EnvRow { name: "GIT_WORK_TREE", why: "points git at another work tree" },
-    EnvRow { name: "SSH_ASKPASS", why: "ssh runs it to ask for a password" },
-    EnvRow { name: "PAGER", why: "programs run it as the pager" },
-    EnvRow { name: "MANPAGER", why: "man runs it as the pager" },
-    EnvRow { name: "LESSOPEN", why: "less runs it on every file" },
-    EnvRow { name: "LESSCLOSE", why: "less runs it on every file" },
-    EnvRow { name: "EDITOR", why: "programs run it as the editor" },
-    EnvRow { name: "VISUAL", why: "programs run it as the editor" },
-    EnvRow { name: "BROWSER", why: "programs run it to open links" },
-    EnvRow { name: "NODE_OPTIONS", why: "node loads modules (--require) from it" },
-    EnvRow { name: "NODE_PATH", why: "node resolves modules from it" },
-    EnvRow { name: "PYTHONPATH", why: "python imports modules from it" },
-    EnvRow { name: "PYTHONSTARTUP", why: "python runs this file at start" },
-    EnvRow { name: "PYTHONHOME", why: "python loads its library from it" },
-    EnvRow { name: "PERL5LIB", why: "perl loads modules from it" },
-    EnvRow { name: "PERL5OPT", why: "perl takes options (-M modules) from it" },
-    EnvRow { name: "PERLLIB", why: "perl loads modules from it" },
-    EnvRow { name: "RUBYOPT", why: "ruby takes options (-r requires) from it" },
-    EnvRow { name: "RUBYLIB", why: "ruby loads libraries from it" },
-    EnvRow { name: "JAVA_TOOL_OPTIONS", why: "the JVM takes options (agents) from it" },
-    EnvRow { name: "_JAVA_OPTIONS", why: "the JVM takes options (agents) from it" },
-    EnvRow { name: "JDK_JAVA_OPTIONS", why: "the JVM takes options (agents) from it" },
-    EnvRow { name: "npm_config_*", why: "npm takes configuration (scripts, shells) from it" },
-    EnvRow { name: "NPM_CONFIG_*", why: "npm takes configuration (scripts, shells) from it" },
-    EnvRow { name: "RUSTC_WRAPPER", why: "cargo runs the compiler through it" },
-    EnvRow { name: "RUSTC", why: "cargo runs it as the compiler" },
-    EnvRow { name: "RUSTDOC", why: "cargo runs it as rustdoc" },
-    EnvRow { name: "CARGO_BUILD_*", why: "cargo takes wrappers and runners from it" },
-    EnvRow { name: "CARGO_TARGET_*", why: "cargo takes runners and linkers from it" },
-    EnvRow { name: "MAKEFLAGS", why: "make takes options (--eval) from it" },
-    EnvRow { name: "CC", why: "builds run it as the C compiler" },
-    EnvRow { name: "CXX", why: "builds run it as the C++ compiler" },
+/// Programs that read configuration, hooks, makefiles, manifests or scripts from the folder they
+/// run in (or one an option names): run elsewhere than the workspace, they run what that folder
+/// says. Sorted (searched by bisection; a test checks the order).
+pub const FOLDER_PROGRAMS: &[&str] = &[
+    "asdf",
+    "bazel",
+    "buck2",
+    "bun",
+    "bundle",
+    "bunx",
+    "cargo",
+    "cmake",
+    "composer",
+    "deno",
+    "devbox",
+    "direnv",
+    "docker-compose",
+    "eslint",
+    "git",
+    "gmake",
+    "go",
+    "gradle",
+    "gradlew",
+    "hatch",
+    "jest",
+    "just",
+    "make",
+    "meson",
+    "mise",
+    "mvn",
+    "mvnw",
+    "ninja",
+    "nix",
+    "nix-shell",
+    "nox",
+    "npm",
+    "npx",
+    "pdm",
+    "pixi",
+    "pnpm",
+    "pnpx",
+    "poetry",
+    "pre-commit",
+    "prettier",
+    "py.test",
+    "pytest",
+    "rake",
+    "rtx",
+    "rye",
+    "terraform",
+    "tofu",
+    "tox",
+    "tsc",
+    "uv",
+    "uvx",
+    "vitest",
+    "yarn",
 ];
-
-/// Hazards from assigning `name` (standalone, before a command, via `env` or `export`).
-pub fn env(name: &str, command: Option<usize>) -> Vec<Hazard> {
-    ENVIRONMENT
-        .iter()
-        .filter(|row| match row.name.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == row.name,
-        })
-        .take(1)
-        .map(|row| Hazard {
-            id: "environment",
-            command,
-            detail: format!("setting {name}: {}", row.why),
-        })
-        .collect()
-}
 
 /// A redirection whose target is not static: it may write anywhere.
 pub fn dynamic_redirect(op: &str, target: &str, command: Option<usize>) -> Hazard {
@@ -206,19 +179,41 @@ fn table_names(basename: &str) -> [&str; 2] {
     ]
 }
 
-/// Finds every command hazard in the analysis.
+/// Finds every command hazard in the analysis. Reading each command against its spec, it also
+/// records the paths its words hide ([`paths::hidden`]) as those words' values, which the path
+/// requests read.
 pub(super) fn scan(analysis: &mut Analysis) {
     let mut found = Vec::new();
+    let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    let away = moves_away(analysis);
     for (i, command) in analysis.commands.iter().enumerate() {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             continue;
         }
+        let spec = programs::spec_for(command.basename());
+        let parsed = spec::parse(spec.unwrap_or(&spec::GENERIC), &command.words[1..]);
+        let outer = wrapper_moves(analysis, i);
+        for (word, hidden) in paths::hidden(command, &parsed, &outer) {
+            revealed.push((i, word, hidden));
+        }
+        let line = || command.argv.join(" ");
+        for (f, risk) in parsed.risks() {
+            found.push(Hazard {
+                id: risk.id,
+                command: Some(i),
+                detail: format!("{}: {} — {}", line(), command.argv[f.at + 1], risk.why),
+            });
+        }
+        for (at, risk) in parsed.risky_subcommands() {
+            found.push(Hazard {
+                id: risk.id,
+                command: Some(i),
+                detail: format!("{}: {} — {}", line(), command.argv[at + 1], risk.why),
+            });
+        }
         let names = table_names(command.basename());
-        for row in COMMANDS {
-            if !names.iter().any(|n| row.names.contains(n)) {
-                continue;
-            }
-            if let Some(detail) = test(row, command) {
+        for row in rows_for(names) {
+            if let Some(detail) = test(row, command, &parsed) {
                 found.push(Hazard {
                     id: row.id,
                     command: Some(i),
@@ -226,24 +221,69 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
+        if names
+            .iter()
+            .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok())
+            && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away)
+        {
+            found.push(Hazard {
+                id: "foreign_folder",
+                command: Some(i),
+                detail: format!(
+                    "{}: runs in {folder:?}, which may be outside the workspace — it obeys that folder's configuration, hooks and scripts, which may run anything",
+                    line()
+                ),
+            });
+        }
+    }
+    // Paths a program reads that hide inside other syntax (`REV:PATH`, `-fFILE`, a folder an
+    // option moves relative paths to): path rules judge them beside the word itself.
+    for (_, _, hidden) in revealed {
+        for text in hidden {
+            if !analysis.hidden_paths.contains(&text) {
+                analysis.hidden_paths.push(text);
+            }
+        }
     }
     if found.iter().any(|h| h.id == "eval") {
-        analysis.features.insert(super::Feature::Eval);
+        analysis.features.insert(Feature::Eval);
     }
     if found.iter().any(|h| h.id == "inline_code") {
-        analysis.features.insert(super::Feature::InlineCode);
+        analysis.features.insert(Feature::InlineCode);
     }
     analysis.hazards.extend(found);
 }
 
+/// The command rows for a name or its unversioned form, in table order (an index built once).
+fn rows_for(names: [&str; 2]) -> impl Iterator<Item = &'static Row> {
+    static INDEX: OnceLock<HashMap<&'static str, Vec<usize>>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index: HashMap<&'static str, Vec<usize>> = HashMap::new();
+        for (i, row) in COMMANDS.iter().enumerate() {
+            for name in row.names {
+                index.entry(*name).or_default().push(i);
+            }
+        }
+        index
+    });
+    let mut rows: Vec<usize> = Vec::new();
+    for name in names {
+        for &i in index.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+            if !rows.contains(&i) {
+                rows.push(i);
+            }
+        }
+    }
+    rows.sort_unstable();
+    rows.into_iter().map(|i| &COMMANDS[i])
+}
+
 /// Runs one row's test.
-fn test(row: &Row, command: &Command) -> Option<String> {
+fn test(row: &Row, command: &Command, parsed: &Parsed) -> Option<String> {
     let args = &command.argv[1..];
-    let hit = |what: &str| Some(format!("{}: {what} — {}", command.argv.join(" "), row.why));
+    let line = command.argv.join(" ");
     match row.test {
-        Test::Always => hit(command.basename()),
-        Test::Option(options) => find_option(args, options, false).and_then(|o| hit(&o)),
-        Test::Leading(options) => find_option(args, options, true).and_then(|o| hit(&o)),
+        Test::Always => Some(format!("{line}: {} — {}", command.basename(), row.why)),
         Test::Word(words) => args
             .iter()
             .find(|a| {
@@ -251,96 +291,218 @@ fn test(row: &Row, command: &Command) -> Option<String> {
                     .iter()
                     .any(|w| a == w || a.starts_with(&format!("{w}=")))
             })
-            .and_then(|w| hit(w)),
-        Test::Check(check) => check(command).map(|d| format!("{}: {d}", command.argv.join(" "))),
+            .map(|w| format!("{line}: {w} — {}", row.why)),
+        Test::Check(check) => check(command, parsed).map(|d| format!("{line}: {d}")),
     }
 }
 
-/// The first of `options` present in `args`. A single-letter option also matches inside a
-/// cluster (`-pi` holds `-i`); a long one also as `--name=value`. With `leading`, the search
-/// stops at the first operand.
-pub fn find_option(args: &[String], options: &[&str], leading: bool) -> Option<String> {
-    for arg in args {
-        if arg == "--" {
+/// A folder a program runs in, as written, may be outside the workspace: absolute, from the
+/// home folder, climbing with `..`, the previous folder (`-`), or decided at run time.
+pub fn elsewhere(folder: &str, fixed: bool) -> bool {
+    !fixed
+        || folder.starts_with('/')
+        || folder.starts_with('~')
+        || folder == "-"
+        || folder.split('/').any(|c| c == "..")
+}
+
+/// The first folder the script changes to that may be outside the workspace (`cd /x`,
+/// `pushd ../y`), with the index of the command that changes there.
+fn moves_away(analysis: &Analysis) -> Option<(usize, String)> {
+    analysis.commands.iter().enumerate().find_map(|(i, c)| {
+        if !matches!(c.trusted_name(), Some("cd" | "pushd")) {
             return None;
         }
-        let is_option = arg.starts_with('-') && arg != "-";
-        if !is_option {
-            if leading {
-                return None;
-            }
-            continue;
+        let target = c
+            .words
+            .iter()
+            .skip(1)
+            .find(|w| !w.text.starts_with('-') || w.text == "-");
+        match target {
+            None => Some((i, "~".to_owned())),
+            Some(w) if elsewhere(&w.text, w.is_static()) => Some((i, w.text.clone())),
+            Some(_) => None,
         }
-        for o in options {
-            let long = o.starts_with("--") || o.len() > 2;
-            let hit = if long {
-                arg == o || arg.starts_with(&format!("{o}="))
-            } else {
-                arg == o || (!arg.starts_with("--") && arg.len() > 2 && arg[1..].contains(&o[1..]))
-            };
-            if hit {
-                return Some((*o).to_owned());
-            }
-        }
-    }
-    None
+    })
 }
 
-/// The operands: words that are not options, after the command name. Option values are not
-/// told apart; callers that need them skip known valued options themselves.
-fn operands(command: &Command) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut options_done = false;
-    for a in &command.argv[1..] {
-        if !options_done && a == "--" {
-            options_done = true;
-            continue;
-        }
-        if options_done || !a.starts_with('-') || a == "-" {
-            out.push(a.as_str());
-        }
+/// The folders a command's own options name for it to work in or obey (`git -C D`, `make -f
+/// F`, `npm --prefix D`), and the folder operand of `direnv exec DIR`.
+fn named_folders<'a>(command: &'a Command, parsed: &Parsed<'a>) -> Vec<(&'a str, bool)> {
+    let words = &command.words[1..];
+    let mut out: Vec<(&str, bool)> = parsed
+        .options
+        .iter()
+        .filter(|f| matches!(f.role(), Role::Folder | Role::Config))
+        .filter_map(|f| {
+            let fixed = f.value_at.is_none_or(|at| words[at].is_static());
+            f.value.map(|v| (v, fixed))
+        })
+        .filter(|(v, _)| *v != "-")
+        .collect();
+    if command.basename() == "direnv"
+        && parsed.subcommand(0) == Some("exec")
+        && let Some(&at) = parsed.operands.first()
+    {
+        out.push((words[at].text.as_str(), words[at].is_static()));
     }
     out
 }
 
-fn has_operand(command: &Command) -> Option<String> {
-    (!operands(command).is_empty()).then(|| "has arguments".to_owned())
+/// Where the command at `index` runs, when that may be outside the workspace: a folder its
+/// options name, a folder a wrapper around it moves to, or one the script changed to before.
+fn folder_elsewhere(
+    analysis: &Analysis,
+    index: usize,
+    parsed: &Parsed,
+    away: &Option<(usize, String)>,
+) -> Option<String> {
+    let command = &analysis.commands[index];
+    if let Some((folder, _)) = named_folders(command, parsed)
+        .into_iter()
+        .find(|(f, fixed)| elsewhere(f, *fixed))
+    {
+        return Some(folder.to_owned());
+    }
+    let mut parent = command.parent;
+    while let Some(p) = parent {
+        let wrapper = &analysis.commands[p];
+        let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
+        let outer = spec::parse(spec, &wrapper.words[1..]);
+        if let Some((folder, _)) = named_folders(wrapper, &outer)
+            .into_iter()
+            .find(|(f, fixed)| elsewhere(f, *fixed))
+        {
+            return Some(folder.to_owned());
+        }
+        parent = wrapper.parent;
+    }
+    match away {
+        Some((at, folder)) if *at < index => Some(folder.clone()),
+        _ => None,
+    }
 }
 
-/// An interpreter with no script operand and no inline program reads its program from stdin.
-fn reads_program_from_stdin(command: &Command) -> Option<String> {
-    let info = [
-        "-V",
-        "--version",
-        "-v",
-        "-h",
-        "--help",
-        "-m",
-        "-c",
-        "-e",
-        "-E",
-        "-p",
-        "--eval",
-        "--print",
-        "-r",
-    ];
-    let args = &command.argv[1..];
-    if args.iter().any(|a| info.contains(&a.as_str())) {
+/// The folders the wrappers around the command at `index` move it to (`env -C D cmd`).
+fn wrapper_moves(analysis: &Analysis, index: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut parent = analysis.commands[index].parent;
+    while let Some(p) = parent {
+        let wrapper = &analysis.commands[p];
+        let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
+        out.extend(paths::moves(
+            wrapper,
+            &spec::parse(spec, &wrapper.words[1..]),
+        ));
+        parent = wrapper.parent;
+    }
+    out
+}
+
+/// The operands, as the matcher found them.
+fn operands<'a>(command: &'a Command, parsed: &Parsed) -> Vec<&'a str> {
+    parsed
+        .operands
+        .iter()
+        .map(|&i| command.argv[i + 1].as_str())
+        .collect()
+}
+
+fn has_operand(command: &Command, parsed: &Parsed) -> Option<String> {
+    (!operands(command, parsed).is_empty()).then(|| "has arguments".to_owned())
+}
+
+/// An interpreter with no script operand and no inline program reads its program from stdin
+/// (`-` names stdin too). Options that print and exit, end the options (`-c`, `-m`) or are
+/// hazards of their own already decide.
+fn reads_program_from_stdin(command: &Command, parsed: &Parsed) -> Option<String> {
+    let decided = parsed
+        .options
+        .iter()
+        .any(|f| f.risk().is_some() || matches!(f.role(), Role::Quiet | Role::Ends));
+    if decided {
         return None;
     }
-    let ops = operands(command);
+    let ops = operands(command, parsed);
     (ops.is_empty() || ops[0] == "-").then(|| "reads its program from stdin".to_owned())
 }
 
-fn deno_eval(command: &Command) -> Option<String> {
-    (operands(command).first() == Some(&"eval")).then(|| "deno eval".to_owned())
+/// `php -d auto_prepend_file=…` and kin load code before the script.
+fn php_loads(_: &Command, parsed: &Parsed) -> Option<String> {
+    const LOADING: &[&str] = &[
+        "auto_prepend_file",
+        "auto_append_file",
+        "extension",
+        "zend_extension",
+        "opcache.preload",
+        "include_path",
+    ];
+    parsed
+        .options
+        .iter()
+        .filter(|f| f.name == "-d")
+        .filter_map(|f| f.value)
+        .find(|v| {
+            let name = v.split('=').next().unwrap_or("").trim();
+            LOADING.contains(&name)
+        })
+        .map(|v| format!("-d {v} loads code"))
 }
 
-fn uniq_output(command: &Command) -> Option<String> {
-    (operands(command).len() > 1).then(|| "writes its second operand".to_owned())
+/// `tar -f HOST:PATH` (without `--force-local`) reaches the archive through rsh or ssh.
+fn tar_remote(_: &Command, parsed: &Parsed) -> Option<String> {
+    if parsed.has("--force-local") {
+        return None;
+    }
+    let archive = parsed.get("-f")?.value?;
+    let (host, _) = archive.split_once(':')?;
+    (!host.is_empty() && !host.contains('/'))
+        .then(|| format!("the archive {archive:?} is reached through a remote shell"))
 }
 
-fn dynamic_folder(command: &Command) -> Option<String> {
+/// zip's `-TT` with the command attached (`-TTsh`), which its spec cannot split.
+fn zip_tester(command: &Command, _: &Parsed) -> Option<String> {
+    command.argv[1..]
+        .iter()
+        .find(|a| a.starts_with("-TT") && a.len() > 3)
+        .map(|a| format!("{a} runs a program"))
+}
+
+fn uniq_output(command: &Command, parsed: &Parsed) -> Option<String> {
+    (operands(command, parsed).len() > 1).then(|| "writes its second operand".to_owned())
+}
+
+/// `make -f -`: the makefile comes from stdin.
+fn makefile_from_stdin(_: &Command, parsed: &Parsed) -> Option<String> {
+    parsed
+        .options
+        .iter()
+        .any(|f| f.name == "-f" && f.value == Some("-"))
+        .then(|| "-f - reads the makefile from stdin".to_owned())
+}
+
+/// `make NAME=VALUE` where NAME decides what make runs, or VALUE holds shell syntax.
+fn make_overrides(command: &Command, parsed: &Parsed) -> Option<String> {
+    const RUNS: &[&str] = &[
+        "SHELL",
+        ".SHELLFLAGS",
+        "MAKE",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "MAKEFILES",
+        "MAKESHELL",
+    ];
+    operands(command, parsed).into_iter().find_map(|o| {
+        let (name, value) = o.split_once('=')?;
+        let name = name.trim_end_matches([':', '+', '?', '!']);
+        let shell = ["$(", "${", "`", ";", "|", "&", "\n"]
+            .iter()
+            .any(|s| value.contains(s));
+        (RUNS.contains(&name) || shell).then(|| format!("{o} overrides what make runs"))
+    })
+}
+
+fn dynamic_folder(command: &Command, _: &Parsed) -> Option<String> {
     let target = command
         .words
         .iter()
@@ -354,7 +516,7 @@ fn dynamic_folder(command: &Command) -> Option<String> {
     }
 }
 
-fn shopt_aliases(command: &Command) -> Option<String> {
+fn shopt_aliases(command: &Command, _: &Parsed) -> Option<String> {
     command
         .argv
         .iter()
@@ -362,421 +524,25 @@ fn shopt_aliases(command: &Command) -> Option<String> {
         .then(|| "turns on expand_aliases".to_owned())
 }
 
-fn vim_commands(command: &Command) -> Option<String> {
+fn vim_commands(command: &Command, _: &Parsed) -> Option<String> {
     command.argv[1..]
         .iter()
         .find(|a| {
-            matches!(a.as_str(), "-c" | "--cmd" | "-S" | "-s" | "-u" | "-i")
+            matches!(
+                a.as_str(),
+                "-c" | "--cmd" | "-S" | "-s" | "-u" | "-i" | "-x"
+            ) || a.starts_with("-c") && a.len() > 2
+                || a.starts_with("-S") && a.len() > 2
+                || a.starts_with("--cmd=")
                 || (a.starts_with('+') && a.len() > 1)
         })
         .map(|a| format!("{a} runs editor commands"))
 }
 
-/// Git's options before the subcommand.
-fn git_global(command: &Command) -> Option<String> {
-    let args = &command.argv[1..];
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if !a.starts_with('-') {
-            return None;
-        }
-        let risky = [
-            "-c",
-            "--config-env",
-            "--exec-path",
-            "--git-dir",
-            "--work-tree",
-            "-p",
-            "--paginate",
-        ];
-        if let Some(r) = risky
-            .iter()
-            .find(|r| a == **r || a.starts_with(&format!("{r}=")))
-        {
-            return Some(format!("git {r} changes what git runs"));
-        }
-        i += if matches!(a, "-C" | "--namespace" | "--super-prefix") {
-            2
-        } else {
-            1
-        };
-    }
-    None
-}
-
-/// Git subcommands and options that run programs, write output files, or are not git's own
-/// (and so may be aliases from a config the repository controls).
-fn git_subcommand(command: &Command) -> Option<String> {
-    let args = &command.argv[1..];
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with('-') {
-        i += if matches!(
-            args[i].as_str(),
-            "-C" | "-c" | "--namespace" | "--config-env" | "--super-prefix"
-        ) {
-            2
-        } else {
-            1
-        };
-    }
-    let sub = args.get(i)?.as_str();
-    let rest = &args[i + 1..];
-    if !GIT_COMMANDS.contains(&sub) {
-        return Some(format!(
-            "`{sub}` is not a git command: it may be an alias, which can run anything"
-        ));
-    }
-    if matches!(
-        sub,
-        "difftool" | "mergetool" | "filter-branch" | "instaweb" | "send-email"
-    ) {
-        return Some(format!("git {sub} runs other programs"));
-    }
-    if sub == "submodule" && rest.iter().any(|a| a == "foreach") {
-        return Some("git submodule foreach runs a command in every submodule".into());
-    }
-    if sub == "bisect" && rest.first().is_some_and(|a| a == "run") {
-        return Some("git bisect run runs a command".into());
-    }
-    let mut options: Vec<&str> = vec!["--output", "--ext-diff", "--open-files-in-pager"];
-    match sub {
-        "rebase" => options.extend(["-x", "--exec"]),
-        "grep" => options.push("-O"),
-        "clone" | "fetch" | "pull" | "ls-remote" | "archive" => {
-            options.extend(["-u", "--upload-pack", "--exec"])
-        }
-        "push" => options.extend(["--receive-pack", "--exec"]),
-        _ => {}
-    }
-    find_option(rest, &options, false)
-        .map(|o| format!("git {sub} {o} runs a program or writes a file"))
-}
-
-/// Git's own commands (porcelain and plumbing). Anything else may be an alias.
-pub const GIT_COMMANDS: &[&str] = &[
-    "add",
-    "am",
-    "annotate",
-    "apply",
-    "archive",
-    "bisect",
-    "blame",
-    "branch",
-    "bundle",
-    "cat-file",
-    "check-attr",
-    "check-ignore",
-    "check-mailmap",
-    "check-ref-format",
-    "checkout",
-    "cherry",
-    "cherry-pick",
-    "citool",
-    "clean",
-    "clone",
-    "commit",
-    "commit-graph",
-    "commit-tree",
-    "config",
-    "count-objects",
-    "credential",
-    "describe",
-    "diff",
-    "diff-files",
-    "diff-index",
-    "diff-tree",
-    "difftool",
-    "fetch",
-    "filter-branch",
-    "for-each-ref",
-    "format-patch",
-    "fsck",
-    "gc",
-    "grep",
-    "hash-object",
-    "help",
-    "init",
-    "instaweb",
-    "log",
-    "ls-files",
-    "ls-remote",
-    "ls-tree",
-    "maintenance",
-    "merge",
-    "merge-base",
-    "merge-file",
-    "mergetool",
-    "mktree",
-    "mv",
-    "name-rev",
-    "notes",
-    "prune",
-    "pull",
-    "push",
-    "range-diff",
-    "read-tree",
-    "rebase",
-    "reflog",
-    "remote",
-    "repack",
-    "replace",
-    "request-pull",
-    "reset",
-    "restore",
-    "rev-list",
-    "rev-parse",
-    "revert",
-    "rm",
-    "send-email",
-    "shortlog",
-    "show",
-    "show-branch",
-    "show-ref",
-    "sparse-checkout",
-    "stash",
-    "status",
-    "submodule",
-    "switch",
-    "symbolic-ref",
-    "tag",
-    "update-index",
-    "update-ref",
-    "var",
-    "verify-commit",
-    "verify-pack",
-    "verify-tag",
-    "version",
-    "whatchanged",
-    "worktree",
-    "write-tree",
-];
-
-/// The awk program (first operand unless `-f`) calls system(), pipes, prints to a file, or
-/// loads an extension; or the program is not visible (`-f`, dynamic).
-fn awk_program(command: &Command) -> Option<String> {
-    let args = &command.argv[1..];
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "--" {
-            i += 1;
-            break;
-        }
-        if !a.starts_with('-') || a == "-" {
-            break;
-        }
-        if matches!(
-            a,
-            "-f" | "--file" | "-i" | "--include" | "-l" | "--load" | "-E" | "--exec"
-        ) || a.starts_with("--file=")
-            || a.starts_with("--load=")
-            || a.starts_with("--include=")
-        {
-            return Some(format!(
-                "{a}: the program comes from a file or loads an extension"
-            ));
-        }
-        i += if matches!(a, "-F" | "-v" | "--assign" | "--field-separator") {
-            2
-        } else {
-            1
-        };
-    }
-    let index = i + 1;
-    let program = command.words.get(index)?;
-    if !program.is_static() {
-        return Some("the awk program is not static".into());
-    }
-    awk_risk(&program.text)
-}
-
-/// What in an awk program runs code or writes files. String literals are ignored.
-pub fn awk_risk(program: &str) -> Option<String> {
-    let mut code = String::with_capacity(program.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in program.chars() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-                code.push('"');
-            }
-            continue;
-        }
-        if c == '"' {
-            in_string = true;
-        }
-        code.push(c);
-    }
-    let compact: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
-    if compact.contains("system(") || compact.contains("system (") {
-        return Some("calls system()".into());
-    }
-    if compact.contains("@load") {
-        return Some("loads an extension".into());
-    }
-    if compact.replace("||", "").contains('|') {
-        return Some("pipes to or from a command".into());
-    }
-    for statement in code.split([';', '{', '}', '\n']) {
-        let s = statement.trim_start();
-        if (s.starts_with("print") || s.starts_with("printf")) && s.contains('>') {
-            return Some("prints to a file".into());
-        }
-    }
-    None
-}
-
-/// The sed scripts (`-e`, `--expression`, or the first operand) edit in place, read a script
-/// file, or use the `e`/`w`/`W` commands or the `s///e`/`s///w` flags.
-fn sed_script(command: &Command) -> Option<String> {
-    let args = &command.argv[1..];
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut i = 0;
-    let mut first_operand = None;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "-i"
-            || a.starts_with("--in-place")
-            || (a.starts_with('-')
-                && !a.starts_with("--")
-                && a[1..].contains('i')
-                && !a.starts_with("-e"))
-        {
-            return Some("-i edits files in place".into());
-        }
-        if matches!(a, "-f" | "--file") || a.starts_with("--file=") {
-            return Some("the script comes from a file".into());
-        }
-        if matches!(a, "-e" | "--expression") {
-            if let Some(s) = args.get(i + 1) {
-                scripts.push(s);
-            }
-            i += 2;
-            continue;
-        }
-        if let Some(s) = a.strip_prefix("--expression=") {
-            scripts.push(s);
-        } else if let Some(s) = a.strip_prefix("-e").filter(|s| !s.is_empty()) {
-            scripts.push(s);
-        } else if !a.starts_with('-') && first_operand.is_none() {
-            first_operand = Some(i);
-        } else if matches!(a, "-l" | "--line-length") {
-            i += 1;
-        }
-        i += 1;
-    }
-    if scripts.is_empty() {
-        let at = first_operand?;
-        if !command.words.get(at + 1).is_some_and(|w| w.is_static()) {
-            return Some("the sed script is not static".into());
-        }
-        scripts.push(&args[at]);
-    }
-    scripts.into_iter().find_map(sed_risk)
-}
-
-/// What in a sed script runs commands or writes files (GNU sed syntax).
-pub fn sed_risk(script: &str) -> Option<String> {
-    let s: Vec<char> = script.chars().collect();
-    let mut i = 0;
-    let skip_ws = |i: &mut usize| {
-        while *i < s.len() && (s[*i].is_whitespace() || s[*i] == ';') {
-            *i += 1;
-        }
-    };
-    // Reads a delimited field starting after the delimiter; returns the index after its end.
-    let field = |mut i: usize, delim: char| -> Option<usize> {
-        while i < s.len() {
-            if s[i] == '\\' {
-                i += 2;
-                continue;
-            }
-            if s[i] == delim {
-                return Some(i + 1);
-            }
-            i += 1;
-        }
-        None
-    };
-    let to_line_end = |mut i: usize| {
-        while i < s.len() && s[i] != '\n' {
-            i += 1;
-        }
-        i
-    };
-    loop {
-        skip_ws(&mut i);
-        if i >= s.len() {
-            return None;
-        }
-        // Addresses: numbers, `$`, `/re/`, `\cREc`, with `,`, `~`, `!`, `+`.
-        loop {
-            match s.get(i) {
-                Some(c) if c.is_ascii_digit() || matches!(c, '$' | ',' | '~' | '!' | '+' | ' ') => {
-                    i += 1
-                }
-                Some('/') => i = field(i + 1, '/')?,
-                Some('\\') if i + 1 < s.len() => {
-                    let d = s[i + 1];
-                    i = field(i + 2, d)?;
-                }
-                _ => break,
-            }
-            // A regex address may carry I or M flags.
-            while matches!(s.get(i), Some('I' | 'M'))
-                && !matches!(s.get(i + 1), Some(c) if c.is_alphabetic())
-            {
-                i += 1;
-            }
-        }
-        let &cmd = s.get(i)?;
-        i += 1;
-        match cmd {
-            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'x' | 'n' | 'N' | 'p' | 'P'
-            | 'z' | 'F' => {}
-            'q' | 'Q' | 'l' | 'L' => {
-                while i < s.len() && s[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-            ':' | 'b' | 't' | 'T' => {
-                while i < s.len() && s[i] != ';' && s[i] != '\n' {
-                    i += 1;
-                }
-            }
-            'a' | 'i' | 'c' | 'r' | 'R' => i = to_line_end(i),
-            'e' => return Some("the e command runs a shell command".into()),
-            'w' | 'W' => return Some("the w command writes a file".into()),
-            's' | 'y' => {
-                let delim = *s.get(i)?;
-                let after_pattern = field(i + 1, delim)?;
-                i = field(after_pattern, delim)?;
-                if cmd == 's' {
-                    while i < s.len() && !matches!(s[i], ';' | '\n' | '}') {
-                        match s[i] {
-                            'e' => {
-                                return Some("the s///e flag runs the result as a command".into());
-                            }
-                            'w' => return Some("the s///w flag writes a file".into()),
-                            _ => i += 1,
-                        }
-                    }
-                }
-            }
-            other => return Some(format!("unknown sed command {other:?}: not understood")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shell::programs::spec::{Opt, Spec, Takes};
 
     fn ids(script: &str) -> Vec<&'static str> {
         Analysis::of(script).hazards.iter().map(|h| h.id).collect()
@@ -812,68 +578,188 @@ mod tests {
             }
         }
     }
+    /// The shortest prefix of a long option that no other visible option shares.
+    fn shortest_prefix(visible: &[&Spec], opt: &Opt, name: &str) -> Option<String> {
+        (3..name.len())
+            .map(|n| &name[..n])
+            .find(|p| {
+                visible.iter().all(|s| {
+                    s.options
+                        .iter()
+                        .all(|o| std::ptr::eq(o, opt) || !o.names.iter().any(|n| n.starts_with(p)))
+                })
+            })
+            .map(str::to_owned)
+    }
 
-    #[test]
-    fn every_environment_row_triggers_before_a_command_with_env_and_with_export() {
-        for row in ENVIRONMENT {
-            let name = row.name.replace('*', "X");
-            for script in [
-                format!("{name}=/tmp/x ls"),
-                format!("env {name}=/tmp/x ls"),
-                format!("export {name}=/tmp/x; ls"),
-                format!("{name}=/tmp/x; ls"),
-            ] {
-                assert!(ids(&script).contains(&"environment"), "{script}");
+    /// Every spelling the program accepts for one option: long as `--name=V` and `--name V`,
+    /// short as `-oV` and `-o V`, tar's old-style letters, and the shortest unambiguous prefix
+    /// where the program abbreviates.
+    fn spellings(visible: &[&Spec], spec: &Spec, opt: &Opt) -> Vec<String> {
+        let value = match opt.takes {
+            Takes::Nothing => None,
+            Takes::Pair => Some("v w"),
+            _ => Some("v"),
+        };
+        let mut out = Vec::new();
+        for name in opt.names {
+            let long = name.starts_with("--") || !spec.syntax.clusters;
+            match (value, long) {
+                (None, _) => out.push((*name).to_owned()),
+                (Some(v), true) => {
+                    out.push(format!("{name}={v}"));
+                    if matches!(opt.takes, Takes::Value | Takes::Pair) {
+                        out.push(format!("{name} {v}"));
+                    }
+                }
+                (Some(v), false) => {
+                    out.push(format!("{name}{v}"));
+                    if !matches!(opt.takes, Takes::Optional | Takes::Digits) {
+                        out.push(format!("{name} {v}"));
+                    }
+                }
+            }
+            if spec.syntax.abbreviate
+                && name.starts_with("--")
+                && let Some(p) = shortest_prefix(visible, opt, name)
+            {
+                out.push(match value {
+                    Some(v) => format!("{p}={v}"),
+                    None => p,
+                });
+            }
+            if spec.syntax.old_letters && name.len() == 2 && name.starts_with('-') {
+                let letter = &name[1..];
+                out.push(match value {
+                    Some(v) => format!("c{letter}f {v} out.tar"),
+                    None => format!("c{letter}f out.tar"),
+                });
             }
         }
-        assert!(ids("FOO=1 ls").is_empty());
-        assert!(ids("LANG=C sort x").is_empty());
+        out
+    }
+
+    fn walk<'s>(
+        chain: &mut Vec<&'s Spec>,
+        words: &mut Vec<&'s str>,
+        f: &mut dyn FnMut(&[&'s Spec], &[&'s str]),
+    ) {
+        f(chain, words);
+        let last = chain[chain.len() - 1];
+        for sub in last.subcommands {
+            chain.push(sub);
+            words.push(sub.names[0]);
+            walk(chain, words, f);
+            chain.pop();
+            words.pop();
+        }
     }
 
     #[test]
-    fn awk_programs_are_read_for_what_they_do() {
-        assert!(awk_risk("{ print $1 }").is_none());
-        assert!(awk_risk("$3 > 100 { print $1 }").is_none());
-        assert!(awk_risk("{ print \"a > b\" }").is_none());
-        assert!(awk_risk("a || b { print }").is_none());
-        assert!(awk_risk("{ print > \"out\" }").is_some());
-        assert!(awk_risk("{ printf \"%s\", $0 >> \"out\" }").is_some());
-        assert!(awk_risk("{ print | \"sh\" }").is_some());
-        assert!(awk_risk("BEGIN { \"id\" | getline x }").is_some());
-        assert!(awk_risk("BEGIN{system (\"id\")}").is_some());
-        assert!(awk_risk("@load \"x\"").is_some());
+    fn every_risky_option_of_every_spec_is_a_hazard_in_every_spelling() {
+        let mut failures = Vec::new();
+        let mut checked = 0;
+        for spec in programs::specs() {
+            let mut chain = vec![spec];
+            let mut words = vec![spec.names[0]];
+            walk(&mut chain, &mut words, &mut |chain, words| {
+                let here = chain[chain.len() - 1];
+                // The options visible here: this spec's, and its parents' while it inherits.
+                let mut visible = vec![here];
+                let mut level = chain.len() - 1;
+                while chain[level].inherit && level > 0 {
+                    level -= 1;
+                    visible.push(chain[level]);
+                }
+                for opt in here.options {
+                    let Some(risk) = opt.risk else { continue };
+                    for spelling in spellings(&visible, here, opt) {
+                        let value = if opt.risk_needs_value
+                            && !spelling.contains('=')
+                            && !spelling.contains(' ')
+                        {
+                            continue;
+                        } else {
+                            ""
+                        };
+                        let script = format!("{} {spelling}{value} x", words.join(" "));
+                        checked += 1;
+                        if !ids(&script).contains(&risk.id) {
+                            failures.push(format!(
+                                "{script}: want {}, got {:?}",
+                                risk.id,
+                                ids(&script)
+                            ));
+                        }
+                    }
+                }
+            });
+        }
+        assert!(checked > 200, "{checked} spellings");
+        assert!(
+            failures.is_empty(),
+            "{} failures:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
     }
 
     #[test]
-    fn sed_scripts_are_read_for_what_they_do() {
-        for benign in [
-            "s/a/b/g",
-            "1,5p",
-            "/re/d",
-            "s|a/b|c|",
-            "$!N;P;D",
-            "y/abc/xyz/",
-            "/start/,/end/{s/x/y/;p}",
-            "s/e/w/",
-            "3q",
-            ":a;N;ba",
+    fn the_folder_programs_are_sorted() {
+        assert!(FOLDER_PROGRAMS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_negated_option_is_no_hazard() {
+        for script in [
+            "git grep --no-open-files-in-pager x",
+            "git diff --no-ext-diff",
         ] {
             assert!(
-                sed_risk(benign).is_none(),
-                "{benign}: {:?}",
-                sed_risk(benign)
+                !ids(script).contains(&"git_program"),
+                "{script}: {:?}",
+                ids(script)
             );
         }
-        for risky in [
-            "s/a/b/e",
-            "s/a/b/w out",
-            "1e id",
-            "w out",
-            "/x/W out",
-            "s/a/b/gw out",
-            "k",
+    }
+
+    #[test]
+    fn programs_that_obey_their_folder_are_hazards_only_when_it_may_be_elsewhere() {
+        for script in [
+            "git -C /tmp/repo status",
+            "git -C ../other log",
+            "cd /tmp/x && git status",
+            "cd .. && make",
+            "pushd ~/src; npm test",
+            "make -C /opt/proj",
+            "make --dir=../x all",
+            "make -f /tmp/evil.mk",
+            "npm --prefix /tmp/p run build",
+            "cargo test --manifest-path /tmp/p/Cargo.toml",
+            "env -C /tmp/repo git status",
+            "direnv exec /tmp/p make",
+            "git -C $REPO status",
         ] {
-            assert!(sed_risk(risky).is_some(), "{risky}");
+            assert!(
+                ids(script).contains(&"foreign_folder"),
+                "{script}: {:?}",
+                ids(script)
+            );
+        }
+        for script in [
+            "git status",
+            "git -C sub status",
+            "cd src && git status",
+            "make -C docs",
+            "git status; cd /tmp",
+            "cd /tmp && ls",
+            "cargo test --manifest-path crates/a/Cargo.toml",
+        ] {
+            assert!(
+                !ids(script).contains(&"foreign_folder"),
+                "{script}: {:?}",
+                ids(script)
+            );
         }
     }
 }

@@ -19,17 +19,41 @@
 //!
 //! A parse error, a node kind the walk does not know, a command name that is not static, a
 //! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a script
-//! over [`MAX_SCRIPT`] bytes: each is recorded in [`Analysis::problems`], and a call with
-//! problems is never allowed (the policy stage asks, or denies under `strict`).
+//! over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
+//! tree-sitter left out of the tree or a word it split in two: each is recorded in
+//! [`Analysis::problems`], and a call with problems is never allowed (the policy stage asks, or
+//! denies under `strict`).
 //!
-//! One bash behaviour tree-sitter does not model is handled before the walk: a backslash-newline
-//! glued inside a word (`r\<newline>m`) is a line continuation that bash removes *before*
-//! splitting words, while tree-sitter treats it as a separator. Such continuations are removed
-//! and the script parsed again ([`parse`]).
+//! Two bash behaviours tree-sitter does not model are handled before the walk: a
+//! backslash-newline glued inside a word (`r\<newline>m`) is a line continuation that bash
+//! removes *before* splitting words, while tree-sitter treats it as a separator (such
+//! continuations are removed and the script parsed again); and a carriage return is a word
+//! character to bash, a blank to tree-sitter (the parser sees `x` in its place) (`parse`).
+//!
+//! # Layout
+//!
+//! This file holds the types of the analysis and runs its stages. Each module below imports
+//! only modules listed before it (and these types), so no two import each other:
+//!
+//! - [`word`]: words after quote removal, and the quoting decoders;
+//! - `parse`: tree-sitter, the queries of `grammars/bash/`, line continuations;
+//! - [`programs`]: one option spec per foreign program and the one matcher that reads an argv
+//!   against it (`programs::spec`), the paths hidden in other syntax (`programs::paths`), and
+//!   what awk programs, sed scripts and git's options make a program do;
+//! - `options`: options as `commands:` rules see them, from the matcher's output;
+//! - [`environment`]: the variables that change what a program does;
+//! - [`hazards`]: the hazard tables and the scan that runs them;
+//! - [`readers`]: the read-only table and the effects;
+//! - [`wrappers`]: the wrapper table, and what a wrapper runs;
+//! - `walk`: the walk over the tree, which records what [`wrappers`] unwraps; inside it, the
+//!   pre-pass over what the script assigns (`scope`), bash's expansions of static text
+//!   (`expand`) and the places bash evaluates arithmetic (`arith`).
 
+pub mod environment;
 pub mod hazards;
 mod options;
 mod parse;
+pub mod programs;
 pub mod readers;
 mod walk;
 pub mod word;
@@ -279,6 +303,10 @@ pub struct Analysis {
     /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
     /// `find . -exec cat {} +`), or `.` when unknown.
     pub unnamed_reads: Vec<String>,
+    /// Paths programs read that hide inside other syntax: git's `REV:PATH`, an attached
+    /// `-fFILE`, a path an option such as `-C DIR` moves (`programs::paths`). Judged by path
+    /// rules like any argument.
+    pub hidden_paths: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,
 }
@@ -344,8 +372,18 @@ impl Analysis {
                 _ => {}
             }
         }
+        for hidden in &self.hidden_paths {
+            if !hidden.is_empty() && !hidden.contains('\0') {
+                push(PathRequest::read(hidden, PathRole::Argument));
+            }
+        }
         for c in &self.commands {
             for word in c.words.iter().skip(1) {
+                if !word.depends_on_static() || word.dynamic.contains(&Dynamic::Found) {
+                    continue;
+                }
+                // What bash makes of the word (braces are already separate words of argv):
+                // tilde expansion, bound variables substituted, their values split.
                 let candidates: Vec<&Word> = if word.values.is_empty() {
                     vec![word]
                 } else {
@@ -355,17 +393,37 @@ impl Analysis {
                     if !w.depends_on_static() || w.dynamic.contains(&Dynamic::Found) {
                         continue;
                     }
-                    let text = match w.text.split_once('=') {
-                        Some((flag, value)) if flag.starts_with("--") => value,
+                    // Each text, and whether a `~` that starts it is bash's to expand.
+                    let tilde = w.dynamic.contains(&Dynamic::Tilde);
+                    let mut texts = Vec::new();
+                    match w.text.split_once('=') {
+                        Some((flag, value)) if flag.starts_with("--") => texts.push((value, tilde)),
                         _ if w.text.starts_with('-') => continue,
-                        _ => w.text.as_str(),
-                    };
-                    if text.is_empty() || text.contains('\0') {
-                        continue;
+                        // `NAME=value` (an argument that looks like an assignment, where bash
+                        // expands a `~` after the `=`, or `dd if=FILE`): the value too.
+                        Some((name, value)) if is_name(name) => {
+                            texts.push((w.text.as_str(), tilde));
+                            texts.push((value, true));
+                        }
+                        _ => texts.push((w.text.as_str(), tilde)),
                     }
-                    let mut request = PathRequest::read(text, PathRole::Argument);
-                    request.pattern = w.dynamic.contains(&Dynamic::Glob);
-                    push(request);
+                    for (text, tilde) in texts {
+                        if text.is_empty() || text.contains('\0') {
+                            continue;
+                        }
+                        let pattern = w.dynamic.contains(&Dynamic::Glob);
+                        if text.starts_with('~') && !tilde {
+                            // A `~` bash did not expand (`"~/x"`, `--file=~/x`) names a folder
+                            // `~`, unless the program expands it itself: judged both ways.
+                            let mut request =
+                                PathRequest::read(format!("./{text}"), PathRole::Argument);
+                            request.pattern = pattern;
+                            push(request);
+                        }
+                        let mut request = PathRequest::read(text, PathRole::Argument);
+                        request.pattern = pattern;
+                        push(request);
+                    }
                 }
             }
         }
@@ -403,6 +461,12 @@ impl Analysis {
         }
         out
     }
+}
+
+/// A shell variable name: a letter or `_`, then letters, digits and `_`.
+fn is_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 #[cfg(test)]

@@ -82,10 +82,15 @@ fn feature_named(name: &str) -> Option<Feature> {
 /// one CJK character (tree-sitter/tree-sitter-bash#337, found here by `tests/fuzz_bash.rs`).
 /// Bash itself treats such bytes as ordinary word characters, as `x` is, so the token
 /// boundaries are bash's; word text is always taken from the original script.
+///
+/// A carriage return is replaced by `x` too. tree-sitter-bash treats it as a blank between
+/// words; bash treats it as an ordinary character, inside a word (`a\rb` is one word), before
+/// a `#` (`a\r#` is a word, not the start of a comment) and in a heredoc delimiter (`EOF\r`
+/// does not end `<<EOF`). With `x` in its place the parser splits the script where bash does.
 pub(super) fn parse(script: &str) -> Option<Tree> {
     let ascii: Vec<u8> = script
         .bytes()
-        .map(|b| if b.is_ascii() { b } else { b'x' })
+        .map(|b| if b.is_ascii() && b != b'\r' { b } else { b'x' })
         .collect();
     parse_ascii(&ascii)
 }
@@ -134,6 +139,44 @@ pub(super) fn join_continuations(script: &str, tree: &Tree) -> Option<String> {
     }
     out.push_str(&script[last..]);
     Some(out)
+}
+
+/// The text tree-sitter left out of the tree: each run of characters other than blanks that
+/// no token covers, with its byte offset. Bash reads every such character, so a script where
+/// tree-sitter dropped one (`echo $`, `cat - <<EOF`) is read differently by the two.
+/// `leaves` are the byte ranges of the tree's tokens and of the nodes it keeps whole, in any
+/// order.
+pub(super) fn uncovered(script: &str, leaves: &mut [(usize, usize)]) -> Vec<(usize, String)> {
+    leaves.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    let gap = |from: usize, to: usize, out: &mut Vec<(usize, String)>| {
+        let Some(text) = script.get(from..to) else {
+            return;
+        };
+        let mut start = None;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    out.push((from + s, text[s..i].to_owned()));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    };
+    for &mut (start, end) in leaves {
+        if start > at {
+            gap(at, start, &mut out);
+        }
+        at = at.max(end);
+    }
+    gap(at, script.len(), &mut out);
+    out
 }
 
 /// Byte ranges of every leaf (token) and of every node whose text tree-sitter keeps whole

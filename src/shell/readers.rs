@@ -11,19 +11,36 @@
 //! Effects come from [`EFFECTS`]: every bash call may `exec`; readers `read`; the table adds
 //! `write`, `delete` and `network` for the commands known to have them.
 
-use super::hazards::find_option;
+use super::programs::{
+    self,
+    spec::{self, Parsed, Role},
+};
 use super::{Analysis, Command, Dynamic, RedirectKind};
 use crate::vocab::Effect;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// How a reader stays read-only.
 #[derive(Clone, Copy)]
 pub enum Rule {
     /// Always read-only.
     Plain,
-    /// Read-only unless one of these options is present.
-    Unless(&'static [&'static str]),
+    /// Read-only unless its option spec finds an option that writes ([`Role::Writes`]); the
+    /// options that run programs are hazards, which make no call read-only.
+    Options,
     /// Read-only when the check says so.
-    Check(fn(&Command) -> bool),
+    Check(fn(&Command, &Parsed) -> bool),
+}
+
+/// Whether a reader reads folders it does not name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Recursion {
+    /// Never.
+    Never,
+    /// With an option its spec marks [`Role::Recursive`] (`grep -r`, `--directories=recurse`).
+    Options,
+    /// Always (`rg`).
+    Always,
 }
 
 /// One row of the reader table.
@@ -32,41 +49,45 @@ pub struct Reader {
     pub names: &'static [&'static str],
     /// How it stays read-only.
     pub rule: Rule,
-    /// Options that make it read whole folders (`grep -r`); `&["*"]` means it always may.
-    pub recursive: &'static [&'static str],
+    /// Whether it reads whole folders.
+    pub recursive: Recursion,
     /// A use that is read-only.
     pub example: &'static str,
     /// A use that is not (empty when every use is).
     pub writer: &'static str,
 }
 
-/// Known readers.
+use Recursion::{Always, Never};
+
+/// Known readers, each checked against its manual: an option or operand that writes, runs a
+/// program or starts an editor or browser makes the use a writer (or a hazard).
 #[rustfmt::skip]
 pub const READERS: &[Reader] = &[
-    Reader { names: &["ls", "dir", "vdir"], rule: Rule::Plain, recursive: &[], example: "ls -la src", writer: "" },
-    Reader { names: &["cat", "tac", "nl", "head", "tail", "wc", "more", "less"], rule: Rule::Plain, recursive: &[], example: "head -n 20 README.md", writer: "" },
-    Reader { names: &["grep", "egrep", "fgrep", "zgrep"], rule: Rule::Plain, recursive: &["-r", "-R", "--recursive", "--dereference-recursive", "--directories=recurse"], example: "grep -c 'rm -rf' notes.md", writer: "" },
-    Reader { names: &["rg", "ag", "ack"], rule: Rule::Plain, recursive: &["*"], example: "rg -n TODO src", writer: "" },
-    Reader { names: &["find"], rule: Rule::Check(find_reads), recursive: &[], example: "find . -name '*.rs' -type f", writer: "find . -name x -delete" },
-    Reader { names: &["tree", "du", "df", "stat", "file", "realpath", "readlink", "basename", "dirname", "pwd"], rule: Rule::Plain, recursive: &[], example: "du -sh target", writer: "" },
-    Reader { names: &["sort"], rule: Rule::Unless(&["-o", "--output"]), recursive: &[], example: "sort -u names.txt", writer: "sort -o out.txt names.txt" },
-    Reader { names: &["uniq"], rule: Rule::Check(at_most_one_operand), recursive: &[], example: "uniq -c names.txt", writer: "uniq a.txt b.txt" },
-    Reader { names: &["sed"], rule: Rule::Check(sed_reads), recursive: &[], example: "sed -n '1,20p' f.txt", writer: "sed -i 's/a/b/' f.txt" },
-    Reader { names: &["awk", "gawk", "mawk", "nawk"], rule: Rule::Check(awk_reads), recursive: &[], example: "awk '{ print $1 }' f.txt", writer: "awk '{ print > \"o\" }' f.txt" },
-    Reader { names: &["cut", "tr", "paste", "join", "comm", "column", "fold", "fmt", "expand", "unexpand", "rev", "strings", "od", "hexdump", "base64", "base32", "numfmt"], rule: Rule::Plain, recursive: &[], example: "cut -d: -f1 f.txt", writer: "" },
-    Reader { names: &["xxd"], rule: Rule::Check(at_most_one_operand), recursive: &[], example: "xxd f.bin", writer: "xxd -r dump.txt out.bin" },
-    Reader { names: &["diff", "cmp"], rule: Rule::Plain, recursive: &["-r", "--recursive"], example: "diff -u a.txt b.txt", writer: "" },
-    Reader { names: &["md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum"], rule: Rule::Plain, recursive: &[], example: "sha256sum Cargo.lock", writer: "" },
-    Reader { names: &["jq"], rule: Rule::Plain, recursive: &[], example: "jq .name package.json", writer: "" },
-    Reader { names: &["yq"], rule: Rule::Unless(&["-i", "--inplace"]), recursive: &[], example: "yq .a x.yaml", writer: "yq -i '.a = 1' x.yaml" },
-    Reader { names: &["echo", "printf", "true", "false", ":", "test", "[", "seq", "sleep", "expr", "yes"], rule: Rule::Plain, recursive: &[], example: "echo 'a;b'", writer: "" },
-    Reader { names: &["date"], rule: Rule::Unless(&["-s", "--set"]), recursive: &[], example: "date -u", writer: "date -s 2020-01-01" },
-    Reader { names: &["hostname"], rule: Rule::Check(no_operand), recursive: &[], example: "hostname -f", writer: "hostname evil" },
-    Reader { names: &["whoami", "id", "groups", "uname", "uptime", "nproc", "free", "locale", "getconf", "tty", "printenv", "arch", "ps"], rule: Rule::Plain, recursive: &[], example: "uname -a", writer: "" },
-    Reader { names: &["which", "type", "command", "whereis", "help", "man", "info", "apropos", "whatis"], rule: Rule::Plain, recursive: &[], example: "command -v cargo", writer: "" },
-    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset"], rule: Rule::Plain, recursive: &[], example: "cd src", writer: "" },
-    Reader { names: &["git"], rule: Rule::Check(git_reads), recursive: &[], example: "git diff --stat", writer: "git commit -m x" },
-    Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: &[], example: "env", writer: "" },
+    Reader { names: &["ls", "dir", "vdir"], rule: Rule::Plain, recursive: Never, example: "ls -la src", writer: "" },
+    Reader { names: &["cat", "tac", "nl", "head", "tail", "wc"], rule: Rule::Plain, recursive: Never, example: "head -n 20 README.md", writer: "" },
+    Reader { names: &["less", "more"], rule: Rule::Options, recursive: Never, example: "less README.md", writer: "less -o log.txt README.md" },
+    Reader { names: &["grep", "egrep", "fgrep", "zgrep"], rule: Rule::Options, recursive: Recursion::Options, example: "grep -c 'rm -rf' notes.md", writer: "" },
+    Reader { names: &["rg", "ag", "ack"], rule: Rule::Options, recursive: Always, example: "rg -n TODO src", writer: "" },
+    Reader { names: &["find"], rule: Rule::Check(find_reads), recursive: Never, example: "find . -name '*.rs' -type f", writer: "find . -name x -delete" },
+    Reader { names: &["tree", "du", "df", "stat", "file", "realpath", "readlink", "basename", "dirname", "pwd"], rule: Rule::Options, recursive: Never, example: "du -sh target", writer: "file -C -m magic" },
+    Reader { names: &["sort"], rule: Rule::Options, recursive: Never, example: "sort -u names.txt", writer: "sort -o out.txt names.txt" },
+    Reader { names: &["uniq"], rule: Rule::Check(at_most_one_operand), recursive: Never, example: "uniq -c names.txt", writer: "uniq a.txt b.txt" },
+    Reader { names: &["sed", "gsed"], rule: Rule::Options, recursive: Never, example: "sed -n '1,20p' f.txt", writer: "sed --in-pl=.bak 's/a/b/' f.txt" },
+    Reader { names: &["awk", "gawk", "mawk", "nawk"], rule: Rule::Options, recursive: Never, example: "awk '{ print $1 }' f.txt", writer: "awk '{ print > \"o\" }' f.txt" },
+    Reader { names: &["cut", "tr", "paste", "join", "comm", "column", "fold", "fmt", "expand", "unexpand", "rev", "strings", "od", "hexdump", "base64", "base32", "numfmt"], rule: Rule::Plain, recursive: Never, example: "cut -d: -f1 f.txt", writer: "" },
+    Reader { names: &["xxd"], rule: Rule::Check(at_most_one_operand), recursive: Never, example: "xxd f.bin", writer: "xxd -r dump.txt out.bin" },
+    Reader { names: &["diff", "cmp"], rule: Rule::Options, recursive: Recursion::Options, example: "diff -u a.txt b.txt", writer: "" },
+    Reader { names: &["md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum"], rule: Rule::Plain, recursive: Never, example: "sha256sum Cargo.lock", writer: "" },
+    Reader { names: &["jq"], rule: Rule::Plain, recursive: Never, example: "jq .name package.json", writer: "" },
+    Reader { names: &["yq"], rule: Rule::Options, recursive: Never, example: "yq .a x.yaml", writer: "yq -i '.a = 1' x.yaml" },
+    Reader { names: &["echo", "printf", "true", "false", ":", "test", "[", "seq", "sleep", "expr", "yes"], rule: Rule::Plain, recursive: Never, example: "echo 'a;b'", writer: "" },
+    Reader { names: &["date"], rule: Rule::Options, recursive: Never, example: "date -u", writer: "date --se 2020-01-01" },
+    Reader { names: &["hostname"], rule: Rule::Check(no_operand), recursive: Never, example: "hostname -f", writer: "hostname evil" },
+    Reader { names: &["whoami", "id", "groups", "uname", "uptime", "nproc", "free", "locale", "getconf", "tty", "printenv", "arch", "ps"], rule: Rule::Plain, recursive: Never, example: "uname -a", writer: "" },
+    Reader { names: &["which", "type", "command", "whereis", "help", "man", "info", "apropos", "whatis"], rule: Rule::Options, recursive: Never, example: "command -v cargo", writer: "info -o out.txt ls" },
+    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["git"], rule: Rule::Check(git_reads), recursive: Never, example: "git diff --stat", writer: "git hash-object -w f.txt" },
+    Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: Never, example: "env", writer: "" },
 ];
 
 /// One row of the effects table.
@@ -77,7 +98,8 @@ pub struct Effects {
     pub effects: &'static [Effect],
 }
 
-/// Commands with known effects beyond `exec` (readers add `read` on their own).
+/// Commands with known effects beyond `exec` (readers add `read` on their own). A runner that
+/// fetches a package to run it reaches the network.
 #[rustfmt::skip]
 pub const EFFECTS: &[Effects] = &[
     Effects { names: &["rm", "rmdir", "unlink", "shred"], effects: &[Effect::Delete] },
@@ -86,6 +108,7 @@ pub const EFFECTS: &[Effects] = &[
     Effects { names: &["tar", "zip", "unzip", "gzip", "gunzip", "bzip2", "xz", "zstd"], effects: &[Effect::Read, Effect::Write] },
     Effects { names: &["curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "ping", "dig", "nslookup", "host", "http", "https", "aria2c"], effects: &[Effect::Network] },
     Effects { names: &["npm", "pnpm", "yarn", "pip", "pip3", "pipx", "uv", "cargo", "go", "gem", "bundle", "composer", "apt", "apt-get", "brew"], effects: &[Effect::Write, Effect::Network] },
+    Effects { names: &["npx", "pnpx", "bunx", "bun", "uvx", "pkgx", "corepack", "nix", "nix-shell", "devbox", "mise", "rtx", "asdf", "poetry", "pdm", "hatch", "conda", "mamba", "micromamba", "pixi", "rye", "deno", "dotenvx", "doppler", "op", "aws-vault"], effects: &[Effect::Write, Effect::Network] },
 ];
 
 /// Git subcommands that reach the network.
@@ -97,9 +120,15 @@ const GIT_NETWORK: &[&str] = &[
     "ls-remote",
     "submodule",
     "remote",
+    "archive",
+    "send-email",
+    "request-pull",
 ];
 
-/// Git subcommands that only read, and any restriction on their arguments.
+/// Git subcommands that only read (their options that write or run programs are in git's
+/// spec). Left out on purpose: `mktree`, `mktag`, `commit-tree`, `write-tree`, `update-ref`,
+/// `unpack-objects` (they write objects or refs), `ls-remote` and `remote show` (they reach the
+/// remote, running ssh as configured), `bisect view` (starts gitk), `difftool` and kin.
 const GIT_READERS: &[&str] = &[
     "status",
     "log",
@@ -127,6 +156,8 @@ const GIT_READERS: &[&str] = &[
     "version",
     "check-ignore",
     "check-attr",
+    "check-mailmap",
+    "check-ref-format",
     "diff-tree",
     "diff-files",
     "diff-index",
@@ -134,29 +165,75 @@ const GIT_READERS: &[&str] = &[
     "cherry",
     "verify-commit",
     "verify-tag",
+    "hash-object",
+    "get-tar-commit-id",
 ];
 
+/// The effects [`EFFECTS`] gives a command name (an index built once).
+fn effects_of(name: &str) -> &'static [Effect] {
+    static INDEX: OnceLock<HashMap<&'static str, Vec<Effect>>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index: HashMap<&'static str, Vec<Effect>> = HashMap::new();
+        for row in EFFECTS {
+            for name in row.names {
+                index.entry(*name).or_default().extend(row.effects);
+            }
+        }
+        index
+    });
+    index.get(name).map(Vec::as_slice).unwrap_or(&[])
+}
+
 fn the_reader(command: &Command) -> Option<&'static Reader> {
-    let name = command.trusted_name()?;
-    READERS.iter().find(|r| r.names.contains(&name))
+    static INDEX: OnceLock<HashMap<&'static str, &'static Reader>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = HashMap::new();
+        for r in READERS {
+            for name in r.names {
+                index.entry(*name).or_insert(r);
+            }
+        }
+        index
+    });
+    index.get(command.trusted_name()?).copied()
+}
+
+/// The command's argv as its option spec reads it.
+fn parse(command: &Command) -> Parsed<'_> {
+    let spec = programs::spec_for(command.basename()).unwrap_or(&spec::GENERIC);
+    spec::parse(spec, &command.words[1..])
 }
 
 /// Whether one command is a reader used read-only.
 pub fn reads_only(command: &Command) -> bool {
+    reads_only_as(command, &parse(command))
+}
+
+fn reads_only_as(command: &Command, parsed: &Parsed) -> bool {
     let Some(reader) = the_reader(command) else {
         return false;
     };
+    if parsed.with_role(Role::Writes).next().is_some() {
+        return false;
+    }
     match reader.rule {
-        Rule::Plain => true,
-        Rule::Unless(options) => find_option(&command.argv[1..], options, false).is_none(),
-        Rule::Check(check) => check(command),
+        Rule::Plain | Rule::Options => true,
+        Rule::Check(check) => check(command, parsed),
     }
 }
 
 /// Whether one reader reads files it does not name.
-fn reads_unnamed(command: &Command) -> bool {
-    let recursive = the_reader(command).is_some_and(|r| {
-        r.recursive == ["*"] || find_option(&command.argv[1..], r.recursive, false).is_some()
+fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
+    let recursive = the_reader(command).is_some_and(|r| match r.recursive {
+        Never => false,
+        Always => true,
+        Recursion::Options => parsed.options.iter().any(|f| match f.role() {
+            Role::Recursive(None) => true,
+            Role::Recursive(Some(word)) => f
+                .value
+                .is_some_and(|v| !v.is_empty() && word.starts_with(v)),
+            _ => false,
+        }),
     });
     recursive
         || command
@@ -192,18 +269,19 @@ pub(super) fn classify(analysis: &mut Analysis) {
     }
     let mut unnamed = Vec::new();
     for c in &analysis.commands {
-        for row in EFFECTS {
-            if row.names.contains(&c.basename()) {
-                effects.extend(row.effects.iter().copied());
-            }
-        }
-        if c.basename() == "git" && git_subcommand(c).is_some_and(|s| GIT_NETWORK.contains(&s)) {
+        effects.extend(effects_of(c.basename()).iter().copied());
+        let parsed = parse(c);
+        if c.basename() == "git"
+            && parsed
+                .subcommand(0)
+                .is_some_and(|s| GIT_NETWORK.contains(&s))
+        {
             effects.insert(Effect::Network);
         }
         if c.wrapper {
             continue;
         }
-        if reads_only(c) {
+        if reads_only_as(c, &parsed) {
             effects.insert(Effect::Read);
             if c.words
                 .iter()
@@ -212,7 +290,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
                 // A reader of something decided at run time (`cat $F`): not known to be harmless.
                 read_only = false;
             }
-            if reads_unnamed(c) {
+            if reads_unnamed(c, &parsed) {
                 unnamed.push(c.argv.join(" "));
             }
         } else {
@@ -227,22 +305,15 @@ pub(super) fn classify(analysis: &mut Analysis) {
     analysis.effects = effects;
 }
 
-fn operands(command: &Command) -> usize {
-    command.argv[1..]
-        .iter()
-        .filter(|a| !a.starts_with('-') || a.as_str() == "-")
-        .count()
+fn at_most_one_operand(_: &Command, parsed: &Parsed) -> bool {
+    parsed.operands.len() <= 1
 }
 
-fn at_most_one_operand(command: &Command) -> bool {
-    operands(command) <= 1 && find_option(&command.argv[1..], &["-r", "--revert"], false).is_none()
+fn no_operand(_: &Command, parsed: &Parsed) -> bool {
+    parsed.operands.is_empty()
 }
 
-fn no_operand(command: &Command) -> bool {
-    operands(command) == 0
-}
-
-fn find_reads(command: &Command) -> bool {
+fn find_reads(command: &Command, _: &Parsed) -> bool {
     !command.argv[1..].iter().any(|a| {
         matches!(
             a.as_str(),
@@ -252,131 +323,69 @@ fn find_reads(command: &Command) -> bool {
     })
 }
 
-fn sed_reads(command: &Command) -> bool {
-    let args = &command.argv[1..];
-    !args.iter().any(|a| {
-        a == "-i"
-            || a.starts_with("--in-place")
-            || (a.starts_with('-') && !a.starts_with("--") && a.len() > 2 && a[1..].contains('i'))
-    })
-}
-
-fn awk_reads(_: &Command) -> bool {
-    // What an awk program does is the hazard table's job; a hazard already makes the call
-    // not read-only.
-    true
-}
-
-/// The git subcommand, after global options.
-fn git_subcommand(command: &Command) -> Option<&str> {
-    let args = &command.argv[1..];
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with('-') {
-        i += if matches!(
-            args[i].as_str(),
-            "-C" | "-c" | "--namespace" | "--config-env"
-        ) {
-            2
-        } else {
-            1
-        };
-    }
-    args.get(i).map(String::as_str)
-}
-
-fn git_reads(command: &Command) -> bool {
-    let Some(sub) = git_subcommand(command) else {
-        // `git`, `git --version`: prints and exits.
-        return true;
+/// Whether a git command only reads: a subcommand of [`GIT_READERS`], or a listing use of one
+/// that also writes (`git branch -a`, `git tag -l`, `git stash list`, `git config --get`).
+fn git_reads(_: &Command, parsed: &Parsed) -> bool {
+    let Some(sub) = parsed.subcommand(0) else {
+        // `git`, `git --version`: prints and exits (a name git does not know is a hazard).
+        return parsed.operands.is_empty();
     };
-    let at = command.argv.iter().position(|a| a == sub).unwrap_or(0);
-    let rest = &command.argv[at + 1..];
-    let positional = rest.iter().filter(|a| !a.starts_with('-')).count();
+    let then = parsed.subcommand(1);
+    let positional = parsed.operands.len();
     match sub {
         s if GIT_READERS.contains(&s) => true,
-        "branch" | "tag" => {
-            find_option(
-                rest,
-                &[
-                    "-d",
-                    "-D",
-                    "-m",
-                    "-M",
-                    "-c",
-                    "-C",
-                    "-f",
-                    "-u",
-                    "--delete",
-                    "--move",
-                    "--copy",
-                    "--force",
-                    "--set-upstream-to",
-                    "--unset-upstream",
-                    "--edit-description",
+        "branch" => {
+            positional == 0
+                || parsed.has_any(&[
+                    "-l",
                     "-a",
-                    "-s",
-                    "--sign",
-                    "--annotate",
-                ],
-                false,
-            )
-            .is_none()
-                && (positional == 0 || rest.iter().any(|a| a == "-l" || a == "--list"))
-                || (sub == "branch"
-                    && find_option(
-                        rest,
-                        &[
-                            "-a",
-                            "--all",
-                            "-r",
-                            "--remotes",
-                            "--show-current",
-                            "-v",
-                            "-vv",
-                        ],
-                        false,
-                    )
-                    .is_some()
-                    && positional == 0)
+                    "-r",
+                    "--contains",
+                    "--no-contains",
+                    "--merged",
+                    "--no-merged",
+                    "--points-at",
+                    "--show-current",
+                ])
         }
-        "remote" => {
-            rest.is_empty()
-                || rest.iter().all(|a| a == "-v" || a == "--verbose")
-                || matches!(rest.first().map(String::as_str), Some("get-url" | "show"))
+        "tag" => {
+            positional == 0
+                || parsed.has_any(&[
+                    "-l",
+                    "-n",
+                    "--contains",
+                    "--no-contains",
+                    "--merged",
+                    "--no-merged",
+                    "--points-at",
+                    "-v",
+                ])
         }
-        "stash" => matches!(rest.first().map(String::as_str), Some("list" | "show")),
-        "config" => {
-            find_option(
-                rest,
-                &[
+        "remote" => match then {
+            None => positional == 0,
+            Some("get-url") => true,
+            Some("show") => parsed.has("-n"),
+            Some(_) => false,
+        },
+        "stash" => matches!(then, Some("list" | "show")),
+        "config" => match then {
+            Some("get" | "list") => true,
+            Some(_) => false,
+            None => {
+                parsed.has_any(&[
                     "--get",
                     "--get-all",
                     "--get-regexp",
-                    "--list",
                     "-l",
                     "--get-urlmatch",
-                ],
-                false,
-            )
-            .is_some()
-                && find_option(
-                    rest,
-                    &[
-                        "--add",
-                        "--unset",
-                        "--unset-all",
-                        "--replace-all",
-                        "--edit",
-                        "-e",
-                        "--rename-section",
-                        "--remove-section",
-                    ],
-                    false,
-                )
-                .is_none()
-        }
-        "worktree" | "notes" => rest.first().is_some_and(|a| a == "list"),
-        "reflog" => rest.is_empty() || rest.first().is_some_and(|a| a == "show"),
+                    "--get-color",
+                    "--get-colorbool",
+                ]) || positional == 1
+            }
+        },
+        "worktree" => then == Some("list"),
+        "notes" => matches!(then, Some("list" | "show")),
+        "reflog" => matches!(then, None | Some("show" | "list" | "exists")),
         _ => false,
     }
 }

@@ -53,25 +53,91 @@ pub struct Word {
     pub text: String,
     /// Empty for a static word.
     pub dynamic: BTreeSet<Dynamic>,
-    /// For a word that is exactly one bound variable: the words it is bound to.
+    /// What bash makes of the word when that is not its text alone: the words it may become
+    /// after tilde expansion, bound variables substituted, word splitting (a
+    /// [`Dynamic::Glob`] marks a pattern still to be matched against the disk). For a word
+    /// that is exactly one bound variable: the words it is bound to.
     pub values: Vec<Word>,
+    /// The word as bash's expansions see it, piece by piece; empty when the word is its text,
+    /// quoted (a static word).
+    pub pieces: Vec<Piece>,
+}
+
+/// One piece of a word, as bash's expansions see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Unquoted text as written: its backslashes escape, and brace, tilde and glob characters in
+    /// it are active.
+    Unquoted(String),
+    /// Text after quote removal (quoted or escaped): no character in it is special.
+    Quoted(String),
+    /// An expansion.
+    Expansion(Box<Expansion>),
+}
+
+/// An expansion inside a word (`$p`, `${p}`, `$(id)`, `$((i+1))`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expansion {
+    /// As written.
+    pub source: String,
+    /// What makes it dynamic.
+    pub dynamic: BTreeSet<Dynamic>,
+    /// For a bound variable: the words it stands for.
+    pub values: Vec<Word>,
+    /// For a bound variable: its name (it stands for the same word wherever it appears in a
+    /// word).
+    pub variable: Option<String>,
+    /// Inside double quotes: its value is neither split nor globbed.
+    pub quoted: bool,
 }
 
 impl Word {
     /// A static word.
     pub fn fixed(text: impl Into<String>) -> Word {
+        let text = text.into();
         Word {
-            text: text.into(),
+            // `""` is a word all the same: one empty piece says so.
+            pieces: if text.is_empty() {
+                vec![Piece::Quoted(String::new())]
+            } else {
+                Vec::new()
+            },
+            text,
             ..Word::default()
         }
     }
 
     /// A word with one kind of dynamic part.
     pub fn with(text: impl Into<String>, kind: Dynamic) -> Word {
+        let text = text.into();
+        let dynamic = BTreeSet::from([kind]);
         Word {
-            text: text.into(),
-            dynamic: BTreeSet::from([kind]),
+            pieces: vec![Piece::Expansion(Box::new(Expansion {
+                source: text.clone(),
+                dynamic: dynamic.clone(),
+                ..Expansion::default()
+            }))],
+            text,
+            dynamic,
             values: Vec::new(),
+        }
+    }
+
+    /// Unquoted text as written: backslashes removed, a glob or a leading `~` noted (braces are
+    /// the caller's to find: they may span several pieces).
+    pub fn unquoted(raw: &str) -> Word {
+        let mut dynamic = BTreeSet::new();
+        if has_glob(raw) {
+            dynamic.insert(Dynamic::Glob);
+        }
+        if raw.starts_with('~') {
+            dynamic.insert(Dynamic::Tilde);
+        }
+        Word {
+            text: unquote(raw),
+            dynamic,
+            values: Vec::new(),
+            pieces: vec![Piece::Unquoted(raw.to_owned())],
         }
     }
 
@@ -87,14 +153,49 @@ impl Word {
 
     /// Appends another part of the same word.
     pub fn push(&mut self, part: Word) {
-        self.text.push_str(&part.text);
-        self.dynamic.extend(part.dynamic);
+        let Word {
+            text,
+            dynamic,
+            values,
+            mut pieces,
+        } = part;
+        if self.pieces.is_empty() && !self.text.is_empty() {
+            self.pieces.push(Piece::Quoted(self.text.clone()));
+        }
+        if pieces.is_empty() && !text.is_empty() {
+            pieces.push(Piece::Quoted(text.clone()));
+        }
+        self.text.push_str(&text);
+        self.dynamic.extend(dynamic);
         if self.values.is_empty() {
-            self.values = part.values;
+            self.values = values;
         } else {
-            // Two bound variables in one word: the combinations are not tracked.
+            // Two bound variables in one word: the combinations are not tracked here (the walk
+            // expands the pieces).
             self.values.clear();
         }
+        self.pieces.extend(pieces);
+    }
+
+    /// Adds a kind of dynamic part to a word that is one expansion (to the expansion too, so
+    /// that what is made of its pieces keeps it).
+    pub fn insert(&mut self, kind: Dynamic) {
+        self.dynamic.insert(kind);
+        if let [Piece::Expansion(e)] = self.pieces.as_mut_slice() {
+            e.dynamic.insert(kind);
+        }
+    }
+
+    /// The same word inside double quotes: its expansions are neither split nor globbed.
+    pub fn into_quoted(mut self) -> Word {
+        for piece in &mut self.pieces {
+            match piece {
+                Piece::Unquoted(raw) => *piece = Piece::Quoted(unquote(raw)),
+                Piece::Expansion(e) => e.quoted = true,
+                Piece::Quoted(_) => {}
+            }
+        }
+        self
     }
 }
 

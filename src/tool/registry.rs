@@ -6,6 +6,10 @@
 //! an argument the tool does not know is a mistake the model should hear about, not something
 //! to ignore. The schema must be valid draft 2020-12; it is compiled with `jsonschema` when the
 //! tool is added, never per call.
+//!
+//! The registry also records where each tool comes from: [`Registry::with_builtins`] adds
+//! Reasonix's own tools, and any tool added with [`Registry::add`] is an extension. The policy
+//! input document reports it (`target.source`), so a policy can treat an embedder's tools apart.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,9 +23,9 @@ use crate::policy::input::ToolSource;
 /// A tool with its canonical schema and compiled validator.
 pub struct Registered {
     tool: Arc<dyn Tool>,
-    source: ToolSource,
     schema: Value,
     validator: jsonschema::Validator,
+    source: ToolSource,
 }
 
 impl Registered {
@@ -30,7 +34,8 @@ impl Registered {
         &self.tool
     }
 
-    /// Where it comes from: one of the builtin tools, or added by an extension.
+    /// Where it comes from: `builtin` for the tools of [`Registry::with_builtins`], `extension`
+    /// for any tool given to [`Registry::add`].
     pub fn source(&self) -> ToolSource {
         self.source
     }
@@ -118,12 +123,13 @@ impl Registry {
         registry
     }
 
-    /// Adds a tool from outside the crate (an extension); refuses a duplicate name, a bad name
-    /// or a schema that does not compile. Policies see it as `target.source: extension`.
+    /// Adds a tool, as an extension; refuses a duplicate name, a bad name or a schema that does
+    /// not compile.
     pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         self.insert(tool, ToolSource::Extension)
     }
 
+    /// Adds a tool from the given source (see [`Registry::add`]).
     fn insert(&mut self, tool: Arc<dyn Tool>, source: ToolSource) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
         if !valid_name(&name) {
@@ -145,9 +151,9 @@ impl Registry {
             name,
             Registered {
                 tool,
-                source,
                 schema,
                 validator,
+                source,
             },
         );
         Ok(())
@@ -267,6 +273,26 @@ mod tests {
                 "write_file"
             ]
         );
+    }
+
+    #[test]
+    fn builtins_say_builtin_and_added_tools_say_extension() {
+        let mut registry = Registry::with_builtins();
+        registry.add(fake("ext", json!({"type":"object"}))).unwrap();
+        for name in registry.names() {
+            let want = if name == "ext" {
+                ToolSource::Extension
+            } else {
+                ToolSource::Builtin
+            };
+            assert_eq!(registry.get(name).unwrap().source(), want, "{name}");
+        }
+        // A builtin tool added by hand is not a builtin: only `with_builtins` vouches for one.
+        let mut by_hand = Registry::new();
+        for tool in crate::tool::builtin::all() {
+            by_hand.add(tool).unwrap();
+        }
+        assert_eq!(by_hand.get("bash").unwrap().source(), ToolSource::Extension);
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! A mock OpenAI-compatible chat-completions server on 127.0.0.1 (a random port): each request
 //! gets the next scripted reply, streamed as server-sent events in the pieces the test chose, so
-//! an event can be split across TCP writes. It keeps every request body for inspection.
+//! an event can be split across TCP writes. It can also stall, say nothing, or hang up. It keeps
+//! every request body, and when it arrived, for inspection.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -16,14 +17,23 @@ pub enum Reply {
     Stream(Vec<String>),
     /// An error status with a body and, if given, a `Retry-After` of that many seconds.
     Status(u16, String, Option<u64>),
+    /// An error status with these headers and a body.
+    StatusWith(u16, Vec<(&'static str, String)>, String),
+    /// 200 with the pieces of an SSE body, then nothing more for the duration, the connection
+    /// held open.
+    Stall(Vec<String>, Duration),
+    /// Nothing at all, not even a head, for the duration; then the connection closes.
+    Silent(Duration),
+    /// The connection closes as soon as the request is read.
+    Hangup,
 }
 
 /// A running server.
 pub struct Mock {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
-    /// Every request body received, in order.
-    pub requests: Arc<Mutex<Vec<Value>>>,
+    /// Every request body received, in order, with when it arrived.
+    pub requests: Arc<Mutex<Vec<(Instant, Value)>>>,
 }
 
 impl Mock {
@@ -49,13 +59,24 @@ impl Mock {
 
     /// The request bodies so far.
     pub fn bodies(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+
+    /// The time between each request and the one before it.
+    pub fn gaps(&self) -> Vec<Duration> {
+        let requests = self.requests.lock().unwrap();
+        requests.windows(2).map(|w| w[1].0 - w[0].0).collect()
     }
 }
 
 async fn serve(
     mut socket: TcpStream,
-    seen: Arc<Mutex<Vec<Value>>>,
+    seen: Arc<Mutex<Vec<(Instant, Value)>>>,
     replies: Arc<Mutex<VecDeque<Reply>>>,
 ) {
     // Read the head, then as many body bytes as content-length says.
@@ -86,19 +107,36 @@ async fn serve(
     }
     let body: Value =
         serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
-    seen.lock().unwrap().push(body);
+    seen.lock().unwrap().push((Instant::now(), body));
     let reply = replies.lock().unwrap().pop_front();
     match reply {
         Some(Reply::Stream(pieces)) => {
-            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
-            let _ = socket.write_all(head.as_bytes()).await;
-            for piece in pieces {
-                if socket.write_all(piece.as_bytes()).await.is_err() {
-                    return;
-                }
-                let _ = socket.flush().await;
-                tokio::time::sleep(Duration::from_millis(3)).await;
+            if write_stream(&mut socket, pieces).await {
+                let _ = socket.shutdown().await;
             }
+        }
+        Some(Reply::Stall(pieces, pause)) => {
+            if write_stream(&mut socket, pieces).await {
+                tokio::time::sleep(pause).await;
+                let _ = socket.shutdown().await;
+            }
+        }
+        Some(Reply::Silent(pause)) => {
+            tokio::time::sleep(pause).await;
+            let _ = socket.shutdown().await;
+        }
+        Some(Reply::Hangup) => drop(socket),
+        Some(Reply::StatusWith(status, headers, body)) => {
+            let headers: String = headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}\r\n"))
+                .collect();
+            let text = format!(
+                "HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{headers}connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.shutdown().await;
         }
         Some(Reply::Status(status, body, retry)) => {
             let retry = retry
@@ -109,6 +147,7 @@ async fn serve(
                 body.len()
             );
             let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.shutdown().await;
         }
         None => {
             let body = r#"{"error":{"message":"the mock has no more replies"}}"#;
@@ -117,9 +156,26 @@ async fn serve(
                 body.len()
             );
             let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.shutdown().await;
         }
     }
-    let _ = socket.shutdown().await;
+}
+
+/// Writes a 200 head and the pieces of an SSE body, a short pause after each; false when the
+/// client went away.
+async fn write_stream(socket: &mut TcpStream, pieces: Vec<String>) -> bool {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return false;
+    }
+    for piece in pieces {
+        if socket.write_all(piece.as_bytes()).await.is_err() {
+            return false;
+        }
+        let _ = socket.flush().await;
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    true
 }
 
 /// One SSE event carrying a chunk.

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod mock;
+pub mod oracle;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

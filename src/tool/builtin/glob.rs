@@ -8,7 +8,7 @@
 use globset::GlobBuilder;
 use serde_json::{Value, json};
 
-use super::walk::walk;
+use super::search_walk::walk;
 use super::{object_schema, path_property};
 use crate::tool::{
     Arguments, Classification, ClassifyError, Invocation, Output, PathRequest, PathRole, Tool,

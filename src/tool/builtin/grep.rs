@@ -11,7 +11,7 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
-use super::walk::walk;
+use super::search_walk::walk;
 use super::{cut, object_schema, path_property};
 use crate::sandbox::ConfinedPath;
 use crate::tool::{
@@ -75,7 +75,7 @@ impl Tool for Grep {
                     == nix::sys::stat::SFlag::S_IFREG.bits()
             })
             .unwrap_or(false);
-        let mut skipped = super::walk::Skipped::default();
+        let mut skipped = super::search_walk::Skipped::default();
         if is_file {
             if search(&matcher, base, &mut hits).is_err() {
                 return Err(ToolError::io(

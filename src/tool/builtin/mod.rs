@@ -14,7 +14,7 @@ mod grep;
 mod list_dir;
 mod move_file;
 mod read_file;
-mod walk;
+mod search_walk;
 mod write_file;
 
 use std::sync::Arc;

@@ -1,0 +1,49 @@
+//! Build facts for `reasonix --version`: the commit the binary was built from and the build
+//! profile. Without git (a tarball, a vendored copy) the commit is `unknown`, or whatever
+//! `REASONIX_COMMIT` says; the build never fails for want of it.
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=REASONIX_COMMIT");
+    let commit = std::env::var("REASONIX_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(git_commit)
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("cargo:rustc-env=REASONIX_COMMIT={}", commit.trim());
+    let profile = std::env::var("PROFILE").unwrap_or_else(|_| "unknown".to_owned());
+    println!("cargo:rustc-env=REASONIX_PROFILE={profile}");
+}
+
+/// The short commit of HEAD, and the files whose change means a new commit (so that cargo runs
+/// this again after a commit or a checkout). `None` when git or the repository is absent.
+fn git_commit() -> Option<String> {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let mut watched = vec![git(&["rev-parse", "--git-path", "HEAD"])?];
+    if let Some(branch) = git(&["rev-parse", "--symbolic-full-name", "HEAD"])
+        && branch.starts_with("refs/")
+    {
+        watched.extend(git(&["rev-parse", "--git-path", &branch]));
+    }
+    watched.extend(git(&["rev-parse", "--git-path", "packed-refs"]));
+    for file in watched {
+        // A path that does not exist would make cargo run this script on every build.
+        if Path::new(&file).exists() {
+            println!("cargo:rerun-if-changed={file}");
+        }
+    }
+    Some(commit)
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}

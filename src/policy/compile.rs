@@ -1,0 +1,236 @@
+//! Compiling a [`PolicySet`] for one workspace: relative path globs are anchored at the
+//! workspace root and `~` at the home folder, every tool glob and every path glob goes into one
+//! set, and command patterns are checked. The result, a [`CompiledPolicy`], is what the policy
+//! stage judges with (`judge.rs`); it never changes — another workspace or a reload compiles a
+//! new one.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::commands::{self, ExactSpec, Pattern, PatternSpec};
+use super::pattern::{self, OwnedSet};
+use super::rego::Rego;
+use super::yaml::{Glob, PathGlob};
+use super::{Decision, Defaults, PolicyError, PolicyProblem, PolicySet};
+use crate::sandbox::Roots;
+use crate::vocab::Effect;
+
+/// One rule, compiled.
+#[derive(Clone, Debug)]
+pub(super) struct Rule {
+    pub id: String,
+    pub source: String,
+    pub decision: Decision,
+    pub reason: Option<String>,
+    pub has_tools: bool,
+    pub has_paths: bool,
+    pub effects: Option<BTreeSet<Effect>>,
+    pub commands: Vec<Pattern>,
+    pub exact: Vec<ExactSpec>,
+    /// `except:`, when the rule has one.
+    pub except: Option<Except>,
+}
+
+/// A rule's `except:`, compiled; its globs are in [`CompiledPolicy`]'s `except_tools` and
+/// `except_paths` under the rule's index.
+#[derive(Clone, Debug)]
+pub(super) struct Except {
+    pub has_tools: bool,
+    pub has_paths: bool,
+    pub commands: Vec<Pattern>,
+}
+
+impl Rule {
+    pub(super) fn has_commands(&self) -> bool {
+        !self.commands.is_empty() || !self.exact.is_empty()
+    }
+}
+
+/// Rules compiled for one workspace. Immutable.
+#[derive(Clone, Debug)]
+pub struct CompiledPolicy {
+    pub(super) rules: Vec<Rule>,
+    pub(super) tools: OwnedSet,
+    pub(super) paths: OwnedSet,
+    pub(super) except_tools: OwnedSet,
+    pub(super) except_paths: OwnedSet,
+    pub(super) defaults: Defaults,
+    pub(super) rego: Option<Arc<Rego>>,
+}
+
+impl CompiledPolicy {
+    /// The merged defaults.
+    pub fn defaults(&self) -> Defaults {
+        self.defaults
+    }
+
+    /// Whether Rego policies vote (they need the input document).
+    pub fn has_rego(&self) -> bool {
+        self.rego.is_some()
+    }
+}
+
+impl PolicySet {
+    /// Compiles the rules for one workspace: relative path globs are anchored at its root and
+    /// `~` at the home folder, and every glob goes into one set.
+    pub fn compile(&self, roots: &Roots) -> Result<CompiledPolicy, PolicyError> {
+        let mut rules = Vec::new();
+        let mut tool_globs = Vec::new();
+        let mut path_globs = Vec::new();
+        let mut except_tool_globs = Vec::new();
+        let mut except_path_globs = Vec::new();
+        let mut problems = Vec::new();
+        for source in &self.sources {
+            for (index, spec) in source.file.rules.iter().enumerate() {
+                let rule = rules.len();
+                let id = spec
+                    .id
+                    .as_ref()
+                    .map(|id| id.0.clone())
+                    .unwrap_or_else(|| format!("rules[{index}]"));
+                let add = |globs: &mut Vec<(usize, globset::Glob)>,
+                           paths: &mut Vec<(usize, globset::Glob)>,
+                           tools: Option<&Vec<Glob>>,
+                           written: Option<&Vec<PathGlob>>,
+                           problems: &mut Vec<PolicyProblem>| {
+                    for glob in tools.into_iter().flatten() {
+                        match globset::Glob::new(&glob.0) {
+                            Ok(g) => globs.push((rule, g)),
+                            Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                        }
+                    }
+                    for glob in written.into_iter().flatten() {
+                        let anchored =
+                            match pattern::anchor(&glob.0, roots.workspace(), roots.home()) {
+                                Ok(a) => a,
+                                Err(e) => {
+                                    problems.push(problem(
+                                        &source.name,
+                                        &id,
+                                        format!("path glob {:?}: {e}", glob.0),
+                                    ));
+                                    continue;
+                                }
+                            };
+                        for pattern in anchored {
+                            match pattern::path_glob(&pattern) {
+                                Ok(g) => paths.push((rule, g)),
+                                Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                            }
+                        }
+                    }
+                };
+                add(
+                    &mut tool_globs,
+                    &mut path_globs,
+                    spec.tools.as_ref(),
+                    spec.paths.as_ref(),
+                    &mut problems,
+                );
+                let patterns = compile_patterns(
+                    spec.commands.iter().flatten(),
+                    &source.name,
+                    &id,
+                    &mut problems,
+                );
+                let except = spec.except.as_ref().map(|e| {
+                    add(
+                        &mut except_tool_globs,
+                        &mut except_path_globs,
+                        e.tools.as_ref(),
+                        e.paths.as_ref(),
+                        &mut problems,
+                    );
+                    Except {
+                        has_tools: e.tools.is_some(),
+                        has_paths: e.paths.is_some(),
+                        commands: compile_patterns(
+                            e.commands.iter().flatten(),
+                            &source.name,
+                            &id,
+                            &mut problems,
+                        ),
+                    }
+                });
+                rules.push(Rule {
+                    id,
+                    source: source.name.clone(),
+                    decision: spec.decision,
+                    reason: spec.reason.clone(),
+                    has_tools: spec.tools.is_some(),
+                    has_paths: spec.paths.is_some(),
+                    effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
+                    commands: patterns,
+                    exact: spec.exact.clone().unwrap_or_default(),
+                    except,
+                });
+            }
+        }
+        let tools = OwnedSet::build(tool_globs);
+        let paths = OwnedSet::build(path_globs);
+        let except_tools = OwnedSet::build(except_tool_globs);
+        let except_paths = OwnedSet::build(except_path_globs);
+        match (tools, paths, except_tools, except_paths) {
+            (Ok(tools), Ok(paths), Ok(except_tools), Ok(except_paths)) if problems.is_empty() => {
+                Ok(CompiledPolicy {
+                    rules,
+                    tools,
+                    paths,
+                    except_tools,
+                    except_paths,
+                    defaults: self.defaults(),
+                    rego: self.rego.clone(),
+                })
+            }
+            (tools, paths, except_tools, except_paths) => {
+                for e in [
+                    tools.err(),
+                    paths.err(),
+                    except_tools.err(),
+                    except_paths.err(),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    problems.push(PolicyProblem {
+                        file: "(policy set)".into(),
+                        line: None,
+                        column: None,
+                        message: e.to_string(),
+                    });
+                }
+                Err(PolicyError(problems))
+            }
+        }
+    }
+}
+
+/// Compiles `commands:` patterns; a bad one is a problem naming its rule.
+fn compile_patterns<'a>(
+    specs: impl Iterator<Item = &'a PatternSpec>,
+    file: &str,
+    rule: &str,
+    problems: &mut Vec<PolicyProblem>,
+) -> Vec<Pattern> {
+    let mut patterns = Vec::new();
+    for spec in specs {
+        match commands::Pattern::compile(spec) {
+            Some(p) => patterns.push(p),
+            None => problems.push(problem(
+                file,
+                rule,
+                format!("bad command pattern {:?}", spec.0),
+            )),
+        }
+    }
+    patterns
+}
+
+fn problem(file: &str, rule: &str, message: String) -> PolicyProblem {
+    PolicyProblem {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        message: format!("rule {rule}: {message}"),
+    }
+}

@@ -1,0 +1,124 @@
+//! Rego policies on `regorus`: loading, the votes of one call, and the `test_*` rules.
+//!
+//! Modules in package `reasonix` or below it define sets `deny`, `ask` and `allow` of reasons —
+//! strings, or objects `{"reason": ..., "id": ...}`. Their votes join the YAML rules' under the
+//! same precedence. Modules in other packages may hold helpers; they do not vote.
+//!
+//! This file holds the prepared policies ([`Rego`]) and what loading finds in them; the work is
+//! split by what it owns:
+//!
+//! - `load.rs`: modules and data → a prepared engine, the voting sets discovered, problems with
+//!   file, line and column;
+//! - `vote.rs`: the votes on one input document, failing closed (why the interpreter and not the
+//!   bytecode VM, and the time limit, are documented there);
+//! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
+//! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
+//!   warnings of `reasonix policy check`.
+//!
+//! # How a call is evaluated
+//!
+//! Everything is parsed and prepared once, when the policies load: the modules are added to one
+//! `regorus::Engine`, the sets each package declares are discovered, and a generated module
+//! (package [`AGGREGATE`]) gathers every declared set into one rule, so a call costs one rule
+//! evaluation. The engine is evaluated once with an empty input to finish its preparation; each
+//! call then clones it (an `Arc` bump) and sets its own input.
+
+mod analysis;
+mod load;
+mod tests;
+mod vote;
+
+use std::time::Duration;
+
+use regorus::Engine;
+
+use super::Decision;
+
+pub use tests::TestOutcome;
+pub use vote::Vote;
+
+/// The generated package that gathers every vote.
+pub const AGGREGATE: &str = "reasonix_gate_internal";
+/// The most time one evaluation may take (see `vote.rs`).
+pub const TIME_LIMIT: Duration = Duration::from_millis(250);
+/// The package whose sets vote, with everything below it.
+pub const ROOT_PACKAGE: &str = "reasonix";
+
+/// One Rego module as loaded.
+#[derive(Clone, Debug)]
+pub struct RegoSource {
+    /// How it is reported (the file path).
+    pub name: String,
+    /// The module text.
+    pub text: String,
+}
+
+/// A package that votes, and the files that define it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Package {
+    /// Dotted package name (`reasonix.network`).
+    pub name: String,
+    /// The files its modules came from.
+    pub files: Vec<String>,
+    /// The sets it declares, in `deny`, `ask`, `allow` order.
+    pub sets: Vec<Decision>,
+}
+
+/// Loaded, prepared Rego policies. Immutable; each evaluation works on a clone.
+#[derive(Clone)]
+pub struct Rego {
+    engine: Engine,
+    packages: Vec<Package>,
+    tests: Vec<(String, String, String)>,
+    facts: Vec<analysis::ModuleFacts>,
+    data_keys: Vec<String>,
+}
+
+impl std::fmt::Debug for Rego {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rego")
+            .field("packages", &self.packages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rego {
+    /// The voting packages.
+    pub fn packages(&self) -> &[Package] {
+        &self.packages
+    }
+
+    /// What loads but cannot do what it seems to say: a package outside `reasonix` that
+    /// nothing imports, a `data.` reference nothing provides, a tool name compared with
+    /// `input.tool` that none of `tools` has.
+    pub fn warnings(&self, tools: &[&str]) -> Vec<super::PolicyProblem> {
+        analysis::warnings(&self.facts, tools, &self.data_keys)
+    }
+}
+
+/// regorus errors span several lines; a verdict's reason is one.
+fn flatten(message: &str) -> String {
+    let location = message
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("--> "))
+        .map(|l| format!("{l}: "))
+        .unwrap_or_default();
+    let what = message
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .unwrap_or(message.trim());
+    format!("{location}{what}")
+}
+
+/// Loads modules given as `(name, text)`, for unit tests.
+#[cfg(test)]
+fn load_texts(modules: &[(&str, &str)]) -> Result<Option<Rego>, Vec<super::PolicyProblem>> {
+    let sources: Vec<RegoSource> = modules
+        .iter()
+        .map(|(n, t)| RegoSource {
+            name: (*n).into(),
+            text: (*t).into(),
+        })
+        .collect();
+    Rego::load(&sources, &[])
+}

@@ -1,0 +1,188 @@
+//! Redirections: what each `<`, `>`, `>>`, `<>`, `>&`, heredoc and herestring does, the
+//! [`Redirect`] records, the redirection features and hazards (`/dev/tcp`, a target decided at
+//! run time), and what a command reads on stdin from a heredoc or herestring (a shell wrapper
+//! may run it as a script).
+
+use tree_sitter::Node;
+
+use super::{Walker, fields};
+use crate::shell::word::Word;
+use crate::shell::{Feature, Redirect, RedirectKind, hazards};
+
+impl Walker<'_> {
+    /// One redirection node; `command` is the simple command it applies to, if any.
+    pub(super) fn redirect(&mut self, node: Node, command: Option<usize>) {
+        match node.kind() {
+            "heredoc_redirect" => self.heredoc(node, command),
+            "herestring_redirect" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut body = Word::default();
+                for child in children {
+                    if child.kind() != "file_descriptor" {
+                        body.push(self.word(child));
+                    }
+                }
+                self.out.redirects.push(Redirect {
+                    op: "<<<".into(),
+                    fd: None,
+                    target: None,
+                    is_static: body.is_static(),
+                    kind: RedirectKind::Herestring,
+                    command,
+                });
+                if let Some(c) = command {
+                    self.stdin.insert(c, body);
+                }
+            }
+            _ => self.file_redirect(node, command),
+        }
+    }
+
+    fn file_redirect(&mut self, node: Node, command: Option<usize>) {
+        let fd = node
+            .child_by_field_name("descriptor")
+            .map(|d| self.text(d).to_owned());
+        let mut op = String::new();
+        let mut target = Word::default();
+        let mut has_target = false;
+        for (field, child) in fields(node) {
+            match field {
+                // Only the first destination is the target: later words are arguments of the
+                // command (`extra_words`).
+                Some("destination") if has_target => {}
+                Some("destination") => {
+                    target.push(self.word(child));
+                    has_target = true;
+                }
+                Some("descriptor") => {}
+                _ if !child.is_named() => op.push_str(self.text(child)),
+                _ => self.visit(child),
+            }
+        }
+        let text = target.text.clone();
+        let duplicate = matches!(op.as_str(), ">&" | "<&" | ">&-" | "<&-")
+            && target.is_static()
+            && (text.is_empty() || text == "-" || text.bytes().all(|b| b.is_ascii_digit()));
+        let kind = if duplicate || !has_target {
+            RedirectKind::Duplicate
+        } else if target.is_static() && is_device(&text) {
+            RedirectKind::Device
+        } else if target.is_static()
+            && (text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/"))
+        {
+            self.out.features.insert(Feature::NetworkRedirect);
+            self.out
+                .hazards
+                .push(hazards::network_redirect(&op, &text, command));
+            RedirectKind::Network
+        } else {
+            match op.as_str() {
+                "<" => RedirectKind::Read,
+                ">>" | "&>>" => RedirectKind::Append,
+                "<>" => RedirectKind::ReadWrite,
+                _ => RedirectKind::Write,
+            }
+        };
+        match kind {
+            RedirectKind::Read => {
+                self.out.features.insert(Feature::RedirectRead);
+            }
+            RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite => {
+                self.out.features.insert(Feature::RedirectWrite);
+            }
+            _ => {}
+        }
+        if !target.is_static() && kind != RedirectKind::Duplicate {
+            self.out
+                .hazards
+                .push(hazards::dynamic_redirect(&op, &text, command));
+        }
+        self.out.redirects.push(Redirect {
+            op,
+            fd,
+            target: has_target.then_some(text),
+            is_static: target.is_static(),
+            kind,
+            command,
+        });
+    }
+
+    fn heredoc(&mut self, node: Node, command: Option<usize>) {
+        let mut quoted = false;
+        let mut body = Word::default();
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for (i, child) in children.into_iter().enumerate() {
+            match child.kind() {
+                "heredoc_start" => {
+                    quoted = self.text(child).contains(['\'', '"', '\\']);
+                }
+                "heredoc_body" => {
+                    body = Word::fixed(self.text(child));
+                    if !quoted {
+                        let mut c = child.walk();
+                        let parts: Vec<Node> = child.named_children(&mut c).collect();
+                        for part in parts {
+                            if part.kind() != "heredoc_content" {
+                                let w = self.word(part);
+                                body.dynamic.extend(w.dynamic);
+                            }
+                        }
+                    }
+                }
+                "heredoc_end" | "<<" | "<<-" => {}
+                // `cat <<EOF file`: `file` is an argument of the command (`extra_words`).
+                _ if node.field_name_for_child(i as u32) == Some("argument") => {}
+                _ if child.is_named() => self.visit(child),
+                _ => {}
+            }
+        }
+        self.out.redirects.push(Redirect {
+            op: "<<".into(),
+            fd: None,
+            target: None,
+            is_static: body.is_static(),
+            kind: RedirectKind::Heredoc,
+            command,
+        });
+        if let Some(c) = command {
+            self.stdin.insert(c, body);
+        }
+    }
+}
+
+/// The words tree-sitter files under a redirection that are not its target: in `cmd <in a b`,
+/// `a` and `b`; in `cmd <<EOF file`, `file`. Bash gives them to the command as arguments.
+pub(super) fn extra_words(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut target = false;
+    for (field, child) in fields(node) {
+        match (node.kind(), field) {
+            ("file_redirect", Some("destination")) if !target => target = true,
+            ("file_redirect", Some("destination")) | ("heredoc_redirect", Some("argument")) => {
+                out.push(child)
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Device files that are harmless to redirect to or from.
+fn is_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null"
+            | "/dev/stdin"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/zero"
+            | "/dev/tty"
+            | "/dev/random"
+            | "/dev/urandom"
+            | "/dev/full"
+    ) || path
+        .strip_prefix("/dev/fd/")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}

@@ -1,0 +1,240 @@
+//! Issue 10, the walk's classes: each attack bash really runs (confirmed under `bash` 5.2 in a
+//! throwaway folder before its row was written) next to its benign twin, the legitimate form
+//! that must stay allowed, judged through the gate under a user's benign allow-list and under
+//! the embedded default policy.
+//!
+//! A row is `(class, policy, script, verdict)`: the class names the issue's class (or the bug)
+//! it proves, "benign" is [`BENIGN`], "default" the embedded policy; every row is judged
+//! interactively. An attack must not be allowed (`ask` or `deny`), its twin must be.
+
+mod common;
+
+use common::World;
+use reasonix::{PolicySet, Posture, Registry};
+use serde_json::json;
+
+/// What a developer might allow an agent: everyday readers and builds, no secrets.
+const BENIGN: &str = r#"
+version: 1
+defaults:
+  read_only: allow
+  writer: ask
+  unattended: deny
+rules:
+  - id: no-secrets
+    decision: deny
+    paths: ["*.env", ".env", "*.pem", "secrets/**", "~/.ssh/**"]
+  - id: everyday
+    decision: allow
+    tools: [bash]
+    commands:
+      - "ls"
+      - "ls *"
+      - "cat *"
+      - "head *"
+      - "tail *"
+      - "sort *"
+      - "wc *"
+      - "grep *"
+      - "echo *"
+      - "printf *"
+      - "git status"
+      - "git log *"
+      - "git diff *"
+      - "timeout * ls *"
+      - "npm test"
+      - "cargo test *"
+      - "openssl *"
+      - "tar *"
+      - "make"
+      - "make *"
+      - "cd *"
+      - "read *"
+      - "let *"
+      - "test *"
+      - "\\[ *"
+      - "declare *"
+      - "unset *"
+"#;
+
+/// `(class, policy, script, verdict)`.
+#[rustfmt::skip]
+const ROWS: &[(&str, &str, &str, &str)] = &[
+    // 1. A redirect that swallows later words: they are arguments of the command.
+    ("1", "benign", "sort <list.txt secrets.env", "deny"),
+    ("1", "benign", "sort <list.txt", "allow"),
+    ("1", "benign", "sort <list.txt names.txt", "allow"),
+    ("1", "default", "sort <list.txt .env", "deny"),
+    ("1", "default", "sort <list.txt names.txt", "allow"),
+    ("1", "default", "grep KEY <README.md .env", "deny"),
+    ("1", "default", "grep KEY <README.md src/a.rs", "allow"),
+    ("1", "default", "cat <<EOF .env\nx\nEOF", "deny"),
+    ("1", "default", "cat <<EOF -\nx\nEOF", "allow"),
+    ("1", "benign", "cat notes.txt >out.txt secrets.env", "deny"),
+    ("1", "benign", "openssl <input s_client -connect example.com:443", "allow"),
+    // A lone `-` before a heredoc or `2>&1` is an argument (tree-sitter drops it).
+    ("dash", "default", "cat - <<EOF\nhi\nEOF", "allow"),
+    ("dash", "default", "rm -rf - 2>&1", "ask"),
+    // A heredoc reaches a shell through a wrapper: its script is read, not refused.
+    ("heredoc", "benign", "timeout 5 bash <<EOF\nls -la\nEOF", "allow"),
+    ("heredoc", "benign", "timeout 5 bash <<EOF\nls; rm -rf x\nEOF", "ask"),
+    ("heredoc", "benign", "timeout 5 bash <<EOF\ncat .env\nEOF", "deny"),
+    // A carriage return is part of a word, as in bash: `a\r#` is no comment.
+    ("cr", "benign", "echo a\r# ; rm -rf x", "ask"),
+    ("cr", "default", "echo a\r# ; rm -rf x", "ask"),
+    ("cr", "benign", "echo a\rb", "allow"),
+    ("cr", "benign", "git status\r", "ask"),
+    ("cr", "benign", "git status\n", "allow"),
+    ("cr", "default", "echo a\rb", "allow"),
+    ("cr", "default", "cat <<EOF\r\nx\nEOF\r\ncat .env", "deny"),
+    // 2. Arithmetic evaluation runs code: a subscript's `$(...)` runs wherever bash evaluates
+    // arithmetic, and a variable's value is evaluated in turn.
+    ("2", "benign", "x='a[$(touch p)]'; (( x )) && echo big", "ask"),
+    ("2", "benign", "x=5; (( x > 3 )) && echo big", "allow"),
+    ("2", "default", "x='a[$(touch p)]'; (( x )) && cat README.md", "ask"),
+    ("2", "default", "x=5; (( x > 3 )) && cat README.md", "allow"),
+    ("2", "benign", "v=$(cat n.txt); [[ $v -eq 1 ]] && echo one", "ask"),
+    ("2", "default", "v=$(cat n.txt); [[ $v -eq 1 ]] && cat README.md", "ask"),
+    ("2", "default", "v=$(cat n.txt); [[ -n $v ]] && cat README.md", "allow"),
+    ("2", "benign", "[[ $# -eq 0 ]] && echo none", "allow"),
+    ("2", "benign", "let \"i=a[\\$(touch p)]\"", "ask"),
+    ("2", "benign", "let i=1+2", "allow"),
+    ("2", "benign", "declare -i n; n='a[$(touch p)]'", "ask"),
+    ("2", "benign", "declare -i n; read n < n.txt", "ask"),
+    ("2", "benign", "declare -i n=5; echo done", "allow"),
+    ("2", "benign", "k='a[$(touch p)]'; arr[$k]=1", "ask"),
+    ("2", "benign", "k=2; arr[$k]=1; echo done", "allow"),
+    ("2", "benign", "arr=(['$(touch p)']=1)", "ask"),
+    ("2", "benign", "k='a[$(touch p)]'; arr=([$k]=1)", "ask"),
+    ("2", "benign", "arr=([2]=x [3]=y); echo done", "allow"),
+    ("2", "benign", "declare \"a[\\$(touch p)]=1\"", "ask"),
+    ("2", "benign", "declare a=1", "allow"),
+    ("2", "benign", "printf -v 'a[$(touch p)]' x", "ask"),
+    ("2", "benign", "printf -v out %s x", "allow"),
+    ("2", "benign", "test -v 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "[ -v 'a[$(touch p)]' ]", "ask"),
+    ("2", "benign", "test -v HOME", "allow"),
+    ("2", "benign", "[ -v HOME ]", "allow"),
+    ("2", "benign", "read 'a[$(touch p)]' <<< x", "ask"),
+    ("2", "benign", "read -r line <<< x", "allow"),
+    ("2", "benign", "x='$(touch p)'; echo \"${x@P}\"", "ask"),
+    ("2", "benign", "x='$(touch p)'; cat <<EOF\n${x@P}\nEOF", "ask"),
+    ("2", "benign", "x=hi; cat <<EOF\n$x\nEOF", "allow"),
+    ("2", "benign", "k='a[$(touch p)]'; echo ${arr[$k]}", "ask"),
+    ("2", "benign", "n='a[$(touch p)]'; for ((i=0; i<n; i++)); do echo x; done", "ask"),
+    ("2", "benign", "for ((i=0; i<3; i++)); do echo x; done", "allow"),
+    ("2", "benign", "x='a[$(touch p)]'; echo ${!x}", "ask"),
+    ("2", "benign", "declare -n r='a[$(touch p)]'; echo $r", "ask"),
+    ("2", "benign", "declare -n r; r='a[$(touch p)]'; echo \"$r\"", "ask"),
+    ("2", "benign", "x=5; declare -n r=x; (( r > 1 )) && echo big", "allow"),
+    ("2", "benign", "bash -c '(( $1 ))' _ 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "f() { (( $1 )); }; f 'a[$(touch p)]'", "ask"),
+    ("2", "benign", "command let 'a[$(touch p)]=1'", "ask"),
+    ("2", "benign", "builtin read 'a[$(touch p)]' <<< x", "ask"),
+    ("2", "benign", "command let i=1+2", "allow"),
+    // 9. Paths made by expansion: braces, bound variables anywhere in a word, splitting of
+    // their unquoted values, tilde with the script's own HOME, `~+`.
+    ("9", "default", "head -n5 {README.md,.env}", "deny"),
+    ("9", "default", "head -n5 {README.md,src/a.rs}", "allow"),
+    ("9", "default", "cat .e{n,x}v", "deny"),
+    ("9", "default", "cat README.{md,txt}", "allow"),
+    ("9", "benign", "head -n5 {README.md,.env}", "deny"),
+    ("9", "benign", "head -n5 {README.md,src/a.rs}", "allow"),
+    ("9", "benign", "f='README.md .env'; cat $f", "deny"),
+    ("9", "benign", "f='README.md src/a.rs'; cat $f", "allow"),
+    ("9", "benign", "p=secrets; cat config/${p}.env", "deny"),
+    ("9", "benign", "p=src; cat ${p}/a.rs", "allow"),
+    ("9", "default", "p=.env; cat ./$p", "deny"),
+    ("9", "default", "p=.e; cat ${p}nv", "deny"),
+    ("9", "default", "p=READ; cat ${p}ME.md", "allow"),
+    ("9", "default", "p=README.md; cat ./$p", "allow"),
+    ("9", "default", "p='README.md .env'; cat $p", "deny"),
+    ("9", "default", "p='README.md .env'; cat \"$p\"", "allow"),
+    ("9", "default", "q='.e*'; cat $q", "deny"),
+    ("9", "default", "q='.e*'; cat \"$q\"", "allow"),
+    ("9", "default", "for f in .e{n,x}v; do cat $f; done", "deny"),
+    ("9", "default", "for f in src/*.rs; do cat \"$f\"; done", "allow"),
+    ("9", "default", "HOME=/etc; cat ~/shadow", "deny"),
+    ("9", "default", "cat ~+/.env", "deny"),
+    ("9", "default", "cat ~+/README.md", "allow"),
+    ("9", "default", "cat ~-/README.md", "ask"),
+    ("9", "default", "sed {-i,s/a/b/} README.md", "ask"),
+    ("9", "default", "sed -n 1p README.md", "allow"),
+    ("9", "default", "cat \"\"/$HOME/.aws/credentials", "ask"),
+    ("9", "default", "cat \"\"/README.md", "allow"),
+    ("9", "default", "cat {1..100000}.txt", "ask"),
+    ("9", "default", "cat {1..3}.txt", "allow"),
+    // 4. The environment changes what programs do: only variables known to be inert may be
+    // set before a command a prefix rule allows.
+    ("4", "benign", "TAR_OPTIONS=--to-command=./x.sh tar xf a.tar", "ask"),
+    ("4", "benign", "export TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
+    ("4", "benign", "tar xf a.tar", "allow"),
+    ("4", "benign", "'export' TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
+    ("4", "benign", "command export TAR_OPTIONS=--to-command=./x.sh; tar xf a.tar", "ask"),
+    ("4", "benign", "MAKEFILES=evil.mk make", "ask"),
+    ("4", "benign", "GNUMAKEFLAGS='--eval=$(shell id)' make", "ask"),
+    ("4", "benign", "make", "allow"),
+    ("4", "benign", "LANG=C make test", "allow"),
+    ("4", "benign", "env 'BASH_FUNC_git%%=() { id; }' bash -c 'git status'", "ask"),
+    ("4", "benign", "env LANG=C bash -c 'git status'", "allow"),
+    ("4", "benign", "Npm_Config_Script_Shell=./sh.sh npm test", "ask"),
+    ("4", "benign", "npm_config_script_shell=./sh.sh; npm test", "ask"),
+    ("4", "benign", "CI=true npm test", "allow"),
+    ("4", "benign", "HOME=/tmp/h git status", "ask"),
+    ("4", "benign", "CDPATH=/etc; cd ssh && cat ssh_config", "ask"),
+    ("4", "benign", "cd src && cat a.rs", "allow"),
+    ("4", "benign", "RUST_BACKTRACE=1 cargo test --lib", "allow"),
+    ("4", "benign", "d=src; ls $d", "allow"),
+    ("4", "benign", "for PAGER in ./x.sh; do git log -p; done", "ask"),
+    ("4", "benign", "for f in src/*.rs; do wc -l \"$f\"; done", "allow"),
+    ("4", "default", "HOME=/tmp/h git status", "ask"),
+    ("4", "default", "HOME=/tmp/h; git status", "ask"),
+    ("4", "default", "GIT_TRACE=/tmp/t.txt git log --oneline", "ask"),
+    ("4", "default", "git status", "allow"),
+    ("4", "default", "GIT_OPTIONAL_LOCKS=0 git status", "allow"),
+    ("4", "default", "GIT_PAGER=cat git log --oneline", "allow"),
+    ("4", "benign", "while IFS= read -r l; do echo x; done < README.md", "allow"),
+    ("4", "benign", "while read -r GIT_DIR; do git status; done < list.txt", "ask"),
+];
+
+#[test]
+fn each_attack_is_refused_and_its_benign_twin_allowed() {
+    let w = World::new();
+    w.file(".env", "KEY=1");
+    w.file("secrets.env", "KEY=1");
+    w.file("list.txt", "b\na\n");
+    w.file("names.txt", "x\n");
+    w.file("README.md", "");
+    w.file("src/a.rs", "");
+    let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
+    let default = PolicySet::embedded_default();
+    let mut failures = Vec::new();
+    for (class, policy, script, want) in ROWS {
+        let policy = if *policy == "benign" {
+            &benign
+        } else {
+            &default
+        };
+        let gate = common::gate_over(
+            Registry::with_builtins(),
+            policy,
+            &w.ws,
+            Posture::Interactive,
+        );
+        let call = json!({"name": "bash", "arguments": {"command": script}});
+        let a = gate.admit_text(&call.to_string()).into_admission();
+        if a.verdict.as_str() != *want {
+            failures.push(format!(
+                "class {class}: {script:?}: want {want}, got {} — {:?}",
+                a.verdict, a.reasons
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        ROWS.len(),
+        failures.join("\n")
+    );
+}
