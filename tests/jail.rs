@@ -404,8 +404,9 @@ fn a_fork_bomb_is_contained() {
             ..Limits::default()
         };
     });
+    let bomb = format!("bomb_{}", own_marker());
     let started = Instant::now();
-    let r = sh(&p, "bomb_7f3a(){ bomb_7f3a|bomb_7f3a& };bomb_7f3a; sleep 2");
+    let r = sh(&p, &format!("{bomb}(){{ {bomb}|{bomb}& }};{bomb}; sleep 2"));
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -413,7 +414,7 @@ fn a_fork_bomb_is_contained() {
     );
     assert!(matches!(r.exit, Exit::TimedOut | Exit::Exited(_)), "{r:?}");
     // Every process of the bomb is gone once the run returns.
-    let left = processes_with("bomb_7f3a");
+    let left = processes_with(&bomb);
     assert!(
         left.is_empty(),
         "processes of the bomb outlived the run: {left:?}"
@@ -425,6 +426,14 @@ fn a_fork_bomb_is_contained() {
             .unwrap()
             .success()
     );
+}
+
+/// A number that names this test process's jailed processes in `/proc` (where a pid inside a
+/// PID namespace means nothing): it holds this process's id, so that the same test run at the
+/// same time by another test process on this machine (another checkout's suite) is not taken
+/// for this one's — which once made `a_fork_bomb_is_contained` fail with a neighbour's bomb.
+fn own_marker() -> String {
+    std::process::id().to_string()
 }
 
 /// Live (not zombie) processes whose command line holds `marker`.
@@ -462,9 +471,7 @@ fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
             c.mode = Mode::BestEffort;
             c.limits.timeout_ms = 700;
         });
-        // The marker names this run's processes in `/proc` (a pid inside a PID namespace means
-        // nothing outside it).
-        let marker = format!("300.7{i}31");
+        let marker = format!("300.{}{i}31", own_marker());
         let started = Instant::now();
         let r = sh(
             &p,
@@ -477,7 +484,7 @@ fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
             "{:?}",
             started.elapsed()
         );
-        std::thread::sleep(Duration::from_millis(100));
+        // Looked at once: a run returns only when its processes are gone.
         let left = processes_with(&marker);
         assert!(left.is_empty(), "{left:?} outlived the timeout");
     }
@@ -488,10 +495,9 @@ fn background_processes_do_not_outlive_a_finished_command() {
     for (i, caps) in with_and_without_namespaces().into_iter().enumerate() {
         let w = World::new();
         let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
-        let marker = format!("300.8{i}57");
+        let marker = format!("300.{}{i}57", own_marker());
         let r = sh(&p, &format!("sleep {marker} & echo started"));
         assert_eq!((r.exit, r.stdout.as_str()), (Exit::Exited(0), "started\n"));
-        std::thread::sleep(Duration::from_millis(100));
         let left = processes_with(&marker);
         assert!(
             left.is_empty(),
@@ -499,12 +505,12 @@ fn background_processes_do_not_outlive_a_finished_command() {
         );
     }
     // The control: started so outside the jail, the background sleep lives on.
-    let marker = "300.9157";
+    let marker = &format!("300.{}9157", own_marker());
     std::process::Command::new("bash")
         .args(["-c", &format!("sleep {marker} > /dev/null 2>&1 &")])
         .status()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    // The forked shell holds the marker in its command line until it execs `sleep`.
     let left = processes_with(marker);
     assert_eq!(left.len(), 1, "{left:?}");
     let _ = nix::sys::signal::kill(
@@ -1508,8 +1514,10 @@ fn inside_the_jail_proc_shows_only_the_jails_processes() {
     }
     let w = World::new();
     let me = std::process::id();
+    // Bash lists /proc itself (a glob, no process of its own), then the pids it knows: its own
+    // inside and the background sleep's.
     let script = format!(
-        "sleep 30.4242 & ls /proc | grep -cE '^[0-9]+$'; tr '\\0' ' ' < /proc/1/cmdline; echo; test -e /proc/{me} && echo sees-reasonix; kill %1"
+        "sleep 30.4242 & echo /proc/[0-9]*; echo /proc/1 /proc/$!; tr '\\0' ' ' < /proc/1/cmdline; echo; test -e /proc/{me} && echo sees-reasonix; kill %1"
     );
     // The control: without a PID namespace, the jail sees Reasonix and the machine's init.
     let p = plan_for(&w, without(|c| c.namespaces = false), |c| {
@@ -1517,16 +1525,16 @@ fn inside_the_jail_proc_shows_only_the_jails_processes() {
     });
     let r = sh(&p, &script);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert!(lines[0].parse::<u32>().unwrap() > 3, "{r:?}");
-    assert!(!lines[1].contains("30.4242"), "{r:?}");
-    assert_eq!(lines.get(2), Some(&"sees-reasonix"), "{r:?}");
-    // Jailed: bash (pid 1, with this script as its command line), the sleep, `ls` and `grep`.
+    assert!(lines[0].split(' ').count() > 3, "{r:?}");
+    assert!(!lines[2].contains("30.4242"), "{r:?}");
+    assert_eq!(lines.get(3), Some(&"sees-reasonix"), "{r:?}");
+    // Jailed: bash, pid 1 with this script as its command line, and the sleep; nothing else.
     let p = plan(&w, |_| {});
     let r = sh(&p, &script);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines[0], "4", "{r:?}");
-    assert!(lines[1].starts_with("bash -c sleep 30.4242 &"), "{r:?}");
-    assert_eq!(lines.len(), 2, "{r:?}");
+    assert_eq!(lines[0], lines[1], "{r:?}");
+    assert!(lines[2].starts_with("bash -c sleep 30.4242 &"), "{r:?}");
+    assert_eq!(lines.len(), 3, "{r:?}");
 }
 
 /// Finds, from outside, the file `a` in the TMPDIR a run printed (its own, or the folder its
