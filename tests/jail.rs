@@ -869,6 +869,189 @@ fn plan_new_is_computed_for_the_probed_capabilities() {
     assert_eq!(new.view(), probed.view());
 }
 
+/// The lines of the plan that name each part issue 11 added, as this machine enforces them: the
+/// read-only world, the covered secrets, the PID namespace, the descriptors, the memory limit
+/// with its mechanism, the run's own TMPDIR and the host's files.
+fn closed_jail_words(caps: &Capabilities) -> Vec<&'static str> {
+    vec![
+        "filesystem read-only outside the write roots and the run's TMPDIR (mount namespace)",
+        "system secrets covered by an empty file or folder (mount namespace)",
+        "processes: a PID namespace of the run's own, so /proc shows its processes only",
+        "descriptors: the command gets standard input from /dev/null, standard output and error, and no other descriptor (close_range)",
+        if caps.cgroup_memory.is_some() {
+            "memory: at most 4294967296 bytes for the whole run, swap included (memory cgroup)"
+        } else {
+            "memory: at most 4294967296 bytes of address space per process (RLIMIT_AS;"
+        },
+        "TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder; the mount namespace hides the others)",
+        "the host's own files inside the write roots (record, settings, policy and data files that exist when a run starts) bound read-only over themselves",
+    ]
+}
+
+/// Whether some line of `list` (a JSON array of strings) starts with `words`.
+fn lists(list: &serde_json::Value, words: &str) -> bool {
+    list.as_array().is_some_and(|l| {
+        l.iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with(words)))
+    })
+}
+
+#[test]
+fn sandbox_probe_and_check_list_each_part_of_the_closed_jail_as_enforced() {
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    w.file("reasonix.yaml", "max_steps: 3\n");
+    let ws = w.ws.to_str().unwrap();
+    let (code, probe, stderr) = w.run(&["sandbox", "probe", "--workspace", ws], "");
+    assert_eq!(code, 0, "{stderr}");
+    let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
+    let caps = jail::capabilities();
+    let (code, check) = w.check(
+        &serde_json::json!({"name": "bash", "arguments": {"command": "ls"}}),
+        &[],
+    );
+    assert_eq!(code, 0, "{check}");
+    // A dry run shows the very plan `sandbox probe` prints.
+    assert_eq!(check["sandbox"], probe["plan"], "{check}");
+    let plan = &probe["plan"];
+    for words in closed_jail_words(caps) {
+        assert!(lists(&plan["enforced"], words), "{words}: {plan}");
+        assert!(!lists(&plan["not_enforced"], words), "{words}: {plan}");
+    }
+    for backend in ["mount-namespace", "pid-namespace"] {
+        assert!(lists(&plan["backend"], backend), "{plan}");
+    }
+    assert_eq!(
+        lists(&plan["backend"], "memory-cgroup"),
+        caps.cgroup_memory.is_some()
+    );
+    assert_eq!(plan["limits"]["memory_bytes"], 4u64 << 30);
+    assert_eq!(plan["refusal"], serde_json::Value::Null);
+}
+
+#[test]
+fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_the_plans_words() {
+    // Not faked: Reasonix itself runs inside the jail, whose seccomp filter refuses namespaces
+    // and whose read-only world refuses cgroups, so its own probe finds them missing.
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let reasonix = env!("CARGO_BIN_EXE_reasonix");
+    let bin = Path::new(reasonix).parent().unwrap().display().to_string();
+    let outer = w.policy(
+        "outer.yaml",
+        &format!("version: 1\nsandbox:\n  bash: best_effort\n  read_roots: [\"{bin}\"]\n"),
+    );
+    w.file("best.yaml", "version: 1\nsandbox:\n  bash: best_effort\n");
+    let ws = w.ws.to_str().unwrap();
+    let best = w.ws.join("best.yaml").display().to_string();
+    let call = r#"{"name":"bash","arguments":{"command":"ls"}}"#;
+    let inside = |args: &[&str]| {
+        let mut all = vec![
+            "sandbox",
+            "exec",
+            "--workspace",
+            ws,
+            "--policy",
+            &outer,
+            "--",
+            reasonix,
+        ];
+        all.extend_from_slice(args);
+        w.run(&all, "")
+    };
+    let refusal = "sandbox.bash is enforce, and this kernel lacks mount and PID namespaces; use best_effort to run with less, or a newer kernel";
+
+    // `sandbox probe` inside: the machine lacks them, and the plan (enforce) refuses.
+    let (code, probe, stderr) = inside(&["sandbox", "probe", "--workspace", ws]);
+    assert_eq!(code, 0, "{stderr}");
+    let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
+    assert_eq!(probe["machine"]["namespaces"], false, "{probe}");
+    assert_eq!(probe["machine"]["cgroup_memory"], serde_json::Value::Null);
+    assert_eq!(probe["plan"]["refusal"], refusal, "{probe}");
+    // `check`: a bash call is blocked at the sandbox stage, in the same words.
+    let (code, check, stderr) = inside(&["check", "--format", "json", "--workspace", ws, call]);
+    assert_eq!(code, 20, "{stderr}");
+    let check: serde_json::Value = serde_json::from_str(&check).unwrap();
+    assert_eq!(
+        (&check["verdict"], &check["stage"]),
+        (&"deny".into(), &"sandbox".into())
+    );
+    assert_eq!(check["reasons"][0], refusal, "{check}");
+    assert_eq!(check["sandbox"], probe["plan"]);
+    // `sandbox exec`: refused, nothing runs.
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
+    assert_eq!(
+        (code, stderr.trim()),
+        (126, format!("reasonix: {refusal}").as_str())
+    );
+    assert!(!w.ws.join("ran.txt").exists());
+
+    // best_effort: each part is listed as it stands without namespaces, and the run goes on.
+    let (code, check, stderr) = inside(&[
+        "check",
+        "--format",
+        "json",
+        "--workspace",
+        ws,
+        "--policy",
+        &best,
+        call,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let check: serde_json::Value = serde_json::from_str(&check).unwrap();
+    let plan = &check["sandbox"];
+    assert_eq!(plan["refusal"], serde_json::Value::Null, "{plan}");
+    for words in [
+        "mount and PID namespaces: not available on this kernel",
+        "process visibility: without a PID namespace, /proc shows every process on this machine",
+        "metadata inside the write roots: without a mount namespace",
+        "the host's own files inside the write roots: without a mount namespace only the gate keeps a command from changing them",
+    ] {
+        assert!(lists(&plan["not_enforced"], words), "{words}: {plan}");
+    }
+    for words in [
+        "metadata: chmod, chown, utime and extended attribute calls refused everywhere (seccomp;",
+        "descriptors: the command gets standard input from /dev/null",
+        "memory: at most 4294967296 bytes of address space per process (RLIMIT_AS;",
+        "TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder)",
+    ] {
+        assert!(lists(&plan["enforced"], words), "{words}: {plan}");
+    }
+    for words in [
+        "filesystem read-only outside",
+        "processes: a PID namespace",
+        "system secrets covered",
+    ] {
+        assert!(!lists(&plan["enforced"], words), "{words}: {plan}");
+    }
+    assert!(!lists(&plan["backend"], "mount-namespace"), "{plan}");
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--policy",
+        &best,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(w.ws.join("ran.txt").exists());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Capabilities: the plan's words and the jailed process's `/proc/self/status` agree.
 
@@ -1723,7 +1906,7 @@ fn as_another_user_the_namespaces_are_made_in_a_user_namespace() {
     assert_eq!(probe["plan"]["refusal"], serde_json::Value::Null, "{probe}");
     let outside = w.outside.join("x");
     let script = format!(
-        "id -u; ls /proc | grep -cE '^[0-9]+$'; echo in > in.txt && cat in.txt; echo out > {}",
+        "id -u; echo /proc/[0-9]*; echo in > in.txt && cat in.txt; echo out > {}",
         outside.display()
     );
     let (code, stdout, stderr) = as_nobody(&[
@@ -1736,8 +1919,8 @@ fn as_another_user_the_namespaces_are_made_in_a_user_namespace() {
         "-c",
         &script,
     ]);
-    // Its processes only: bash, `ls` and `grep`.
-    assert_eq!(stdout, "65534\n3\nin\n", "{stderr}");
+    // Its processes only: bash, pid 1, lists /proc by its own glob.
+    assert_eq!(stdout, "65534\n/proc/1\nin\n", "{stderr}");
     assert!(stderr.contains("Read-only file system"), "{stderr}");
     assert_eq!(code, Some(1));
     assert!(!outside.exists());

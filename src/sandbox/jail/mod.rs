@@ -93,8 +93,14 @@
 //! words and to start nothing, while `best_effort` lists the part and runs — without namespaces,
 //! with the metadata calls refused everywhere, as its words say; a pids cgroup parent that
 //! cannot be used shows a run refused under `enforce` and reported in
-//! [`RunResult::not_enforced`] under `best_effort`. The unit tests cover a plan without a
-//! private temporary folder, the host files a run binds, and the memory cgroup's parents.
+//! [`RunResult::not_enforced`] under `best_effort`. `sandbox probe` and `check --format json`
+//! list each part (read-only world, covered secrets, PID namespace, descriptors, memory and its
+//! mechanism, the run's own TMPDIR, the host's files) as enforced and show one plan; and
+//! Reasonix run inside its own jail — where seccomp refuses namespaces and the read-only world
+//! refuses cgroups, so nothing is faked — finds them missing: its `probe`, `check` and `sandbox
+//! exec` refuse under `enforce` in the plan's words, and under `best_effort` list each part as
+//! it then stands and run. The unit tests cover a plan without a private temporary folder, the
+//! host files a run binds, and the memory cgroup's parents.
 //!
 //! A test that needs a feature this machine lacks prints a `SKIPPED` line and returns; with
 //! `REASONIX_NO_SKIP=1` (set by `.ci/run`) it fails instead, so CI cannot pass by skipping.
