@@ -1799,6 +1799,37 @@ fn two_concurrent_runs_cannot_read_or_write_each_others_tmpdir() {
 }
 
 #[test]
+fn a_runs_tmpdir_is_new_and_empty_whatever_the_run_before_it_left_there() {
+    // A plan keeps the TMPDIR of a finished run for its next one (making a folder is slow on
+    // some filesystems); the next run must find nothing of the last.
+    if lacks_landlock() {
+        return;
+    }
+    for caps in with_and_without_namespaces() {
+        let w = World::new();
+        let reused = caps.cgroup_pids.is_some() && !caps.namespaces;
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        // (Without namespaces, seccomp refuses `chmod`.)
+        let leave = "cd $TMPDIR && echo secret > a && mkdir -p d/e && echo f > d/e/f && \
+                     ln -s /etc l && { chmod 0 d; chmod 777 .; } 2>/dev/null; echo left";
+        let look = "ls -A $TMPDIR; stat -c %a $TMPDIR; echo looked";
+        let mut folders = std::collections::BTreeSet::new();
+        for _ in 0..3 {
+            let r = sh(&p, &format!("echo $TMPDIR; {leave}"));
+            let (folder, rest) = r.stdout.split_once('\n').unwrap();
+            assert_eq!(rest, "left\n", "{r:?}");
+            folders.insert(folder.to_owned());
+            let r = sh(&p, look);
+            assert_eq!(r.stdout, "700\nlooked\n", "{r:?}");
+        }
+        // Outside a mount namespace the folder's own path shows: with cgroups, one kept.
+        if reused {
+            assert_eq!(folders.len(), 1, "{folders:?}");
+        }
+    }
+}
+
+#[test]
 fn the_hosts_files_in_the_workspace_survive_find_delete_and_a_script_in_the_jail() {
     if lacks_landlock() || lacks_namespaces() {
         return;

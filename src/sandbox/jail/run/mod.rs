@@ -30,8 +30,10 @@ use super::cgroup::{self, Cgroup};
 use super::mounts::{self, Layout};
 use super::{Mode, Plan};
 
+mod idle;
 mod namespace;
 
+pub(super) use idle::{IdleCgroups, IdleTmpdirs};
 pub(super) use namespace::namespaces_work;
 use namespace::{Exec, Prepared};
 
@@ -475,41 +477,6 @@ fn run_cgroups(plan: &Plan, not_enforced: &mut Vec<String>) -> Result<RunCgroups
     Ok(out)
 }
 
-/// The cgroups of finished runs of one plan, emptied, for its next runs: making and removing a
-/// cgroup costs about 0.1 ms per controller on the spawn path. Only a run that had every cgroup
-/// its plan promised gives its cgroups back, so a run that takes them has them all. They are
-/// removed with the plan.
-#[derive(Debug, Default)]
-pub(super) struct IdleCgroups(std::sync::Mutex<Vec<RunCgroups>>);
-
-/// The most idle cgroup sets a plan keeps (one per run that may go on at once).
-const IDLE_CGROUPS: usize = 4;
-
-impl IdleCgroups {
-    fn take(&self) -> Option<RunCgroups> {
-        match self.0.lock() {
-            Ok(mut idle) => idle.pop(),
-            Err(poisoned) => poisoned.into_inner().pop(),
-        }
-    }
-
-    /// Keeps `cgroups` once nothing is left in them; otherwise (or with enough kept) they are
-    /// removed.
-    fn give_back(&self, cgroups: RunCgroups) {
-        for cg in &cgroups.groups {
-            cg.kill_all();
-        }
-        if cgroups.groups.is_empty() || !cgroups.groups.iter().all(Cgroup::is_empty) {
-            return;
-        }
-        if let Ok(mut idle) = self.0.lock()
-            && idle.len() < IDLE_CGROUPS
-        {
-            idle.push(cgroups);
-        }
-    }
-}
-
 /// Marks every descriptor but 0, 1 and 2 close-on-exec: the command inherits none of
 /// Reasonix's (nor one its caller passed, such as `3>>file`). Between fork and exec: one
 /// `close_range`, or, on a kernel without it, `fcntl` on each descriptor up to `open_max`.
@@ -713,15 +680,18 @@ pub(crate) fn run(
         .as_ref()
         .map(|t| t.runs.clone())
         .unwrap_or_else(std::env::temp_dir);
-    let tmp = tempfile::Builder::new()
-        .prefix("run-")
-        .rand_bytes(12)
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&parent)
-        .map_err(|source| RunError::Setup {
-            what: "private temporary folder",
-            source,
-        })?;
+    let tmp = match plan.idle_tmpdirs.take() {
+        Some(tmp) => tmp,
+        None => tempfile::Builder::new()
+            .prefix("run-")
+            .rand_bytes(12)
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&parent)
+            .map_err(|source| RunError::Setup {
+                what: "private temporary folder",
+                source,
+            })?,
+    };
     let jailed = plan.mode != Mode::Off;
     let mut not_enforced = Vec::new();
 
@@ -885,12 +855,14 @@ pub(crate) fn run(
     let status = child.wait();
     let _ = stop.send(());
     let _ = watchdog.join();
-    // Nothing outlives the run: the rest of the group, then the rest of the cgroup.
+    // Nothing outlives the run: the rest of the group, then the rest of the cgroups. What is
+    // known to be empty of the run is kept for the next one (see `idle`).
     let _ = killpg(pgid, Signal::SIGKILL);
-    if not_enforced.is_empty() {
-        plan.idle_cgroups.give_back(cgroups);
-    } else {
-        drop(cgroups);
+    if plan
+        .idle_cgroups
+        .give_back(cgroups, not_enforced.is_empty())
+    {
+        plan.idle_tmpdirs.give_back(tmp);
     }
     let duration = started.elapsed();
     let status = status.map_err(|source| RunError::Spawn {
