@@ -145,12 +145,23 @@ impl Cgroup {
         }
     }
 
-    /// `cgroup.procs`, opened for writing: a child writes `0` to it to join (no allocation
-    /// after fork).
+    /// The file a child writes `0` to, to join (no allocation after fork), opened for writing:
+    /// `tasks` on cgroup v1, `cgroup.procs` on v2.
+    ///
+    /// On v1, `tasks` moves the calling thread — the whole process, since a child about to exec
+    /// has one thread — without the global lock that moving a thread group through
+    /// `cgroup.procs` takes for writing (`cgroup_threadgroup_rwsem`, which waits for an RCU
+    /// grace period when no other writer held it lately): 20 µs a join instead of 90 µs, and up
+    /// to 13 ms measured for the first join after a pause. V2 has no such file for a cgroup
+    /// that is not threaded.
     pub fn procs(&self) -> std::io::Result<OwnedFd> {
-        let file = fs::OpenOptions::new()
-            .write(true)
-            .open(self.path.join("cgroup.procs"))?;
+        let tasks = self.path.join("tasks");
+        let file = if tasks.exists() {
+            tasks
+        } else {
+            self.path.join("cgroup.procs")
+        };
+        let file = fs::OpenOptions::new().write(true).open(file)?;
         Ok(OwnedFd::from(file))
     }
 
@@ -193,8 +204,9 @@ impl Drop for Cgroup {
     }
 }
 
-/// Writes `0` to an open `cgroup.procs`: moves the calling process into that cgroup. Safe to
-/// call between fork and exec (one write, no allocation).
+/// Writes `0` to an open [`Cgroup::procs`]: moves the calling process into that cgroup (on v1,
+/// the calling thread: call it where the process has one thread). Safe to call between fork and
+/// exec (one write, no allocation).
 pub fn join(procs: &OwnedFd) -> std::io::Result<()> {
     nix::unistd::write(procs, b"0")
         .map(|_| ())

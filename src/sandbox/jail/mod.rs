@@ -47,7 +47,8 @@
 //!    namespace when Reasonix lacks `CAP_SYS_ADMIN`); the process std forked stays outside,
 //!    waits, and exits as the command did (`run::namespace`); the clone goes on as pid 1 of its
 //!    namespace, and dies with it (`PR_SET_PDEATHSIG`);
-//! 3. join the cgroups (one write to each `cgroup.procs`);
+//! 3. join the cgroups (one write to each `tasks` on cgroup v1, `cgroup.procs` on v2: the
+//!    process has one thread here);
 //! 4. where the run has namespaces: map the user namespace (if any), lay out the mounts, mount
 //!    `/proc`, and enter the workspace again;
 //! 5. set the limits (`RLIMIT_NPROC` only where the run has no pids cgroup, `RLIMIT_AS` only
