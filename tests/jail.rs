@@ -520,6 +520,60 @@ fn background_processes_do_not_outlive_a_finished_command() {
 }
 
 #[test]
+fn a_process_that_escaped_and_holds_the_output_open_does_not_hold_the_run_past_its_clock() {
+    // With the jail off, nothing kills a process that left the group (`setsid`): it keeps the
+    // output pipe open, and the run reads it only until the wall clock, not until it ends.
+    let w = World::new();
+    let marker = format!("300.{}41", own_marker());
+    // The command ends once the sleep has left its group (`ready` is written after `setsid`).
+    let script = format!(
+        "rm -f ready; setsid bash -c 'echo > ready; exec sleep {marker}' & \
+         while [ ! -e ready ]; do sleep 0.01; done; echo hi"
+    );
+    let off = plan(&w, |c| {
+        c.mode = Mode::Off;
+        c.limits.timeout_ms = 1000;
+    });
+    let started = Instant::now();
+    let r = sh(&off, &script);
+    assert_eq!(
+        (r.exit, r.stdout.as_str()),
+        (Exit::Exited(0), "hi\n"),
+        "{r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let left = processes_with(&marker);
+    assert_eq!(left.len(), 1, "the control: it escaped {left:?}");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(left[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // Jailed, the cgroup (or the PID namespace) ends it with the command, and the run returns
+    // at once.
+    let p = plan(&w, |c| {
+        c.mode = Mode::BestEffort;
+        c.limits.timeout_ms = 10_000;
+    });
+    let started = Instant::now();
+    let r = sh(&p, &script);
+    assert_eq!(
+        (r.exit, r.stdout.as_str()),
+        (Exit::Exited(0), "hi\n"),
+        "{r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(processes_with(&marker).is_empty());
+}
+
+#[test]
 fn output_past_the_bound_is_cut_with_a_marker_and_the_true_size() {
     let w = World::new();
     let p = plan(&w, |c| c.mode = Mode::BestEffort);

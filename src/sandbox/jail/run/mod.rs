@@ -12,18 +12,12 @@
 //! With namespaces, the child std forked is the launcher and the command its child
 //! ([`namespace`]); without, the child std forked execs the command itself.
 
-use std::collections::VecDeque;
-use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{Resource, setrlimit};
-use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::cgroup::{self, Cgroup};
@@ -32,10 +26,12 @@ use super::{Mode, Plan};
 
 mod idle;
 mod namespace;
+mod watch;
 
 pub(super) use idle::{IdleCgroups, IdleTmpdirs};
 pub(super) use namespace::namespaces_work;
 use namespace::{Exec, Prepared};
+use watch::Watch;
 
 /// What to do with the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,75 +121,6 @@ pub enum RunError {
         /// The OS error.
         source: std::io::Error,
     },
-}
-
-/// Head and tail of a stream, with its true size.
-struct Bounded {
-    head_limit: usize,
-    tail_limit: usize,
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    total: u64,
-}
-
-impl Bounded {
-    fn new(limit: usize) -> Bounded {
-        let head_limit = limit / 2;
-        Bounded {
-            head_limit,
-            tail_limit: limit - head_limit,
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            total: 0,
-        }
-    }
-
-    fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len() as u64;
-        let room = self.head_limit.saturating_sub(self.head.len());
-        let (to_head, rest) = data.split_at(room.min(data.len()));
-        self.head.extend_from_slice(to_head);
-        data = rest;
-        self.tail.extend(data);
-        while self.tail.len() > self.tail_limit {
-            let excess = self.tail.len() - self.tail_limit;
-            self.tail.drain(..excess);
-        }
-    }
-
-    fn finish(self) -> (String, u64) {
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        if kept < self.total {
-            out.push_str(&format!(
-                "\n[… {} bytes elided; the output was {} bytes in all …]\n",
-                self.total - kept,
-                self.total
-            ));
-        }
-        let tail: Vec<u8> = self.tail.into_iter().collect();
-        out.push_str(&String::from_utf8_lossy(&tail));
-        (out, self.total)
-    }
-}
-
-fn read_bounded(
-    mut stream: impl Read + Send + 'static,
-    limit: usize,
-) -> std::thread::JoinHandle<(String, u64)> {
-    std::thread::spawn(move || {
-        let mut bounded = Bounded::new(limit);
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => bounded.push(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        bounded.finish()
-    })
 }
 
 /// The environment a jailed process gets: nothing of Reasonix's own (API keys stay out) but
@@ -756,8 +683,12 @@ pub(crate) fn run(
         .map_or(65_536, |(soft, _)| soft.min(65_536) as i32);
 
     let environment = environment(&tmpdir);
-    let mut command = Command::new(program);
+    // Found on the jail's PATH here, as `execvp` would find it in the child, so that the child
+    // does not try each folder of the PATH in turn (an `execve` each, through the filter).
+    let found = find_program(program, &environment);
+    let mut command = Command::new(&found);
     command
+        .arg0(program)
         .args(args)
         .current_dir(&plan.workspace)
         .env_clear()
@@ -786,13 +717,7 @@ pub(crate) fn run(
     // found on the jail's PATH here, before the fork, as std would find it after.
     let exec = match &namespace {
         Some(_) => Some(
-            Exec::new(
-                &find_program(program, &environment),
-                program,
-                args,
-                &environment,
-            )
-            .map_err(|source| RunError::Spawn {
+            Exec::new(&found, program, args, &environment).map_err(|source| RunError::Spawn {
                 program: program.clone(),
                 source,
             })?,
@@ -832,32 +757,17 @@ pub(crate) fn run(
         rulesets.refill();
     }
 
-    let readers = match capture {
-        Capture::Bounded(limit) => {
-            let out = child.stdout.take().map(|s| read_bounded(s, limit));
-            let err = child.stderr.take().map(|s| read_bounded(s, limit));
-            Some((out, err))
-        }
+    // Watched on this thread until it exits, its output read as it comes; at the wall clock,
+    // its group is killed (see `watch`).
+    let limit = match capture {
+        Capture::Bounded(limit) => Some(limit),
         Capture::Inherit => None,
     };
-
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let (stop, stopped) = mpsc::channel::<()>();
-    let watchdog = {
-        let timed_out = Arc::clone(&timed_out);
-        std::thread::spawn(move || {
-            if stopped.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
-                timed_out.store(true, Ordering::SeqCst);
-                let _ = killpg(pgid, Signal::SIGKILL);
-            }
-        })
-    };
-    let status = child.wait();
-    let _ = stop.send(());
-    let _ = watchdog.join();
-    // Nothing outlives the run: the rest of the group, then the rest of the cgroups. What is
-    // known to be empty of the run is kept for the next one (see `idle`).
-    let _ = killpg(pgid, Signal::SIGKILL);
+    let mut watch = Watch::new(&mut child, limit, started + timeout);
+    let exited = watch.until_exit(&mut child, pgid);
+    // Nothing outlives the run: the rest of the group is killed (by `until_exit`, before the
+    // process is reaped), then the rest of the cgroups. What is known to be empty of the run
+    // is kept for the next one (see `idle`).
     if plan
         .idle_cgroups
         .give_back(cgroups, not_enforced.is_empty())
@@ -865,24 +775,17 @@ pub(crate) fn run(
         plan.idle_tmpdirs.give_back(tmp);
     }
     let duration = started.elapsed();
-    let status = status.map_err(|source| RunError::Spawn {
+    let spawn_error = |source| RunError::Spawn {
         program: program.clone(),
         source,
-    })?;
-
-    let (stdout, stdout_bytes, stderr, stderr_bytes) = match readers {
-        Some((out, err)) => {
-            let join = |h: Option<std::thread::JoinHandle<(String, u64)>>| {
-                h.and_then(|h| h.join().ok()).unwrap_or_default()
-            };
-            let (o, ob) = join(out);
-            let (e, eb) = join(err);
-            (o, ob, e, eb)
-        }
-        None => (String::new(), 0, String::new(), 0),
     };
+    let exited = exited.map_err(spawn_error)?;
+    // Nothing holds the pipes open now; what is left in them is read.
+    watch.drain().map_err(spawn_error)?;
+    let ((stdout, stdout_bytes), (stderr, stderr_bytes)) = watch.finish();
+    let (status, timed_out) = (exited.status, exited.timed_out);
     use std::os::unix::process::ExitStatusExt;
-    let outcome = if timed_out.load(Ordering::SeqCst) {
+    let outcome = if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
         Exit::Exited(code)
@@ -902,7 +805,8 @@ pub(crate) fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Bounded, CapDrop, Duration, Exit, RunResult};
+    use super::watch::Bounded;
+    use super::{CapDrop, Duration, Exit, RunResult};
     use crate::sandbox::jail::capabilities;
 
     #[test]
