@@ -177,10 +177,13 @@ impl GateBuilder<'_, HostFiles> {
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
         // In plan mode the jail holds commands to what the plan stage admits them as: readers.
-        let jail = Arc::new(match self.mode {
-            Mode::Normal => Plan::new(&jail_config, roots.workspace(), roots.home()),
-            Mode::Plan => Plan::read_only(&jail_config, roots.workspace(), roots.home()),
-        });
+        let jail = Arc::new(
+            match self.mode {
+                Mode::Normal => Plan::new(&jail_config, roots.workspace(), roots.home()),
+                Mode::Plan => Plan::read_only(&jail_config, roots.workspace(), roots.home()),
+            }
+            .with_host_files(self.host.all()),
+        );
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
         let session = SessionInfo::new(self.posture, self.mode, &roots);
