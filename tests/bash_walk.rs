@@ -270,6 +270,20 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dup-twice", "benign", "ls >& \"'.env'\"", "ask"),
     ("dup-twice", "benign", "ls >& /dev/null", "allow"),
     ("dup-twice", "benign", "ls 2>&1", "allow"),
+    // (through) A here-document tree-sitter ends at other text than its delimiter: bash reads
+    // on (the default allowed `cat` while bash ran the `$(...)`).
+    ("heredoc-end", "default", "cat <<- $P$\nhi ${X:-$(touch p)}", "ask"),
+    ("heredoc-end", "default", "cat <<- EOF\n\thi\n\tEOF", "allow"),
+    ("heredoc-end", "default", "cat <<'E O'\nhi\nE O", "allow"),
+    // (through) Only digits (or `{NAME}`) make a descriptor: `-rf2>&1` is a word, then `>&1`.
+    ("descriptor", "default", "ls\n-rf2>&1", "ask"),
+    ("descriptor", "default", "ls 2>&1", "allow"),
+    ("descriptor", "default", "ls {fd}>&2", "allow"),
+    ("descriptor", "benign", "ls {PATH}>&2; ls", "ask"),
+    // `!` glued to a word is no negation.
+    ("negation", "default", "!{ls", "ask"),
+    ("negation", "default", "! ls", "allow"),
+    ("negation", "default", "!(ls)", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -316,6 +330,10 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("glued-target", "reads", "ls > {\\*P in x", Reading::NotUnderstood),
     ("blank-word", "reads", "$ sed a", Reading::NotUnderstood),
     ("negation", "reads", "!ls", Reading::Commands(&[&["!ls"]])),
+    ("negation", "reads", "!{ls", Reading::NotUnderstood),
+    ("heredoc-end", "reads", "cat <<- $P$\nhi ${X:-$(touch p)}", Reading::NotUnderstood),
+    ("descriptor", "reads", "#\\\n-exec2>&1", Reading::NotUnderstood),
+    ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
     ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
 ];
 

@@ -640,6 +640,9 @@ const FINDINGS: &[&str] = &[
     "ls >& 'a[$(id)]'",
     "ls > {\\*P in x",
     "$ sed a",
+    "!{ls",
+    "#\\\n-exec2>&1",
+    "cat <<- $P$\nhi ${X:-$(id)}",
 ];
 
 #[test]

@@ -209,7 +209,11 @@ impl Walker<'_> {
                 self.reserved_words_apart(node, &["{", "}"]);
                 self.in_context("group", |w| w.statements(node))
             }
-            "negated_command" => self.in_context("negation", |w| w.statements(node)),
+            "negated_command" => {
+                // `!{x`: a program named `!{x` to bash.
+                self.reserved_words_apart(node, &["!"]);
+                self.in_context("negation", |w| w.statements(node))
+            }
             "if_statement" => self.in_context("if", |w| w.statements(node)),
             "while_statement" => self.in_context("loop", |w| w.statements(node)),
             "c_style_for_statement" => {
@@ -253,7 +257,7 @@ impl Walker<'_> {
         }
     }
 
-    /// `{`, `}`, `[[`, `]]` (and the `[`, `]` of a test) are words of their own to bash only
+    /// `{`, `}`, `[[`, `]]`, `!` (and the `[`, `]` of a test) are words of their own to bash only
     /// when a metacharacter or the end of the script follows (here also the backtick that ends
     /// a substitution): `{}` runs a program named `{}`, `[a]` is a glob whose match runs.
     /// tree-sitter takes them for a group or a test all the same, so one glued to what follows
@@ -267,7 +271,7 @@ impl Walker<'_> {
             let next = self.src.as_bytes().get(child.end_byte());
             if next.is_some_and(|b| !b" \t\n|&;()<>`".contains(b)) {
                 self.problem(format!(
-                    "`{}` glued to what follows is a word to bash, not the start or end of a group or test",
+                    "`{}` glued to what follows is a word to bash, not a reserved word",
                     self.text(child)
                 ));
             }
@@ -301,7 +305,7 @@ impl Walker<'_> {
         if let Some(body) = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`'))
             && body.contains('\\')
         {
-            let in_quotes = node.parent().is_some_and(|p| p.kind() == "string");
+            let in_quotes = in_double_quotes(node);
             let script = backtick_body(body, in_quotes);
             self.visited += count_commands(node);
             self.reread(None, &script, name);
@@ -351,6 +355,22 @@ fn backtick_body(body: &str, in_quotes: bool) -> String {
         out.push(c);
     }
     out
+}
+
+/// Whether `node` stands inside double quotes (`"a `x` b"`, `"${v:-`x`}"`), looking up to the
+/// nearest substitution, heredoc or the script itself.
+fn in_double_quotes(node: Node) -> bool {
+    let mut at = node.parent();
+    while let Some(n) = at {
+        match n.kind() {
+            "string" => return true,
+            "command_substitution" | "process_substitution" | "heredoc_body" | "program" => {
+                return false;
+            }
+            _ => at = n.parent(),
+        }
+    }
+    false
 }
 
 /// How many simple-command nodes a subtree holds (what the command query counts in it).
@@ -506,6 +526,10 @@ impl Walker<'_> {
                 }
                 Some("argument") => words.push(self.word(child)),
                 Some("redirect") => {
+                    if i > 0 && self.names_descriptor(children[i - 1], child) {
+                        words.pop();
+                        self.descriptor_variable(children[i - 1].1);
+                    }
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
                 }
@@ -520,13 +544,43 @@ impl Walker<'_> {
                 _ => {}
             }
         }
-        for r in outer_redirects {
+        for (i, r) in outer_redirects.iter().enumerate() {
+            if i == 0
+                && let Some(&last) = children.last()
+                && self.names_descriptor(last, *r)
+            {
+                words.pop();
+                self.descriptor_variable(last.1);
+            }
             words.extend(self.skipped(end, r.start_byte()));
             end = r.end_byte();
             words.extend(self.redirect_arguments(*r));
         }
         redirects.extend(outer_redirects);
         self.simple(words, assignments, redirects);
+    }
+
+    /// Whether `before`, an argument glued to the redirection `redirect`, is the `{NAME}` that
+    /// names the redirection's new descriptor (`ls {fd}>&2`), which tree-sitter took for a word.
+    fn names_descriptor(&self, before: (Option<&str>, Node), redirect: Node) -> bool {
+        let (field, node) = before;
+        field == Some("argument")
+            && matches!(node.kind(), "word" | "concatenation")
+            && node.end_byte() == redirect.start_byte()
+            && redirect.child_by_field_name("descriptor").is_none()
+            && self.text(node).starts_with('{')
+            && redirects::is_descriptor(self.text(node))
+    }
+
+    /// `{NAME}>file` sets the shell variable NAME to the new descriptor's number (`{PATH}>&2`
+    /// changes where commands are found): checked as any variable the script sets.
+    fn descriptor_variable(&mut self, node: Node) {
+        let name = self
+            .text(node)
+            .trim_start_matches('{')
+            .trim_end_matches('}');
+        let hazards = self.shell_variable(name, None);
+        self.out.hazards.extend(hazards);
     }
 
     /// Records a simple command from its words, assignments and redirections.

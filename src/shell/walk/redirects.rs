@@ -15,6 +15,15 @@ const TWICE: &str = "bash expands the target of `>&` a second time when it is no
 impl Walker<'_> {
     /// One redirection node; `command` is the simple command it applies to, if any.
     pub(super) fn redirect(&mut self, node: Node, command: Option<usize>) {
+        if let Some(fd) = node.child_by_field_name("descriptor")
+            && !is_descriptor(self.text(fd))
+        {
+            // `-exec2>&1`: the word `-exec2`, then `>&1`, to bash.
+            self.problem(format!(
+                "tree-sitter took {:?} for a file descriptor; bash reads a word of the command",
+                self.text(fd)
+            ));
+        }
         match node.kind() {
             "heredoc_redirect" => self.heredoc(node, command),
             "herestring_redirect" => {
@@ -143,13 +152,26 @@ impl Walker<'_> {
 
     fn heredoc(&mut self, node: Node, command: Option<usize>) {
         let mut quoted = false;
+        let mut delimiter = String::new();
         let mut body = Word::default();
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
         for (i, child) in children.into_iter().enumerate() {
             match child.kind() {
                 "heredoc_start" => {
-                    quoted = self.text(child).contains(['\'', '"', '\\']);
+                    let raw = self.text(child);
+                    quoted = raw.contains(['\'', '"', '\\']);
+                    // Quote removal, as bash does to the delimiter word.
+                    delimiter = raw.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
+                    delimiter = crate::shell::word::unquote(&delimiter);
+                }
+                "heredoc_end" if self.text(child).trim_start_matches('\t') != delimiter => {
+                    // `<<- $P$` left open: bash reads the body to the end of the script;
+                    // tree-sitter ended it at other text.
+                    self.problem(format!(
+                        "tree-sitter ended the here-document at {:?}, not at its delimiter {delimiter:?}",
+                        self.text(child)
+                    ));
                 }
                 "heredoc_body" => {
                     body = Word::fixed(self.text(child));
@@ -238,6 +260,17 @@ pub(super) fn extra_words<'t>(node: Node<'t>, src: &str) -> Vec<Node<'t>> {
         }
     }
     out
+}
+
+/// A descriptor bash reads before a redirection: digits, or `{NAME}` (a variable that gets a
+/// new descriptor).
+pub(super) fn is_descriptor(text: &str) -> bool {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let named = text
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .is_some_and(super::words::is_name);
+    digits || named
 }
 
 /// Device files that are harmless to redirect to or from.
