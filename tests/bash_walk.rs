@@ -332,7 +332,10 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("negation", "reads", "!ls", Reading::Commands(&[&["!ls"]])),
     ("negation", "reads", "!{ls", Reading::NotUnderstood),
     ("heredoc-end", "reads", "cat <<- $P$\nhi ${X:-$(touch p)}", Reading::NotUnderstood),
-    ("descriptor", "reads", "#\\\n-exec2>&1", Reading::NotUnderstood),
+    ("descriptor", "reads", "#\\\n-exec2>&1", Reading::Commands(&[&["-exec2"]])),
+    ("descriptor", "reads", "ls -5>out x", Reading::Commands(&[&["ls", "-5", "x"]])),
+    ("descriptor", "reads", "ls 2>&1 | cat 0< f", Reading::NotUnderstood),
+    ("glued-target", "reads", ">> P{\\J }", Reading::NotUnderstood),
     ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
     ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
 ];

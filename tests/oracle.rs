@@ -643,6 +643,9 @@ const FINDINGS: &[&str] = &[
     "!{ls",
     "#\\\n-exec2>&1",
     "cat <<- $P$\nhi ${X:-$(id)}",
+    ">> P{\\J }",
+    "ls 2>&1 | cat 0< f",
+    "ls -5>out x",
 ];
 
 #[test]

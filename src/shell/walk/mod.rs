@@ -373,6 +373,15 @@ fn in_double_quotes(node: Node) -> bool {
     false
 }
 
+/// The last token of a subtree.
+fn last_leaf(node: Node) -> Option<Node> {
+    let mut at = node;
+    while at.child_count() > 0 {
+        at = at.child(at.child_count() - 1)?;
+    }
+    Some(at)
+}
+
 /// How many simple-command nodes a subtree holds (what the command query counts in it).
 fn count_commands(node: Node) -> usize {
     let mut count = 0;
@@ -436,6 +445,20 @@ impl Walker<'_> {
         match node.child_by_field_name("body") {
             Some(body) if body.kind() == "command" => self.command(body, &redirects),
             Some(body) => {
+                if redirects.first().is_some_and(|r| {
+                    r.start_byte() == body.end_byte()
+                        && r.child_by_field_name("descriptor").is_none()
+                        && last_leaf(body).is_some_and(|leaf| {
+                            leaf.is_named() && redirects::is_descriptor(self.text(leaf))
+                        })
+                }) {
+                    // `a | b 0< f`: the `0` tree-sitter gave to `b` is the descriptor of a
+                    // redirection it gave to the whole pipeline.
+                    self.problem(format!(
+                        "tree-sitter split the redirection at {:?}",
+                        self.text(node)
+                    ));
+                }
                 self.visit(body);
                 for r in redirects {
                     let dash_word = redirects::closes(r, self.src) == redirects::Close::Dash
@@ -491,7 +514,7 @@ impl Walker<'_> {
         for (i, &(field, child)) in children.iter().enumerate() {
             if i > 0
                 && child.start_byte() == end
-                && field == Some("argument")
+                && matches!(field, Some("argument" | "name"))
                 && children[i - 1].1.kind() != "$"
             {
                 // Two words with nothing between them are one word to bash: tree-sitter split
@@ -560,25 +583,28 @@ impl Walker<'_> {
         self.simple(words, assignments, redirects);
     }
 
-    /// Whether `before`, an argument glued to the redirection `redirect`, is the `{NAME}` that
-    /// names the redirection's new descriptor (`ls {fd}>&2`), which tree-sitter took for a word.
+    /// Whether `before`, an argument glued to the redirection `redirect`, is its descriptor:
+    /// digits (`-v 0< f`) or the `{NAME}` that names a new one (`ls {fd}>&2`), which
+    /// tree-sitter took for a word.
     fn names_descriptor(&self, before: (Option<&str>, Node), redirect: Node) -> bool {
         let (field, node) = before;
         field == Some("argument")
-            && matches!(node.kind(), "word" | "concatenation")
+            && matches!(node.kind(), "word" | "concatenation" | "number")
             && node.end_byte() == redirect.start_byte()
             && redirect.child_by_field_name("descriptor").is_none()
-            && self.text(node).starts_with('{')
             && redirects::is_descriptor(self.text(node))
     }
 
     /// `{NAME}>file` sets the shell variable NAME to the new descriptor's number (`{PATH}>&2`
     /// changes where commands are found): checked as any variable the script sets.
     fn descriptor_variable(&mut self, node: Node) {
-        let name = self
+        let Some(name) = self
             .text(node)
-            .trim_start_matches('{')
-            .trim_end_matches('}');
+            .strip_prefix('{')
+            .and_then(|n| n.strip_suffix('}'))
+        else {
+            return;
+        };
         let hazards = self.shell_variable(name, None);
         self.out.hazards.extend(hazards);
     }
@@ -635,9 +661,17 @@ impl Walker<'_> {
         }
     }
 
-    /// The words of a command that tree-sitter filed under one of its redirections.
+    /// The words of a command that tree-sitter filed under one of its redirections (or took for
+    /// its descriptor).
     fn redirect_arguments(&mut self, node: Node) -> Vec<Word> {
         let mut out = Vec::new();
+        if let Some(fd) = node.child_by_field_name("descriptor")
+            && !redirects::is_descriptor(self.text(fd))
+        {
+            // `head -5>out`: tree-sitter takes `-5` for the descriptor; bash passes the word
+            // `-5`, then redirects stdout.
+            out.push(Word::unquoted(self.text(fd)));
+        }
         if redirects::closes(node, self.src) == redirects::Close::Dash
             && let Some(rest) = self.after_dash(node)
         {

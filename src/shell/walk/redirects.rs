@@ -17,8 +17,10 @@ impl Walker<'_> {
     pub(super) fn redirect(&mut self, node: Node, command: Option<usize>) {
         if let Some(fd) = node.child_by_field_name("descriptor")
             && !is_descriptor(self.text(fd))
+            && command.is_none()
         {
-            // `-exec2>&1`: the word `-exec2`, then `>&1`, to bash.
+            // `{ ls; } -x>&1`: the word `-x`, then `>&1`, to bash, where no command takes it
+            // (a simple command's words take it: `Walker::redirect_arguments`).
             self.problem(format!(
                 "tree-sitter took {:?} for a file descriptor; bash reads a word of the command",
                 self.text(fd)
@@ -54,7 +56,9 @@ impl Walker<'_> {
     fn file_redirect(&mut self, node: Node, command: Option<usize>) {
         let fd = node
             .child_by_field_name("descriptor")
-            .map(|d| self.text(d).to_owned());
+            .map(|d| self.text(d))
+            .filter(|d| is_descriptor(d))
+            .map(str::to_owned);
         let mut op = String::new();
         let mut target = Word::default();
         let mut has_target = false;

@@ -67,7 +67,7 @@ impl Walker<'_> {
         let raw = self.text(node);
         match node.kind() {
             "word" => {
-                if has_blank(raw) {
+                if has_blank(raw) && !in_expansion(node) {
                     // `ls ] }`: one word to tree-sitter, two to bash.
                     self.problem(format!(
                         "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
@@ -122,7 +122,7 @@ impl Walker<'_> {
                 let mut cursor = node.walk();
                 let mut end = node.start_byte();
                 for child in node.children(&mut cursor) {
-                    if child.start_byte() != end {
+                    if child.start_byte() != end && !in_expansion(node) {
                         // ``x ` ` y``: blanks inside one word to tree-sitter; bash splits there.
                         self.problem(format!(
                             "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
@@ -395,6 +395,22 @@ impl Walker<'_> {
 pub(super) fn is_name(text: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether `node` is part of the operand of a parameter expansion (`${v:+-p "$P"}`, `${v:- }`),
+/// where blanks belong to the word.
+fn in_expansion(node: Node) -> bool {
+    let mut at = node.parent();
+    while let Some(n) = at {
+        match n.kind() {
+            "expansion" => return true,
+            "command" | "command_substitution" | "process_substitution" | "program" => {
+                return false;
+            }
+            _ => at = n.parent(),
+        }
+    }
+    false
 }
 
 /// True when unquoted text holds a blank no backslash escapes: bash ends a word there.
