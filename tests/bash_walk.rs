@@ -284,6 +284,10 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("negation", "default", "!{ls", "ask"),
     ("negation", "default", "! ls", "allow"),
     ("negation", "default", "!(ls)", "allow"),
+    // An assignment to `_` is one: tree-sitter takes it for the command name.
+    ("underscore", "default", "_=x rm -rf src", "ask"),
+    ("underscore", "default", "_a=x ls", "ask"),
+    ("underscore", "default", "ls", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -336,6 +340,7 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("descriptor", "reads", "ls -5>out x", Reading::Commands(&[&["ls", "-5", "x"]])),
     ("descriptor", "reads", "ls 2>&1 | cat 0< f", Reading::NotUnderstood),
     ("glued-target", "reads", ">> P{\\J }", Reading::NotUnderstood),
+    ("underscore", "reads", "_=x rm -rf src", Reading::NotUnderstood),
     ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
     ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
 ];

@@ -646,6 +646,7 @@ const FINDINGS: &[&str] = &[
     ">> P{\\J }",
     "ls 2>&1 | cat 0< f",
     "ls -5>out x",
+    "_=x rm -rf src",
 ];
 
 #[test]

@@ -373,6 +373,20 @@ fn in_double_quotes(node: Node) -> bool {
     false
 }
 
+/// Whether a command name as written is an assignment to bash: `NAME=`, `NAME+=` or
+/// `NAME[...]=` with NAME a variable name, unquoted.
+fn looks_assigned(raw: &str) -> bool {
+    let name_end = raw
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(raw.len());
+    let (name, rest) = raw.split_at(name_end);
+    let rest = match rest.strip_prefix('[') {
+        Some(r) => r.split_once(']').map_or("", |(_, after)| after),
+        None => rest,
+    };
+    words::is_name(name) && (rest.starts_with('=') || rest.starts_with("+="))
+}
+
 /// The last token of a subtree.
 fn last_leaf(node: Node) -> Option<Node> {
     let mut at = node;
@@ -528,6 +542,14 @@ impl Walker<'_> {
             end = child.end_byte();
             match field {
                 Some("name") => {
+                    if looks_assigned(self.text(child)) {
+                        // `_=x rm -rf /`: tree-sitter takes the assignment to `_` for the
+                        // command's name; bash assigns and runs `rm`.
+                        self.problem(format!(
+                            "tree-sitter took the assignment {:?} for a command name",
+                            self.text(child)
+                        ));
+                    }
                     let word = match child.named_child(0) {
                         Some(inner) => self.word(inner),
                         None => Word::with(self.text(child), Dynamic::Variable),
