@@ -79,8 +79,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Format::Json => Box::new(BufWriter::new(stdout)),
         Format::Text => Box::new(BufWriter::new(anstream::AutoStream::auto(stdout))),
     };
-    let mut worst: Option<Verdict> = None;
-    let mut judge = |text: Result<&str, String>, line: Option<usize>, out: &mut dyn Write| {
+    let format = args.format;
+    // One call judged and its verdict rendered, on whichever thread: the gate is immutable
+    // and every call is judged on its own.
+    let judge = |text: Result<&str, String>, line: Option<usize>| -> std::io::Result<Judged> {
         let admission = match text {
             Ok(text) => {
                 let mut a = gate.admit_text(text).into_admission();
@@ -91,23 +93,32 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             Err(why) => Admission::unreadable(why, posture),
         };
-        worst = worst.max(Some(admission.verdict));
-        match args.format {
+        let mut bytes = Vec::with_capacity(1024);
+        match format {
             Format::Json => {
                 serde_json::to_writer(
-                    &mut *out,
+                    &mut bytes,
                     &Line {
                         line,
                         admission: &admission,
                     },
                 )?;
-                writeln!(out)
+                bytes.push(b'\n');
             }
-            Format::Text => render::admission(out, &admission, line),
+            Format::Text => render::admission(&mut bytes, &admission, line)?,
         }
+        Ok(Judged {
+            verdict: admission.verdict,
+            bytes,
+        })
     };
+    let mut worst: Option<Verdict> = None;
     let written = match &args.call {
-        Some(call) => judge(Ok(call), None, &mut out).and_then(|()| out.flush()),
+        Some(call) => judge(Ok(call), None).and_then(|j| {
+            worst = Some(j.verdict);
+            out.write_all(&j.bytes)?;
+            out.flush()
+        }),
         None => {
             let stdin = std::io::stdin();
             if stdin.is_terminal() {
@@ -120,7 +131,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             stream(
                 BufReader::with_capacity(64 * 1024, stdin),
                 &mut out,
-                &mut judge,
+                &judge,
+                &mut worst,
             )
         }
     };
@@ -142,54 +154,132 @@ struct Line<'a> {
     admission: &'a Admission,
 }
 
-/// Judges one call (or says why a line is not one) and writes its verdict.
-type Judge<'a> =
-    dyn FnMut(Result<&str, String>, Option<usize>, &mut dyn Write) -> std::io::Result<()> + 'a;
+/// A call judged: its verdict, and the output that says it.
+struct Judged {
+    verdict: Verdict,
+    bytes: Vec<u8>,
+}
+
+/// Judges one call (or says why a line is not one) and renders its verdict.
+type Judge<'a> = dyn Fn(Result<&str, String>, Option<usize>) -> std::io::Result<Judged> + Sync + 'a;
+
+/// At most this many waiting lines are judged together.
+const BATCH: usize = 256;
+/// A batch smaller than this is judged on the reading thread alone.
+const PARALLEL_FROM: usize = 16;
 
 /// Judges each line of a JSONL stream on its own: a line that is not UTF-8 is an `invalid`
 /// verdict like any other bad line, a UTF-8 byte order mark before the first line is ignored, a
 /// blank line is skipped. Output is flushed whenever no complete line is waiting, so a program
 /// that sends one call at a time gets each verdict at once.
+///
+/// The lines already waiting in the buffer (up to [`BATCH`]) are judged together, spread over
+/// the machine's cores when there are enough of them, and their verdicts written in input order;
+/// a line that arrives alone is judged and answered alone.
 fn stream(
     input: BufReader<impl Read>,
     out: &mut dyn Write,
-    judge: &mut Judge<'_>,
+    judge: &Judge<'_>,
+    worst: &mut Option<Verdict>,
 ) -> std::io::Result<()> {
     let mut input = input;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let mut buf = Vec::new();
     let mut n = 0;
+    let mut batch: Vec<(usize, Result<String, String>)> = Vec::with_capacity(BATCH);
     loop {
+        // The first line of a batch may wait for input; the rest are already here.
+        batch.clear();
+        let mut eof = false;
+        while batch.len() < BATCH && (batch.is_empty() || input.buffer().contains(&b'\n')) {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf)? == 0 {
+                eof = true;
+                break;
+            }
+            n += 1;
+            if let Some(item) = item(n, &buf) {
+                batch.push((n, item));
+            }
+        }
+        for judged in judge_all(&batch, judge, threads)? {
+            *worst = (*worst).max(Some(judged.verdict));
+            out.write_all(&judged.bytes)?;
+        }
+        if eof {
+            return out.flush();
+        }
         if !input.buffer().contains(&b'\n') {
             out.flush()?;
         }
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            return out.flush();
+    }
+}
+
+/// One line of the stream as a call's text, or why it is not one; `None` for a blank line.
+fn item(n: usize, line: &[u8]) -> Option<Result<String, String>> {
+    let mut bytes = line;
+    if n == 1 {
+        bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    }
+    while let Some(rest) = bytes
+        .strip_suffix(b"\n")
+        .or_else(|| bytes.strip_suffix(b"\r"))
+    {
+        bytes = rest;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) if text.trim().is_empty() => None,
+        Ok(text) => Some(Ok(text.to_owned())),
+        Err(e) => Some(Err(format!(
+            "line {n} is not UTF-8 (an invalid byte at offset {}); each line must be one call as UTF-8 JSON",
+            e.valid_up_to()
+        ))),
+    }
+}
+
+/// Judges a batch of lines, in order: on this thread alone when it is small, else dealt out
+/// in turn to `threads` threads (bash calls cost several file calls; dealing in turn evens the
+/// load).
+fn judge_all(
+    batch: &[(usize, Result<String, String>)],
+    judge: &Judge<'_>,
+    threads: usize,
+) -> std::io::Result<Vec<Judged>> {
+    let one = |(n, item): &(usize, Result<String, String>)| {
+        judge(item.as_deref().map_err(Clone::clone), Some(*n))
+    };
+    if threads < 2 || batch.len() < PARALLEL_FROM {
+        return batch.iter().map(one).collect();
+    }
+    let share = |k: usize| -> std::io::Result<Vec<Judged>> {
+        batch.iter().skip(k).step_by(threads).map(one).collect()
+    };
+    let shares: Vec<std::io::Result<Vec<Judged>>> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads)
+            .map(|k| scope.spawn(move || share(k)))
+            .collect();
+        let mut shares = vec![share(0)];
+        for handle in others {
+            // A panic in a judge is a bug; carried on as it would be on one thread.
+            shares.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
         }
-        n += 1;
-        let mut bytes = buf.as_slice();
-        if n == 1 {
-            bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-        }
-        while let Some(rest) = bytes
-            .strip_suffix(b"\n")
-            .or_else(|| bytes.strip_suffix(b"\r"))
-        {
-            bytes = rest;
-        }
-        match std::str::from_utf8(bytes) {
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => judge(Ok(text), Some(n), out)?,
-            Err(e) => judge(
-                Err(format!(
-                    "line {n} is not UTF-8 (an invalid byte at offset {}); each line must be one call as UTF-8 JSON",
-                    e.valid_up_to()
-                )),
-                Some(n),
-                out,
-            )?,
+        shares
+    });
+    let mut shares = shares
+        .into_iter()
+        .map(|s| s.map(Vec::into_iter))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let mut all = Vec::with_capacity(batch.len());
+    for i in 0..batch.len() {
+        if let Some(judged) = shares[i % threads].next() {
+            all.push(judged);
         }
     }
+    Ok(all)
 }
 
 /// A parse error of one stream line, placed on that line of the stream (serde_json counts from
