@@ -17,6 +17,7 @@
 
 mod beneath;
 pub mod jail;
+mod plan;
 pub mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use serde::Serialize;
 
 use crate::vocab::{Access, PathRequest, PathRole};
 pub use beneath::{ConfinedPath, WritePath};
+pub use plan::SharedPlan;
 pub use resolve::{Resolution, ResolveError};
 
 /// Most paths one shell glob may expand to before the call is treated as unresolvable.
