@@ -128,11 +128,15 @@ pub fn resolve(
     let mut missing_at: Option<usize> = None;
     let mut links = 0usize;
     let mut symlinks = Vec::new();
+    // What the last look at the disk found at `out`, while `out` is still that path: an existing
+    // path's size comes from it, not from looking again.
+    let mut seen: Option<std::fs::Metadata> = None;
 
     while let Some(name) = queue.pop_front() {
         if name == "." {
             continue;
         }
+        seen = None;
         if name == ".." {
             if out.pop() {
                 depth -= 1;
@@ -171,6 +175,7 @@ pub fn resolve(
                 if !meta.is_dir() && queue.iter().any(|c| c != ".") {
                     missing_at = Some(depth);
                 }
+                seen = Some(meta);
             }
             Err(e)
                 if matches!(
@@ -185,7 +190,7 @@ pub fn resolve(
     }
     let exists = missing_at.is_none();
     let size = exists
-        .then(|| std::fs::symlink_metadata(&out).ok())
+        .then(|| seen.or_else(|| std::fs::symlink_metadata(&out).ok()))
         .flatten()
         .filter(|m| m.is_file())
         .map(|m| m.len());
@@ -303,6 +308,43 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn the_size_is_that_of_the_file_the_path_lands_on() {
+        let (_d, root) = ws();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::fs::write(root.join("d/f"), "12345").unwrap();
+        symlink("d/f", root.join("link")).unwrap();
+        symlink("d", root.join("dir")).unwrap();
+        // As before the size was taken from the loop's own look at the disk: a second look at
+        // the resolved path.
+        for written in [
+            "d/f",
+            "link",
+            "dir/f",
+            "d/f/.",
+            "d/./f/.",
+            "d/../d/f",
+            "d/f/..",
+            "dir/../d/./f",
+            "d",
+            "dir",
+            "d/missing",
+            "d/missing/../f",
+            "link/..",
+        ] {
+            let r = resolve(written, &root, None).unwrap();
+            let again = r
+                .exists
+                .then(|| std::fs::symlink_metadata(&r.resolved).ok())
+                .flatten()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            assert_eq!(r.size, again, "{written}: {r:?}");
+        }
+        assert_eq!(resolve("dir/f", &root, None).unwrap().size, Some(5));
+        assert_eq!(resolve("d", &root, None).unwrap().size, None);
     }
 
     #[test]
