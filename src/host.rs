@@ -1,5 +1,6 @@
-//! The host's own files: the execution record and its folder `.reasonix/`, the run's settings
-//! (`reasonix.yaml`) and every policy and data file in force. No call may change them, whatever
+//! The host's own files: the execution record and its folder `.reasonix/`, the record's state
+//! folder beside it (`<record>.d/`, where the rewind store keeps what file tools replaced), the
+//! run's settings (`reasonix.yaml`) and every policy and data file in force. No call may change them, whatever
 //! the policy says — otherwise a model could rewrite its own record, or the settings and policies
 //! of the next run. The gate's confine stage refuses (stage `sandbox`):
 //!
@@ -24,26 +25,49 @@ pub const STATE_FOLDER: &str = ".reasonix";
 pub const DEFAULT_RECORD: &str = ".reasonix/record.jsonl";
 /// The run's settings file in a workspace.
 pub const SETTINGS_FILE: &str = "reasonix.yaml";
+/// What names a record's state folder: the record's own name with this added.
+pub const STATE_SUFFIX: &str = ".d";
+
+/// The state folder of the record at `record`: `<record>.d` beside it (`record.jsonl.d`). Each
+/// record has its own, so the state of two records never mixes, and it is a host file wherever
+/// the record lives.
+pub fn state_folder(record: &Path) -> PathBuf {
+    let mut name = record.as_os_str().to_owned();
+    name.push(STATE_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// The workspace's MCP servers (`.mcp.json`): a call that could change it could add a server.
+pub const MCP_FILE: &str = ".mcp.json";
 
 /// The host's own files of one workspace, as given (absolute).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFiles {
     record: PathBuf,
+    state: PathBuf,
     files: Vec<PathBuf>,
 }
 
 impl HostFiles {
     /// The files every workspace has: its `reasonix.yaml`, its `.reasonix/` folder, and the
-    /// record at `.reasonix/record.jsonl`.
+    /// record at `.reasonix/record.jsonl` with its state folder.
     pub fn for_workspace(workspace: &Path) -> HostFiles {
+        let record = workspace.join(DEFAULT_RECORD);
         HostFiles {
-            record: workspace.join(DEFAULT_RECORD),
-            files: vec![workspace.join(SETTINGS_FILE), workspace.join(STATE_FOLDER)],
+            state: state_folder(&record),
+            record,
+            files: vec![
+                workspace.join(SETTINGS_FILE),
+                workspace.join(STATE_FOLDER),
+                workspace.join(MCP_FILE),
+            ],
         }
     }
 
-    /// The record goes to `record` (absolute) instead of the default.
+    /// The record goes to `record` (absolute) instead of the default; its state folder moves
+    /// with it.
     pub fn with_record(mut self, record: PathBuf) -> HostFiles {
+        self.state = state_folder(&record);
         self.record = record;
         self
     }
@@ -63,9 +87,16 @@ impl HostFiles {
         &self.record
     }
 
-    /// Every protected file and folder, the record included.
+    /// The record's state folder ([`state_folder`]).
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
+    /// Every protected file and folder, the record and its state folder included.
     pub fn all(&self) -> impl Iterator<Item = &Path> {
-        std::iter::once(self.record.as_path()).chain(self.files.iter().map(PathBuf::as_path))
+        [self.record.as_path(), self.state.as_path()]
+            .into_iter()
+            .chain(self.files.iter().map(PathBuf::as_path))
     }
 
     /// Resolves every file (`~`, `..`, symlinks) for a workspace, so they compare with the
@@ -148,6 +179,7 @@ mod tests {
             "/ws/.reasonix",
             "/ws/.reasonix/record.jsonl",
             "/ws/.reasonix/new",
+            "/ws/.reasonix/record.jsonl.d/blobs/x",
             "/ws/policies/p.yaml",
         ] {
             assert!(
@@ -183,6 +215,28 @@ mod tests {
         let p = protected();
         assert!(p.conflict(Path::new("/ws"), Reach::Names).is_none());
         assert!(p.conflict(Path::new("/ws"), Reach::Changes).is_some());
+    }
+
+    #[test]
+    fn a_record_elsewhere_keeps_its_state_folder_protected() {
+        let ws = Path::new("/ws");
+        let host = HostFiles::for_workspace(ws).with_record(PathBuf::from("/logs/run.jsonl"));
+        assert_eq!(host.state(), Path::new("/logs/run.jsonl.d"));
+        let p = host.resolve(ws, None);
+        for form in [
+            "/logs/run.jsonl",
+            "/logs/run.jsonl.d",
+            "/logs/run.jsonl.d/blobs/ab",
+        ] {
+            assert!(
+                p.conflict(Path::new(form), Reach::Changes).is_some(),
+                "{form}"
+            );
+        }
+        assert!(
+            p.conflict(Path::new("/logs/run.jsonl.old"), Reach::Changes)
+                .is_none()
+        );
     }
 
     #[test]

@@ -57,14 +57,15 @@
 //! # The path every call takes
 //!
 //! ```text
-//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► approve ─► execute
-//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (posture)  (beneath
-//!                               paths)      `..`, `~`)        ask >                          the root)
-//!                                                             allow >
-//!                                                             fallback)
+//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► plan ─► approve ─► execute
+//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (plan    (posture)  (beneath
+//!                               paths)      `..`, `~`)        ask >                mode     the root)
+//!                                                             allow >              holds
+//!                                                             fallback)            writers)
 //! ```
 //!
-//! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`].
+//! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`];
+//! after it, [`record`] says what happened and [`rewind`] undoes what the file tools changed.
 
 // `unsafe` is denied everywhere; the jail allows it where it registers the hook that runs
 // between fork and exec (`sandbox::jail::run`), each block with a SAFETY comment.
@@ -75,10 +76,13 @@ pub mod agent;
 pub mod call;
 pub mod execute;
 pub mod gate;
+pub mod hooks;
 pub mod host;
 pub mod lease;
+pub mod mcp;
 pub mod policy;
 pub mod record;
+pub mod rewind;
 pub mod sandbox;
 pub mod shell;
 pub mod text;
@@ -86,7 +90,7 @@ pub mod tool;
 pub mod vocab;
 
 pub use call::Call;
-pub use gate::{Admission, Gate, Judgement, Stage, Verdict};
+pub use gate::{Admission, Gate, Judgement, Mode, Stage, Verdict};
 pub use host::HostFiles;
 pub use policy::{PolicySet, Posture};
 pub use tool::{Registry, Tool};

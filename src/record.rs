@@ -2,8 +2,20 @@
 //! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
-//! Lines that are not calls carry an `event`: `run_started`, `attempt_failed` (one per attempt at
-//! an answer that failed before it was whole), `provider_error`, `run_ended`.
+//! Lines that are not calls carry an `event`: `run_started`, `mcp_connect` (one per MCP server a
+//! run tried to start, [`ConnectRecord`]), `attempt_failed` (one per attempt at an answer that
+//! failed before it was whole), `provider_error`, `run_ended`; and for the three
+//! controls over the admission path:
+//!
+//! - `plan` ([`PlanRecord`]): a plan handed in with `submit_plan`, and what was decided;
+//! - `evidence` of `kind: verification` ([`EvidenceRecord`]): one check of a run's goal — the
+//!   command, its exit code, a digest of its output, the round — what "done" rested on;
+//! - `rewind` ([`RewindRecord`]): what `reasonix rewind` restored, left alone, or could not
+//!   restore.
+//!
+//! A file tool's call line also has a `snapshot` ([`SnapshotFile`]): how each path it changed
+//! was before and after — kind, sha256, permission bits, size — and whether the previous content
+//! was kept in the record's state folder, so `reasonix rewind` can bring it back.
 //!
 //! Every line carries its run's `run_id`, so several runs appended to one file stay apart: a
 //! call is `(run_id, call_id)`. A call line holds the arguments as the model wrote them, cut past
@@ -20,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::gate::{Stage, Verdict};
@@ -161,6 +173,49 @@ pub struct CallRecord {
     pub result_sha256: String,
     /// What was observed of its effects.
     pub receipts: Vec<Receipt>,
+    /// For a file tool: each path whose state it changed, before and after, and whether the
+    /// previous content was kept for `reasonix rewind` (empty for other calls).
+    pub snapshot: Vec<SnapshotFile>,
+    /// What the tool's provider says about it (an MCP tool's annotations), as given; hints
+    /// that played no part in the verdict.
+    pub annotations: Option<serde_json::Value>,
+    /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement (as
+    /// JSON), which was judged again and is what ran; `arguments_sha256` stays the model's.
+    pub replaced_arguments_sha256: Option<String>,
+}
+
+/// Connecting to an MCP server (`mcp_connect__NAME`): one line per server a run tried, with the
+/// gate's conclusion on the connect call, how it ended, the tools the server brought and those
+/// it offered that are unavailable (a schema that does not compile), each with why.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when the connect was judged.
+    pub time_ms: u128,
+    /// `mcp_connect`.
+    pub event: &'static str,
+    /// The server.
+    pub server: String,
+    /// The connect call as judged (`mcp_connect__NAME`).
+    pub tool: String,
+    /// Its arguments: `{command, args}` or `{url}`.
+    pub arguments: serde_json::Value,
+    /// What the gate concluded.
+    pub admission: AdmissionRecord,
+    /// Who let an ask through, or refused it.
+    pub approval: Option<Approval>,
+    /// `blocked` (nothing started), `failed` (it did not start or list its tools) or
+    /// `succeeded`.
+    pub outcome: Outcome,
+    /// Why it failed or was blocked.
+    pub failure: Option<String>,
+    /// The tools it brought, as registered.
+    pub tools: Vec<String>,
+    /// Tools it offered that are unavailable, with why.
+    pub unavailable: Vec<(String, String)>,
+    /// What about the server is not enforced (a stdio server outside the OS jail).
+    pub not_enforced: Option<String>,
 }
 
 /// A line that is not a call: the start and end of a run, a provider error. (A failed attempt
@@ -206,6 +261,205 @@ pub struct AttemptRecord {
     pub wait_ms: Option<u128>,
     /// Characters of text and reasoning that had been shown from it, now discarded.
     pub discarded_chars: usize,
+}
+
+/// The most bytes of a plan a `plan` line holds; past it the plan is cut, with the true size
+/// said, and `plan_sha256` is still of the whole.
+pub const PLAN_BOUND: usize = 64 * 1024;
+
+/// What became of a plan handed in with `submit_plan`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanDecision {
+    /// Approved: the session goes on in normal mode.
+    Approved,
+    /// Rejected, with feedback for the model: the session stays in plan mode.
+    Rejected,
+    /// Nobody could review it: the run ends with the plan (an unattended `--plan` run).
+    Unreviewed,
+}
+
+/// Who decided about a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reviewer {
+    /// The person at the terminal.
+    Person,
+    /// The run approved its own plan, as `--approve-plan` told it to.
+    ApprovePlan,
+}
+
+/// A plan handed in, and what was decided (`event: plan`).
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when it was decided.
+    pub time_ms: u128,
+    /// `plan`.
+    pub event: &'static str,
+    /// The `submit_plan` call that handed it in.
+    pub call_id: String,
+    /// The plan, cut past [`PLAN_BOUND`] bytes (`null` under `record.arguments: digest`).
+    pub plan: Option<String>,
+    /// sha256 of the whole plan.
+    pub plan_sha256: String,
+    /// Its size in bytes.
+    pub plan_bytes: usize,
+    /// What was decided.
+    pub decision: PlanDecision,
+    /// Who decided (`null` when nobody could: `unreviewed`).
+    pub by: Option<Reviewer>,
+    /// The reviewer's words for the model, with a rejection.
+    pub feedback: Option<String>,
+}
+
+/// One check of a run's goal (`event: evidence`, `kind: verification`): what "done" rested on.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvidenceRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when the check ended.
+    pub time_ms: u128,
+    /// `evidence`.
+    pub event: &'static str,
+    /// `verification`.
+    pub kind: &'static str,
+    /// Which check of the run, from 1.
+    pub round: usize,
+    /// The bash call that ran the command (its own call line has the admission and the jail).
+    pub call_id: String,
+    /// The goal, as given.
+    pub goal: String,
+    /// The command that checks it.
+    pub command: String,
+    /// How the call ended: `succeeded` or `failed` when it ran, `blocked` or `invalid` when not.
+    pub outcome: Outcome,
+    /// Its exit status (`null`: it did not run, or ended without one).
+    pub exit_code: Option<i32>,
+    /// Whether the goal is met: the command ran and exited 0.
+    pub met: bool,
+    /// The size of its whole output, in bytes.
+    pub output_bytes: usize,
+    /// sha256 of its whole output.
+    pub output_sha256: String,
+}
+
+/// How a path was, observed beneath its root without following a symlink.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum FileState {
+    /// Nothing is there.
+    Absent,
+    /// A regular file.
+    File {
+        /// sha256 of its content.
+        sha256: String,
+        /// Its permission bits, in octal (`0644`).
+        mode: String,
+        /// Its size in bytes.
+        bytes: u64,
+    },
+    /// A folder (only `move_file` moves one).
+    Folder,
+    /// Something else: a symlink, a device, a socket.
+    Other,
+    /// It could not be observed.
+    Unknown {
+        /// Why.
+        error: String,
+    },
+}
+
+impl FileState {
+    /// A regular file with this digest, permission bits and size.
+    pub fn file(sha256: String, mode: u32, bytes: u64) -> FileState {
+        FileState::File {
+            sha256,
+            mode: format!("{:04o}", mode & 0o7777),
+            bytes,
+        }
+    }
+
+    /// Its sha256, when it is a regular file.
+    pub fn sha256(&self) -> Option<&str> {
+        match self {
+            FileState::File { sha256, .. } => Some(sha256),
+            _ => None,
+        }
+    }
+
+    /// Its size, when it is a regular file.
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            FileState::File { bytes, .. } => Some(*bytes),
+            _ => None,
+        }
+    }
+
+    /// Its permission bits, when it is a regular file whose mode reads as octal.
+    pub fn mode(&self) -> Option<u32> {
+        match self {
+            FileState::File { mode, .. } => u32::from_str_radix(mode, 8).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// One path a file tool changed, before and after the call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotFile {
+    /// The resolved path.
+    pub path: String,
+    /// How it was before the call.
+    pub before: FileState,
+    /// How it was right after.
+    pub after: FileState,
+    /// Whether the previous content is in the record's state folder (a file before the call).
+    pub kept: bool,
+    /// Why the previous content was not kept, when it was a file and was not.
+    pub note: Option<String>,
+}
+
+/// One path, or one call, in a rewind's account.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewoundFile {
+    /// The run of the call.
+    pub run_id: String,
+    /// The call.
+    pub call_id: String,
+    /// Its tool.
+    pub tool: String,
+    /// The path; for a shell command, the command (`null` when the record keeps only digests).
+    pub path: Option<String>,
+    /// What was done (`written back`, `removed`, `moved back from …`), or why it was not.
+    pub detail: String,
+}
+
+/// A rewind (`event: rewind`): what `reasonix rewind` restored, what it left alone, and what
+/// it could not restore (a shell command's effects were never observed).
+#[derive(Clone, Debug, Serialize)]
+pub struct RewindRecord {
+    /// An id of its own, made like a run's.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when it ended.
+    pub time_ms: u128,
+    /// `rewind`.
+    pub event: &'static str,
+    /// `--to`: the run of the call it went back to.
+    pub to_run: Option<String>,
+    /// `--to`: the call it went back to (undoing it and every later one).
+    pub to_call: Option<String>,
+    /// `--last`: how many points it undid.
+    pub last: Option<usize>,
+    /// Whether `--force` let it overwrite what changed since.
+    pub force: bool,
+    /// The paths brought back to how they were before their call.
+    pub restored: Vec<RewoundFile>,
+    /// The paths left as they are: changed since, or the restore failed.
+    pub left: Vec<RewoundFile>,
+    /// The calls and paths in the range that cannot be restored.
+    pub not_restorable: Vec<RewoundFile>,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -258,7 +512,11 @@ impl Recorder {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
         // One writer at a time: a second run on the same record would look like tampering.
         if let Err(e) = file.try_lock() {
             // The caller names the path; the error says only what is wrong with it.
@@ -270,7 +528,19 @@ impl Recorder {
                 std::fs::TryLockError::Error(e) => format!("cannot lock it: {e}"),
             }));
         }
-        let meta = file.metadata()?;
+        let mut meta = file.metadata()?;
+        // A run that stopped while writing a line left it without its newline: end it, so that
+        // the next line starts whole on a line of its own (a rewind skips the torn one and says
+        // so).
+        let mut last = [0u8; 1];
+        if meta.len() > 0 {
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, meta.len() - 1)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+                file.sync_data()?;
+                meta = file.metadata()?;
+            }
+        }
         Ok(Recorder {
             path: path.to_path_buf(),
             file: Mutex::new(Open {
@@ -329,6 +599,20 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+    }
+
+    #[test]
+    fn a_line_torn_by_a_crash_is_ended_before_the_next_run_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":").unwrap();
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"c": 3})).unwrap();
+        drop(r);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":\n{\"c\":3}\n"
         );
     }
 

@@ -153,7 +153,7 @@ impl Rig {
     fn calls(&self) -> Vec<Value> {
         self.lines()
             .into_iter()
-            .filter(|l| l.get("call_id").is_some())
+            .filter(|l| l.get("call_id").is_some() && l.get("event").is_none())
             .collect()
     }
 }

@@ -13,21 +13,24 @@
 //! | `policy` | judge (YAML, Rego, the input document) |
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
-//! | `gate` | the stages strung in order: validate → classify → resolve → judge → confine → approve |
+//! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
+//! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve |
+//! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
-//! | `record`, `agent` | the record, and the loop that drives it all |
+//! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
+//! | `agent` | the loop that drives it all |
 //!
 //! Inside `gate`, each stage module may use only the stages before it.
 
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "gate", "lease",
-    "execute", "record", "agent",
+    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "hooks",
+    "lease", "execute", "record", "rewind", "agent",
 ];
 
 const GATE_STAGES: &[&str] = &[
-    "verdict", "validate", "classify", "resolve", "judge", "confine", "approve",
+    "verdict", "target", "validate", "classify", "resolve", "judge", "confine", "plan", "approve",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

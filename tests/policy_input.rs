@@ -148,11 +148,16 @@ fn fields_no_stage_fills_are_not_offered() {
         &json!({"name": "list_dir", "arguments": {"path": "."}}),
         &schema(),
     );
-    assert!(input["target"].get("via").is_none(), "{input:#}");
-    assert!(input["session"].get("mode").is_none(), "{input:#}");
+    assert_eq!(input["target"]["via"], json!(null), "{input:#}");
+    // `session.mode` is filled since plan mode exists (issue 14): `normal` unless built in plan
+    // mode, and nothing else.
+    assert_eq!(input["session"]["mode"], "normal", "{input:#}");
     let mut forged = input.clone();
-    forged["target"]["source"] = json!("mcp");
-    assert!(!schema().is_valid(&forged), "mcp is not a source yet");
+    forged["target"]["source"] = json!("plugin");
+    assert!(!schema().is_valid(&forged), "no such source");
+    let mut forged = input.clone();
+    forged["session"]["mode"] = json!("act");
+    assert!(!schema().is_valid(&forged), "a mode is normal or plan");
 }
 
 #[test]

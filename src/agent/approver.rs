@@ -5,6 +5,10 @@
 //! never widens beyond the exact call — same tool, same arguments. With no terminal, or with
 //! `--unattended`, the gate's posture has already settled every ask (`defaults.unattended`), so no
 //! one is asked.
+//!
+//! A session in plan mode has a [`PlanReviewer`] too: the person approves the plan handed in with
+//! `submit_plan` or rejects it with feedback; an unattended run ends with the plan, unless it was
+//! told to approve its own (`--approve-plan`).
 
 use crate::gate::Admission;
 
@@ -31,5 +35,34 @@ pub struct Always(pub Answer);
 impl Approver for Always {
     fn ask(&self, _admission: &Admission) -> Answer {
         self.0
+    }
+}
+
+/// What the reviewer of a plan decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanAnswer {
+    /// A person approved it: the session goes on in normal mode.
+    Approve,
+    /// A person rejected it; the words go back to the model, and the session stays in plan mode.
+    Reject(String),
+    /// The run approved its own plan (`--approve-plan`): it goes on in normal mode.
+    SelfApprove,
+    /// Nobody can review it (an unattended `--plan` run): the run ends with the plan.
+    End,
+}
+
+/// Who reviews the plan a session in plan mode hands in with `submit_plan`.
+pub trait PlanReviewer: Send + Sync {
+    /// Reviews one plan.
+    fn review(&self, plan: &str) -> PlanAnswer;
+}
+
+/// Reviews every plan the same way: an unattended run (`End`, or `SelfApprove` with
+/// `--approve-plan`), tests and scripted demos.
+pub struct Decided(pub PlanAnswer);
+
+impl PlanReviewer for Decided {
+    fn review(&self, _plan: &str) -> PlanAnswer {
+        self.0.clone()
     }
 }

@@ -20,6 +20,10 @@
 //! record:
 //!   path: .reasonix/record.jsonl     # `record: PATH` alone says the same
 //!   arguments: full                  # full (bounded, beside the digest) | digest (the digest only)
+//! hooks:                             # pre-tool hooks (crate::hooks)
+//!   pre_tool: [{tools: [bash], command: [python3, hooks/check.py], timeout_ms: 5000}]
+//! mcp_servers:                       # MCP servers, as in .mcp.json (which is read too)
+//!   time: {command: uvx, args: [mcp-server-time], startup_timeout_ms: 10000}
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -120,6 +124,10 @@ pub struct RunConfig {
     /// The execution record.
     #[serde(default, deserialize_with = "record_spec")]
     pub record: RecordSpec,
+    /// MCP servers, with the fields of `.mcp.json` (`crate::mcp::config`).
+    pub mcp_servers: Option<std::collections::BTreeMap<String, crate::mcp::ServerSpec>>,
+    /// Pre-tool hooks (`crate::hooks`).
+    pub hooks: Option<crate::hooks::HooksSpec>,
 }
 
 impl RunConfig {
@@ -147,6 +155,8 @@ impl RunConfig {
                 path: self.record.path.or(other.record.path),
                 arguments: self.record.arguments.or(other.record.arguments),
             },
+            mcp_servers: self.mcp_servers.or(other.mcp_servers),
+            hooks: self.hooks.or(other.hooks),
         }
     }
 

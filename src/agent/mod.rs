@@ -7,15 +7,17 @@
 //!              └──────────────────────── tool messages (invalid / blocked / failed / result) ┘
 //! ```
 //!
-//! See [`session`] for the turn, [`openai`] and [`script`] for the providers.
+//! See [`session`] for the turn — and for plan mode, goals and the snapshots rewind goes back
+//! to — [`openai`] and [`script`] for the providers.
 
 pub mod approver;
 pub mod config;
 pub mod openai;
 pub mod provider;
 pub mod script;
+pub mod servers;
 pub mod session;
 
-pub use approver::{Always, Answer, Approver};
+pub use approver::{Always, Answer, Approver, Decided, PlanAnswer, PlanReviewer};
 pub use provider::{Event, EventStream, Message, ProposedCall, Provider, ProviderError, Request};
-pub use session::{End, Session, SessionError, Terminal};
+pub use session::{End, Goal, Session, SessionError, Terminal};

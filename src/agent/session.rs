@@ -17,6 +17,24 @@
 //!    its outcome: `invalid`, `blocked`, `failed` or `succeeded`.
 //! 7. Repeat until the model stops or `max_steps` turns have passed.
 //!
+//! Three controls ride on the same path:
+//!
+//! - **Plan** ([`Session::plan`]): the session starts with a gate in plan mode, whose plan stage
+//!   blocks every call that is not read-only. When `submit_plan` succeeds, the plan goes to the
+//!   [`PlanReviewer`]: approved, the session swaps in the second gate it was given — built from
+//!   the same specification in normal mode (gates are immutable) — and goes on; rejected, the
+//!   feedback goes back to the model as the call's result; unreviewable (unattended), the run
+//!   ends with the plan. A `plan` line records the plan and the decision.
+//! - **Goal** ([`Session::goal`]): when the model stops (after its plan is approved, in plan
+//!   mode: before, it is told to hand one in), the goal's command runs as a `bash` call
+//!   through the same gate, approver, lease and jail as any other. Exit 0: the goal is met and
+//!   the run ends. Otherwise its output, cut to `result_bytes`, goes back as a user turn saying
+//!   the goal is not met yet, and the loop goes on until it is met or the turns are spent. A
+//!   blocked command ends the run with the reason. Each check is an `evidence` line.
+//! - **Snapshots** ([`crate::rewind`]): before a file tool runs, with its lease held, the
+//!   previous content of each path it may change is kept beside the record; the `snapshot` of
+//!   its call line says what it changed, so `reasonix rewind` can go back.
+//!
 //! # Cancel safety
 //!
 //! [`Session::run`] is not cancel safe: dropping it while a call runs drops the task's handle,
@@ -31,20 +49,23 @@ use std::time::Instant;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use super::approver::{Answer, Approver};
+use super::approver::{Answer, Approver, PlanAnswer, PlanReviewer};
 use super::config::RecordArguments;
 use super::provider::{
     Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
 };
 use crate::call::{Call, RawArguments};
-use crate::gate::{Admission, Admitted, Gate, Judgement, Verdict};
+use crate::gate::{Admission, Admitted, Gate, Judgement, Mode, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
     self, ARGUMENTS_BOUND, AdmissionRecord, Approval, AttemptRecord, CallRecord, EventRecord,
-    Outcome, Receipt, Recorder, file_digest, now_ms, sha256,
+    EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord, Receipt, Recorder,
+    Reviewer, SnapshotFile, now_ms, sha256,
 };
+use crate::rewind::{self, Kept, Store};
 use crate::text::{Keep, shorten};
 use crate::tool::Output;
+use crate::tool::builtin::SUBMIT_PLAN;
 
 /// A call that has ended, as a [`Terminal`] is told of it.
 pub struct CallEnd<'a> {
@@ -72,15 +93,57 @@ pub trait Terminal: Send + Sync {
     fn call_ended(&self, ended: &CallEnd<'_>) {
         self.call(ended.admission, ended.record);
     }
+    /// A plan was reviewed (or could not be), as recorded.
+    fn plan_reviewed(&self, _plan: &PlanRecord) {}
+    /// The goal was checked, as recorded.
+    fn verified(&self, _evidence: &EvidenceRecord) {}
 }
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End {
-    /// The model stopped proposing calls.
+    /// The model stopped proposing calls (with a goal: see `GoalMet`).
     Finished,
-    /// `max_steps` turns passed.
+    /// `max_steps` turns passed (with a goal: see `GoalNotMet`).
     MaxSteps,
+    /// The goal's check passed after this many checks.
+    GoalMet {
+        /// The checks made, the passing one included.
+        rounds: usize,
+    },
+    /// The turns were spent and the goal's check never passed.
+    GoalNotMet {
+        /// The checks made (0 when the model never stopped).
+        rounds: usize,
+    },
+    /// The gate (or a person) blocked the goal's check: the run ends, since "done" cannot be
+    /// told.
+    VerifyBlocked {
+        /// Why, as the gate said it.
+        reason: String,
+    },
+    /// A plan was handed in and nobody could review it (an unattended `--plan` run): the run
+    /// ends with it; no change was admitted.
+    PlanSubmitted {
+        /// The plan.
+        plan: String,
+    },
+}
+
+/// A goal the run works toward, and the command that says it is met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Goal {
+    /// The goal, in words (the model is told it).
+    pub text: String,
+    /// A bash command that exits 0 once the goal is met.
+    pub verify: String,
+}
+
+/// What a session in plan mode does with the plan it is handed.
+struct Planning {
+    reviewer: Arc<dyn PlanReviewer>,
+    /// The gate to go on with once a plan is approved: same specification, normal mode.
+    then: Arc<Gate>,
 }
 
 /// Why a run stopped early.
@@ -93,6 +156,9 @@ pub enum SessionError {
     /// The record could not be written: the run stops rather than go on unrecorded.
     #[error("cannot write the execution record: {0}")]
     Record(#[from] std::io::Error),
+    /// The session was set up wrong (a plan over a gate that is not in plan mode).
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// An agent session.
@@ -110,6 +176,12 @@ pub struct Session {
     run_id: String,
     record_arguments: RecordArguments,
     call_ids: HashSet<String>,
+    store: Store,
+    planning: Option<Planning>,
+    plan_approved: bool,
+    goal: Option<Goal>,
+    rounds: usize,
+    hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -128,6 +200,8 @@ struct Decided {
     admission: Admission,
     approval: Option<Approval>,
     runnable: Option<Admitted>,
+    /// The sha256 of the arguments a hook put in place of the model's, when one did.
+    replaced_sha256: Option<String>,
 }
 
 /// What running one call produced.
@@ -137,6 +211,20 @@ struct Ran {
     duration_ms: u128,
     result: Result<Output, String>,
     receipts: Vec<Receipt>,
+    /// The paths whose state the call changed, before and after (file tools only).
+    changed: Vec<SnapshotFile>,
+    /// The note kept in the store while the call's line is not yet recorded
+    /// ([`Store::note`]); settled once it is.
+    note: Option<PathBuf>,
+}
+
+/// What a check of the goal found.
+enum Check {
+    Met,
+    /// Not met: what the model is told.
+    NotMet(String),
+    /// The check did not run: why.
+    Blocked(String),
 }
 
 impl Session {
@@ -152,6 +240,8 @@ impl Session {
         max_steps: usize,
         result_bytes: usize,
     ) -> Session {
+        // The rewind store lives beside the record, in its state folder (a host file).
+        let store = Store::beside(recorder.path());
         let system = format!(
             "You are a coding agent working in the folder {}. Use the tools to read and change it. \
              Every tool result starts with how the call ended: `invalid` (correct the call), \
@@ -173,7 +263,84 @@ impl Session {
             run_id: record::run_id(),
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
+            hooks: None,
+            store,
+            planning: None,
+            plan_approved: false,
+            goal: None,
+            rounds: 0,
         }
+    }
+
+    /// Plan mode: the session's gate must be in [`Mode::Plan`]; `then` is the gate it goes on
+    /// with once `reviewer` approves a plan — built the same way in [`Mode::Normal`], over the
+    /// same workspace. A gate never changes once built, so approval swaps gates rather than
+    /// switching one.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Setup`] when the session's gate is not in plan mode, `then` is not in
+    /// normal mode, or the two gates are over different workspaces.
+    pub fn plan(
+        mut self,
+        reviewer: Arc<dyn PlanReviewer>,
+        then: Arc<Gate>,
+    ) -> Result<Session, SessionError> {
+        if self.gate.mode() != Mode::Plan || then.mode() != Mode::Normal {
+            return Err(SessionError::Setup(format!(
+                "a plan needs a gate in plan mode and one in normal mode to go on with (given: {} and {})",
+                self.gate.mode(),
+                then.mode()
+            )));
+        }
+        if self.gate.roots().workspace() != then.roots().workspace() {
+            return Err(SessionError::Setup(
+                "the gate to go on with after the plan is over another workspace".into(),
+            ));
+        }
+        self.system_note(&format!(
+            "The session is in plan mode: only read-only calls run, and every change is blocked \
+             until a plan is approved. Look around, then hand in your plan with {SUBMIT_PLAN}. \
+             Once it is approved, carry it out."
+        ));
+        self.planning = Some(Planning { reviewer, then });
+        Ok(self)
+    }
+
+    /// A goal: when the model stops, `goal.verify` runs as a bash call through the gate; the run
+    /// ends when it exits 0, and otherwise goes on with its output as a new user turn.
+    pub fn goal(mut self, goal: Goal) -> Session {
+        self.system_note(&format!(
+            "The run has a goal: {}. When you stop, the host checks it by running `{}`; if the \
+             check fails you are told so, with its output, and you go on.",
+            goal.text, goal.verify
+        ));
+        self.goal = Some(goal);
+        self
+    }
+
+    /// The gate's mode now: plan until a plan is approved, normal after.
+    pub fn mode(&self) -> Mode {
+        self.gate.mode()
+    }
+
+    /// Adds a sentence to the system message.
+    fn system_note(&mut self, note: &str) {
+        if let Some(Message::System(text)) = self.messages.first_mut() {
+            text.push(' ');
+            text.push_str(note);
+        }
+    }
+
+    /// Pre-tool hooks run on every admitted call, after the gate and before the approver and
+    /// the lease ([`crate::hooks`]).
+    pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Session {
+        if !hooks.is_empty() {
+            // Hooks receive the policy input: their gate attaches it.
+            let explaining = Arc::new(self.gate.with_explain(true));
+            self.hooks = Some((hooks, explaining));
+        }
+        self
     }
 
     /// What the record keeps of each call's arguments (default: [`RecordArguments::Full`],
@@ -219,13 +386,156 @@ impl Session {
                 Err(e) => return Err(e),
             };
             if calls.is_empty() {
-                self.ended("finished")?;
-                return Ok(End::Finished);
+                let Some(goal) = self.goal.clone() else {
+                    self.ended("finished")?;
+                    return Ok(End::Finished);
+                };
+                // Still planning: nothing could have been changed yet, and a check that changes
+                // things would be held at stage plan. The goal is not checked; the model is
+                // told to hand in its plan.
+                if self.planning.is_some() {
+                    self.messages.push(Message::User(format!(
+                        "The goal is not checked yet: the session is still in plan mode, and \
+                         nothing can change until a plan is approved. Hand in your plan with \
+                         {SUBMIT_PLAN}."
+                    )));
+                    continue;
+                }
+                match self.verify(&goal).await? {
+                    Check::Met => {
+                        self.ended("goal_met")?;
+                        return Ok(End::GoalMet {
+                            rounds: self.rounds,
+                        });
+                    }
+                    Check::Blocked(reason) => {
+                        self.ended("verify_blocked")?;
+                        return Ok(End::VerifyBlocked { reason });
+                    }
+                    Check::NotMet(told) => {
+                        self.messages.push(Message::User(told));
+                        continue;
+                    }
+                }
             }
-            self.act(calls).await?;
+            if let Some(plan) = self.act(calls).await? {
+                self.ended("plan_submitted")?;
+                return Ok(End::PlanSubmitted { plan });
+            }
+        }
+        if self.goal.is_some() {
+            self.ended("goal_not_met")?;
+            return Ok(End::GoalNotMet {
+                rounds: self.rounds,
+            });
         }
         self.ended("max_steps")?;
         Ok(End::MaxSteps)
+    }
+
+    /// Checks the goal: its command as a bash call through the gate, the approver, the lease
+    /// and the jail, recorded as a call and as an `evidence` line.
+    async fn verify(&mut self, goal: &Goal) -> Result<Check, SessionError> {
+        self.rounds += 1;
+        let round = self.rounds;
+        let call = ProposedCall {
+            id: self.fresh_id(format!("verify_{round}")),
+            name: "bash".into(),
+            arguments: serde_json::json!({ "command": goal.verify }).to_string(),
+        };
+        let mut j = self.judge(call);
+        let ran = match j.runnable.take() {
+            Some(a) => Some(
+                run_one(
+                    a,
+                    Arc::clone(&self.leases),
+                    self.store.clone(),
+                    self.note_for(&j.call),
+                )
+                .await,
+            ),
+            None => None,
+        };
+        let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
+        let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
+        self.recorder.append(&record)?;
+        self.settle(ran.as_ref());
+        self.terminal.call_ended(&CallEnd {
+            admission: &j.admission,
+            record: &record,
+            arguments: &j.call.arguments,
+        });
+        let met = ran.is_some() && exit_code == Some(0) && outcome == Outcome::Succeeded;
+        let evidence = EvidenceRecord {
+            run_id: self.run_id.clone(),
+            time_ms: now_ms(),
+            event: "evidence",
+            kind: "verification",
+            round,
+            call_id: j.call.id.clone(),
+            goal: goal.text.clone(),
+            command: goal.verify.clone(),
+            outcome,
+            exit_code,
+            met,
+            output_bytes: full.len(),
+            output_sha256: sha256(full.as_bytes()),
+        };
+        self.recorder.append(&evidence)?;
+        self.terminal.verified(&evidence);
+        if ran.is_none() {
+            let why = if j.approval == Some(Approval::Deny) {
+                "a person declined the goal's check".to_owned()
+            } else {
+                format!(
+                    "the gate blocked the goal's check `{}` ({} at stage {}): {}",
+                    goal.verify,
+                    j.admission.verdict,
+                    j.admission.stage.as_str(),
+                    j.admission.reasons.first().map_or("", String::as_str)
+                )
+            };
+            return Ok(Check::Blocked(why));
+        }
+        if met {
+            return Ok(Check::Met);
+        }
+        let how = match exit_code {
+            Some(code) => format!("exited with status {code}"),
+            None => "did not finish".to_owned(),
+        };
+        Ok(Check::NotMet(format!(
+            "The goal is not met yet (check {round}): `{}` {how}.\nThe goal: {}\nIts output:\n{}\nKeep working until the goal is met.",
+            goal.verify,
+            goal.text,
+            shorten(&full, self.result_bytes, Keep::HeadAndTail)
+        )))
+    }
+
+    /// What a call's note in the rewind store names: the run, the call, the tool.
+    fn note_for(&self, call: &ProposedCall) -> (String, String, String) {
+        (self.run_id.clone(), call.id.clone(), call.name.clone())
+    }
+
+    /// Removes a call's note from the rewind store once its line is recorded. One that cannot
+    /// be removed is harmless (a rewind sees its call in the record), and is said.
+    fn settle(&self, ran: Option<&Ran>) {
+        if let Some(note) = ran.and_then(|r| r.note.as_deref())
+            && let Err(e) = self.store.settle(note)
+        {
+            tracing::warn!(note = %note.display(), "cannot remove a settled rewind note: {e}");
+        }
+    }
+
+    /// `base`, or `base~N` when the run already has a call of that id.
+    fn fresh_id(&mut self, base: String) -> String {
+        let mut id = base.clone();
+        let mut n = 1;
+        while !self.call_ids.insert(id.clone()) {
+            n += 1;
+            id = format!("{base}~{n}");
+        }
+        id
     }
 
     fn ended(&self, how: &str) -> std::io::Result<()> {
@@ -306,12 +616,7 @@ impl Session {
                 }
                 // An id the provider already used in this run gets a suffix, so that a call is
                 // one line of the record; the model sees the same id in the call and its result.
-                let mut n = 1;
-                let base = c.id.clone();
-                while !self.call_ids.insert(c.id.clone()) {
-                    n += 1;
-                    c.id = format!("{base}~{n}");
-                }
+                c.id = self.fresh_id(std::mem::take(&mut c.id));
                 c
             })
             .collect();
@@ -324,7 +629,8 @@ impl Session {
     }
 
     /// Judges, approves and runs the calls of one answer; answers each with a tool message.
-    async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<(), SessionError> {
+    /// Returns the plan when one was handed in that nobody can review: the run ends with it.
+    async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<Option<String>, SessionError> {
         let mut judged: Vec<Decided> = calls.into_iter().map(|c| self.judge(c)).collect();
         let together = judged
             .iter()
@@ -336,9 +642,11 @@ impl Session {
             .map(|j| {
                 let admitted = j.runnable.take();
                 let leases = Arc::clone(&self.leases);
+                let store = self.store.clone();
+                let note = (self.run_id.clone(), j.call.id.clone(), j.call.name.clone());
                 async move {
                     match admitted {
-                        Some(a) => Some(run_one(a, leases).await),
+                        Some(a) => Some(run_one(a, leases, store, note).await),
                         None => None,
                     }
                 }
@@ -353,38 +661,20 @@ impl Session {
             }
             ran
         };
+        let mut ending = None;
         for (j, ran) in judged.into_iter().zip(ran) {
-            let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
-            let record = CallRecord {
-                run_id: self.run_id.clone(),
-                time_ms: j.time_ms,
-                call_id: j.call.id.clone(),
-                tool: j.call.name.clone(),
-                arguments: match self.record_arguments {
-                    RecordArguments::Full => {
-                        Some(shorten(&j.call.arguments, ARGUMENTS_BOUND, Keep::Head).into_owned())
-                    }
-                    RecordArguments::Digest => None,
-                },
-                arguments_sha256: sha256(j.call.arguments.as_bytes()),
-                admission: AdmissionRecord {
-                    verdict: j.admission.verdict,
-                    stage: j.admission.stage,
-                    rules: j.admission.rules.clone(),
-                    reasons: j.admission.reasons.clone(),
-                },
-                approval: j.approval,
-                lease: ran.as_ref().map(|r| r.need.clone()),
-                sandbox: ran.as_ref().and(j.admission.sandbox.clone()),
-                outcome,
-                exit_code,
-                failure: failure(outcome, ran.as_ref()),
-                started_ms: ran.as_ref().map(|r| r.started_ms),
-                duration_ms: ran.as_ref().map_or(0, |r| r.duration_ms),
-                result_bytes: full.len(),
-                result_sha256: sha256(full.as_bytes()),
-                receipts: ran.map(|r| r.receipts).unwrap_or_default(),
-            };
+            let (outcome, exit_code, mut full) = conclude(&j, ran.as_ref());
+            let mut reviewed = None;
+            if outcome == Outcome::Succeeded && j.call.name == SUBMIT_PLAN && ending.is_none() {
+                if let Some((told, line, end)) = self.review(&j.call) {
+                    full = told;
+                    reviewed = Some(line);
+                    ending = end;
+                } else if self.plan_approved {
+                    full = "the plan is already approved; there is nothing to review".into();
+                }
+            }
+            let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
             tracing::info!(
                 call_id = %record.call_id,
                 tool = %record.tool,
@@ -393,26 +683,171 @@ impl Session {
                 "call ended"
             );
             self.recorder.append(&record)?;
+            self.settle(ran.as_ref());
             self.terminal.call_ended(&CallEnd {
                 admission: &j.admission,
                 record: &record,
                 arguments: &j.call.arguments,
             });
+            if let Some(line) = reviewed {
+                self.recorder.append(&line)?;
+                self.terminal.plan_reviewed(&line);
+            }
             self.messages.push(Message::Tool {
                 call_id: j.call.id,
                 content: shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
             });
         }
-        Ok(())
+        Ok(ending)
+    }
+
+    /// Has a plan handed in with `submit_plan` reviewed, when the session is in plan mode:
+    /// returns what the model is told, the `plan` line, and the plan when the run ends with it.
+    /// An approved plan swaps in the normal-mode gate.
+    fn review(&mut self, call: &ProposedCall) -> Option<(String, PlanRecord, Option<String>)> {
+        let planning = self.planning.as_ref()?;
+        // The gate validated the arguments against the tool's schema: `plan` is a string.
+        let plan = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("plan").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        let answer = planning.reviewer.review(&plan);
+        let (decision, by, feedback, told) = match &answer {
+            PlanAnswer::Approve | PlanAnswer::SelfApprove => {
+                let (by, who) = if answer == PlanAnswer::Approve {
+                    (Reviewer::Person, "a person approved the plan")
+                } else {
+                    (
+                        Reviewer::ApprovePlan,
+                        "the run approved its own plan, as it was told to (--approve-plan)",
+                    )
+                };
+                (
+                    PlanDecision::Approved,
+                    Some(by),
+                    None,
+                    format!(
+                        "approved: {who}. The session is now in normal mode: changes may run, \
+                         each still judged by the policy. Carry out the plan."
+                    ),
+                )
+            }
+            PlanAnswer::Reject(feedback) => {
+                let said = if feedback.trim().is_empty() {
+                    "The reviewer gave no reason.".to_owned()
+                } else {
+                    format!("The reviewer says: {feedback}")
+                };
+                (
+                    PlanDecision::Rejected,
+                    Some(Reviewer::Person),
+                    Some(feedback.clone()),
+                    format!(
+                        "rejected: the plan was not approved. {said}\nRevise the plan and hand \
+                         it in again with {SUBMIT_PLAN}; changes still wait for an approved plan."
+                    ),
+                )
+            }
+            PlanAnswer::End => (
+                PlanDecision::Unreviewed,
+                None,
+                None,
+                "the plan was handed in; nobody can review it in this run, so the run ends \
+                 with it. No change was admitted."
+                    .to_owned(),
+            ),
+        };
+        let line = PlanRecord {
+            run_id: self.run_id.clone(),
+            time_ms: now_ms(),
+            event: "plan",
+            call_id: call.id.clone(),
+            plan: match self.record_arguments {
+                RecordArguments::Full => Some(shorten(&plan, PLAN_BOUND, Keep::Head).into_owned()),
+                RecordArguments::Digest => None,
+            },
+            plan_sha256: sha256(plan.as_bytes()),
+            plan_bytes: plan.len(),
+            decision,
+            by,
+            feedback,
+        };
+        let mut end = None;
+        match decision {
+            PlanDecision::Approved => {
+                if let Some(planning) = self.planning.take() {
+                    self.gate = planning.then;
+                    // The hooks judge with the session's gate: the normal one from now on.
+                    if let Some((_, explaining)) = &mut self.hooks {
+                        *explaining = Arc::new(self.gate.with_explain(true));
+                    }
+                    self.plan_approved = true;
+                }
+            }
+            PlanDecision::Rejected => {}
+            PlanDecision::Unreviewed => end = Some(plan),
+        }
+        Some((told, line, end))
+    }
+
+    /// The record line of a call that has ended.
+    fn call_record(
+        &self,
+        j: &Decided,
+        ran: Option<&Ran>,
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        full: &str,
+    ) -> CallRecord {
+        CallRecord {
+            run_id: self.run_id.clone(),
+            time_ms: j.time_ms,
+            call_id: j.call.id.clone(),
+            tool: j.call.name.clone(),
+            arguments: match self.record_arguments {
+                RecordArguments::Full => {
+                    Some(shorten(&j.call.arguments, ARGUMENTS_BOUND, Keep::Head).into_owned())
+                }
+                RecordArguments::Digest => None,
+            },
+            arguments_sha256: sha256(j.call.arguments.as_bytes()),
+            admission: AdmissionRecord {
+                verdict: j.admission.verdict,
+                stage: j.admission.stage,
+                rules: j.admission.rules.clone(),
+                reasons: j.admission.reasons.clone(),
+            },
+            approval: j.approval,
+            lease: ran.map(|r| r.need.clone()),
+            sandbox: ran.and(j.admission.sandbox.clone()),
+            outcome,
+            exit_code,
+            failure: failure(outcome, ran),
+            started_ms: ran.map(|r| r.started_ms),
+            duration_ms: ran.map_or(0, |r| r.duration_ms),
+            result_bytes: full.len(),
+            result_sha256: sha256(full.as_bytes()),
+            receipts: ran.map(|r| r.receipts.clone()).unwrap_or_default(),
+            snapshot: ran.map(|r| r.changed.clone()).unwrap_or_default(),
+            annotations: j.admission.annotations.clone(),
+            replaced_arguments_sha256: j.replaced_sha256.clone(),
+        }
     }
 
     /// The gate, then the approver for an ask.
     fn judge(&mut self, call: ProposedCall) -> Decided {
-        let judgement = self.gate.admit(&Call {
+        let proposed = Call {
             id: Some(call.id.clone()),
             name: call.name.clone(),
             arguments: RawArguments::Text(call.arguments.clone()),
-        });
+        };
+        let judgement = match &self.hooks {
+            Some((hooks, explaining)) => {
+                let j = explaining.admit(&proposed);
+                hooks.pre_tool(explaining, &proposed, j)
+            }
+            None => self.gate.admit(&proposed),
+        };
         let time_ms = now_ms();
         let (admission, approval, runnable) = match judgement {
             Judgement::Refused(admission) => (admission, None, None),
@@ -436,12 +871,19 @@ impl Session {
                 (admission, Some(approval), runnable)
             }
         };
+        let replaced_sha256 = admission.replaced_arguments.as_ref().and_then(|_| {
+            let input = admission.input.as_ref()?;
+            serde_json::to_string(&input.arguments)
+                .ok()
+                .map(|a| sha256(a.as_bytes()))
+        });
         Decided {
             time_ms,
             call,
             admission,
             approval,
             runnable,
+            replaced_sha256,
         }
     }
 }
@@ -454,39 +896,106 @@ fn exact_key(call: &ProposedCall) -> String {
     format!("{}\u{0}{args}", call.name)
 }
 
-/// Leases, runs on a blocking thread, and takes receipts.
-async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
+/// Leases, keeps what a file tool is about to change, runs on a blocking thread, and takes
+/// receipts while the lease is still held.
+///
+/// Before a file tool runs, what it may change is kept and noted in the rewind store
+/// ([`Store::note`]), so that a run stopped before the call's line is recorded loses nothing.
+async fn run_one(
+    admitted: Admitted,
+    leases: Arc<Leases>,
+    store: Store,
+    (run_id, call_id, tool): (String, String, String),
+) -> Ran {
     let leased = admitted.lease(&leases).await;
     let admission = leased.admission().clone();
     let need = leased.need().clone();
-    let files: &[PathBuf] = match &need {
-        Need::Paths(paths) => paths,
-        _ => &[],
+    // Only a call leased by the paths it changes is observed: a shell command's effects are not.
+    let changes = if matches!(need, Need::Paths(_)) {
+        leased.changes()
+    } else {
+        Vec::new()
     };
-    let before: Vec<Option<(String, u64)>> = files.iter().map(|f| file_digest(f)).collect();
-    let started = Instant::now();
-    let started_ms = now_ms();
-    let (result, lease) = match tokio::task::spawn_blocking(move || leased.execute()).await {
-        Ok(executed) => (
-            executed.result.map_err(|e| e.to_string()),
-            Some(executed.lease),
-        ),
-        Err(e) => (Err(format!("the call's thread failed: {e}")), None),
-    };
-    let duration_ms = started.elapsed().as_millis();
-    let mut receipts: Vec<Receipt> = files
-        .iter()
-        .zip(before)
-        .map(|(path, before)| {
-            let after = file_digest(path);
-            Receipt::File {
-                path: path.display().to_string(),
-                before_sha256: before.map(|b| b.0),
-                bytes: after.as_ref().map(|a| a.1),
-                after_sha256: after.map(|a| a.0),
+    let job = move || {
+        let paths: Vec<String> = changes
+            .iter()
+            .map(|p| p.absolute().display().to_string())
+            .collect();
+        let before: Vec<Kept> = changes.iter().map(|p| store.keep(p)).collect();
+        let note = if paths.is_empty() {
+            None
+        } else {
+            let noted: Vec<(String, Kept)> =
+                paths.iter().cloned().zip(before.iter().cloned()).collect();
+            match store.note(&run_id, &call_id, &tool, &noted) {
+                Ok(note) => Some(note),
+                Err(e) => {
+                    // The call's line will still carry its snapshot; only a crash before that
+                    // line would lose what it changed.
+                    tracing::warn!(call_id, "cannot note the call in the rewind store: {e}");
+                    None
+                }
             }
-        })
-        .collect();
+        };
+        let started = Instant::now();
+        let started_ms = now_ms();
+        let executed = leased.execute();
+        let duration_ms = started.elapsed().as_millis();
+        let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
+        (
+            paths,
+            before,
+            after,
+            note,
+            started_ms,
+            duration_ms,
+            executed,
+        )
+    };
+    let (paths, before, after, note, started_ms, duration_ms, result, lease) =
+        match tokio::task::spawn_blocking(job).await {
+            Ok((paths, before, after, note, started_ms, duration_ms, executed)) => (
+                paths,
+                before,
+                after,
+                note,
+                started_ms,
+                duration_ms,
+                executed.result.map_err(|e| e.to_string()),
+                Some(executed.lease),
+            ),
+            // A tool that panicked (a bug): the note, if any, stays in the store, but the call's
+            // line recorded next makes a rewind pass it over, so what it changed goes unrestored.
+            Err(e) => (
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                None,
+                now_ms(),
+                0,
+                Err(format!("the call's thread failed: {e}")),
+                None,
+            ),
+        };
+    let mut receipts = Vec::with_capacity(paths.len() + 1);
+    let mut changed = Vec::new();
+    for ((path, before), after) in paths.into_iter().zip(before).zip(after) {
+        receipts.push(Receipt::File {
+            path: path.clone(),
+            before_sha256: before.state.sha256().map(str::to_owned),
+            after_sha256: after.sha256().map(str::to_owned),
+            bytes: after.bytes(),
+        });
+        if before.state != after {
+            changed.push(SnapshotFile {
+                path,
+                before: before.state,
+                after,
+                kept: before.kept,
+                note: before.note,
+            });
+        }
+    }
     if admission.bash.is_some() {
         receipts.push(Receipt::Process {
             exit_code: result.as_ref().ok().and_then(|o| o.exit_code),
@@ -500,6 +1009,8 @@ async fn run_one(admitted: Admitted, leases: Arc<Leases>) -> Ran {
         duration_ms,
         result,
         receipts,
+        changed,
+        note,
     }
 }
 

@@ -14,8 +14,8 @@ use clap::{Args, ValueEnum};
 use reasonix::{Admission, Posture, Verdict};
 use serde::Serialize;
 
-use super::PostureArg;
 use super::render;
+use super::{ModeArg, PostureArg};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -33,6 +33,10 @@ pub struct CheckArgs {
     /// Who answers an `ask`.
     #[arg(long, value_enum, default_value_t = PostureArg::Interactive)]
     posture: PostureArg,
+    /// Judge as a run in this mode would: in `plan` mode every call that is not read-only is
+    /// blocked at stage `plan`, and `submit_plan` exists.
+    #[arg(long, value_enum, default_value_t = ModeArg::Normal)]
+    mode: ModeArg,
     /// Output: `text` for people, `json` for scripts (one JSON object per call and line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -40,6 +44,15 @@ pub struct CheckArgs {
     /// output it is the verdict's `input` field.
     #[arg(long)]
     explain: bool,
+    /// Leave MCP servers out: no server is started, and a call to an MCP tool is invalid.
+    /// Without it, a server starts (after its `mcp_connect__NAME` call is judged and allowed)
+    /// only when a call names one of its tools.
+    #[arg(long)]
+    no_mcp: bool,
+    /// Leave the pre-tool hooks of reasonix.yaml out (each verdict a hook would have judged
+    /// says so). Without it, check runs them as a live run would, and shows their decision.
+    #[arg(long)]
+    no_hooks: bool,
     /// The call, as JSON: {"name": ..., "arguments": {...}}. Without it, JSONL is read from stdin.
     #[arg(value_name = "CALL")]
     call: Option<String>,
@@ -63,6 +76,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         },
         record: None,
         posture,
+        mode: args.mode.into(),
         explain: args.explain,
     })?;
     if args.format == Format::Text
@@ -70,7 +84,34 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         super::warn(&notice);
     }
-    let gate = built.gate;
+    let hooks = match &built.settings.hooks {
+        Some(spec) => Some(
+            reasonix::hooks::Hooks::new(
+                spec,
+                built.gate.roots().workspace(),
+                built.gate.jail().mode(),
+            )
+            .map_err(anyhow::Error::msg)
+            .context("reasonix.yaml hooks")?,
+        ),
+        None => None,
+    }
+    .filter(|h| !h.is_empty());
+    let mut servers = if args.no_mcp {
+        None
+    } else {
+        Some(super::mcp_servers(&built.gate, &built.settings)?)
+    };
+    let mut gate = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        built
+            .gate
+            .with_registry(registry)
+            .context("cannot set up the gate")?
+    } else {
+        built.gate
+    };
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
@@ -80,12 +121,35 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Format::Text => Box::new(BufWriter::new(anstream::AutoStream::auto(stdout))),
     };
     let format = args.format;
-    // One call judged and its verdict rendered, on whichever thread: the gate is immutable
-    // and every call is judged on its own.
-    let judge = |text: Result<&str, String>, line: Option<usize>| -> std::io::Result<Judged> {
+    // One call judged by `gate` and its verdict rendered.
+    let judge_with = |gate: &reasonix::Gate,
+                      text: Result<&str, String>,
+                      line: Option<usize>|
+     -> std::io::Result<Judged> {
         let admission = match text {
             Ok(text) => {
-                let mut a = gate.admit_text(text).into_admission();
+                let mut a = match (&hooks, reasonix::Call::parse(text)) {
+                    (Some(hooks), Ok(call)) if !args.no_hooks => {
+                        let explaining = gate.with_explain(true);
+                        let judged = explaining.admit(&call);
+                        let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
+                        if !args.explain {
+                            a.input = None;
+                        }
+                        a
+                    }
+                    (Some(hooks), Ok(call)) => {
+                        let mut a = gate.admit(&call).into_admission();
+                        if a.tool.as_deref().is_some_and(|t| hooks.matches(t))
+                            && a.verdict != Verdict::Invalid
+                        {
+                            a.reasons
+                                .push("pre-tool hooks left out (--no-hooks)".to_owned());
+                        }
+                        a
+                    }
+                    _ => gate.admit_text(text).into_admission(),
+                };
                 if let (Some(n), Verdict::Invalid) = (line, a.verdict) {
                     a.reasons = a.reasons.iter().map(|r| on_line(r, n, text)).collect();
                 }
@@ -112,9 +176,21 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             bytes,
         })
     };
+    // Calls are judged one after another, in input order, when judging one may change how the
+    // next is judged (a call to a configured MCP server starts it, and its tools join the gate)
+    // or runs a program of the user's (a pre-tool hook); otherwise each call is judged on its
+    // own, on any thread: the gate is immutable.
+    let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
+        || (hooks.is_some() && !args.no_hooks);
+    let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
+        if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
+            start_named_server(servers, &mut gate, text);
+        }
+        judge_with(&gate, text, line)
+    };
     let mut worst: Option<Verdict> = None;
     let written = match &args.call {
-        Some(call) => judge(Ok(call), None).and_then(|j| {
+        Some(call) => one_by_one(Ok(call), None).and_then(|j| {
             worst = Some(j.verdict);
             out.write_all(&j.bytes)?;
             out.flush()
@@ -128,12 +204,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             // A buffer of our own, larger than stdin's, so that no line waits unseen in stdin's
             // buffer while this one looks empty.
-            stream(
-                BufReader::with_capacity(64 * 1024, stdin),
-                &mut out,
-                &judge,
-                &mut worst,
-            )
+            let input = BufReader::with_capacity(64 * 1024, stdin);
+            if in_order {
+                stream(
+                    input,
+                    &mut out,
+                    Judging::InOrder(&mut one_by_one),
+                    &mut worst,
+                )
+            } else {
+                let gate = &gate;
+                let each =
+                    |text: Result<&str, String>, line: Option<usize>| judge_with(gate, text, line);
+                stream(input, &mut out, Judging::Apart(&each), &mut worst)
+            }
         }
     };
     match written {
@@ -143,6 +227,50 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e).context("cannot write the verdicts"),
     }
     Ok(ExitCode::from(exit_status(worst)))
+}
+
+/// Starts the MCP server a call names, if it is configured and not tried yet: its connect call
+/// is judged by the same gate, and only an allowed one starts it (a dry run asks nobody, so a
+/// connect that needs a person stays unstarted, and the call says why). Then the gate is
+/// rebuilt with the server's tools.
+fn start_named_server(
+    servers: &mut reasonix::agent::servers::Servers,
+    gate: &mut reasonix::Gate,
+    text: &str,
+) {
+    let Ok(call) = reasonix::Call::parse(text) else {
+        return;
+    };
+    // Through the proxy, the tool named is its capability.
+    let proxied = (call.name == "use_capability")
+        .then(|| call.parse_arguments().ok())
+        .flatten()
+        .and_then(|a| a.get("capability")?.as_str().map(str::to_owned));
+    let tool = proxied.as_deref().unwrap_or(&call.name);
+    let Some(name) = reasonix::mcp::server_of(tool) else {
+        return;
+    };
+    if !servers.has(name) || servers.tried(name) {
+        return;
+    }
+    let connected = servers.connect(name, &mut |_| None);
+    let a = &connected.admission;
+    let how = match &connected.result {
+        Ok(c) => format!("started, {} tools", c.tools().len()),
+        Err(e) => format!("not started: {e}"),
+    };
+    super::note(&format!(
+        "{}: {} at stage {}; {how}",
+        reasonix::mcp::connect_name(name),
+        a.verdict,
+        a.stage.as_str()
+    ));
+    let (registry, unavailable) = servers.registry();
+    super::unavailable_notes(&unavailable);
+    match gate.with_registry(registry) {
+        Ok(with) => *gate = with,
+        Err(e) => super::warn(&format!("the MCP tools are left out: {e}")),
+    }
 }
 
 /// One verdict as a JSON line: the admission, with the line of the input it answers (`null`
@@ -163,6 +291,18 @@ struct Judged {
 /// Judges one call (or says why a line is not one) and renders its verdict.
 type Judge<'a> = dyn Fn(Result<&str, String>, Option<usize>) -> std::io::Result<Judged> + Sync + 'a;
 
+/// The same, for calls that must be judged one after another.
+type JudgeInOrder<'a> =
+    dyn FnMut(Result<&str, String>, Option<usize>) -> std::io::Result<Judged> + 'a;
+
+/// How the calls of a stream are judged.
+enum Judging<'a, 'b> {
+    /// Each on its own: the lines waiting together may be judged on several threads.
+    Apart(&'a Judge<'b>),
+    /// One after another, in input order, on this thread.
+    InOrder(&'a mut JudgeInOrder<'b>),
+}
+
 /// At most this many waiting lines are judged together.
 const BATCH: usize = 256;
 /// A batch smaller than this is judged on the reading thread alone.
@@ -173,13 +313,13 @@ const PARALLEL_FROM: usize = 16;
 /// blank line is skipped. Output is flushed whenever no complete line is waiting, so a program
 /// that sends one call at a time gets each verdict at once.
 ///
-/// The lines already waiting in the buffer (up to [`BATCH`]) are judged together, spread over
-/// the machine's cores when there are enough of them, and their verdicts written in input order;
-/// a line that arrives alone is judged and answered alone.
+/// The lines already waiting in the buffer (up to [`BATCH`]) are judged together — spread over
+/// the machine's cores when there are enough of them and the calls may be judged apart — and
+/// their verdicts written in input order; a line that arrives alone is judged and answered alone.
 fn stream(
     input: BufReader<impl Read>,
     out: &mut dyn Write,
-    judge: &Judge<'_>,
+    mut judging: Judging<'_, '_>,
     worst: &mut Option<Verdict>,
 ) -> std::io::Result<()> {
     let mut input = input;
@@ -202,7 +342,14 @@ fn stream(
                 batch.push((n, item));
             }
         }
-        for judged in judge_all(&batch, judge, threads)? {
+        let judged = match &mut judging {
+            Judging::Apart(judge) => judge_all(&batch, *judge, threads)?,
+            Judging::InOrder(judge) => batch
+                .iter()
+                .map(|(n, item)| judge(item.as_deref().map_err(Clone::clone), Some(*n)))
+                .collect::<std::io::Result<Vec<_>>>()?,
+        };
+        for judged in judged {
             *worst = (*worst).max(Some(judged.verdict));
             out.write_all(&judged.bytes)?;
         }

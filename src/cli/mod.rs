@@ -2,8 +2,10 @@
 //! the logs, maps errors to exit status 2 and prints them the way a user can act on.
 //!
 //! Exit status of `check` (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
-//! 2 usage or configuration error; of `run`: 0 finished, 3 max steps, 4 provider failed. clap's
-//! own usage errors exit 2 as well.
+//! 2 usage or configuration error; of `run`: 0 finished (a goal met, an unreviewed plan handed
+//! in), 3 max steps, 4 provider failed, 5 a goal not met when the turns ran out, 6 the gate
+//! blocked the goal's check; of `rewind`: 0 every change in range restored, 1 some file left
+//! alone. clap's own usage errors exit 2 as well.
 //!
 //! Logs (`tracing`) go to stderr only, never into the verdicts or JSON on stdout: warnings by
 //! default, `-v` info, `-vv` debug (a span per call with each stage's duration), `-vvv` trace,
@@ -13,6 +15,7 @@ mod check;
 mod out;
 mod policy;
 mod render;
+mod rewind;
 mod run;
 mod sandbox;
 
@@ -24,7 +27,7 @@ use anyhow::Context;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use reasonix::agent::config::RunConfig;
 use reasonix::policy::BUILTIN_DEFAULT;
-use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
+use reasonix::{Gate, HostFiles, Mode, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
@@ -59,6 +62,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant (`run`'s flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Dry-run proposed tool calls through the gate and print each verdict.
@@ -66,6 +71,9 @@ enum Command {
     /// Run the agent on a prompt: the model proposes calls, the gate judges them, the jail runs
     /// them, and the execution record says what happened.
     Run(run::RunArgs),
+    /// Undo what the file tools of earlier runs changed, as their execution record tells it;
+    /// or list the points a record can go back to.
+    Rewind(rewind::RewindArgs),
     /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
@@ -106,6 +114,25 @@ pub enum PostureArg {
     Strict,
 }
 
+/// The mode, as the command line names it.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum ModeArg {
+    /// Calls may act, as the policy and the posture decide.
+    #[default]
+    Normal,
+    /// Only read-only calls run: every other call is blocked at stage `plan`.
+    Plan,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Normal => Mode::Normal,
+            ModeArg::Plan => Mode::Plan,
+        }
+    }
+}
+
 impl From<PostureArg> for Posture {
     fn from(p: PostureArg) -> Posture {
         match p {
@@ -132,6 +159,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
+        Command::Rewind(args) => rewind::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Sandbox { command } => sandbox::run(command),
         Command::Completions { shell } => completions(shell),
@@ -380,6 +408,7 @@ fn settled(workspace: &Path) -> anyhow::Result<(PathBuf, RunConfig)> {
 }
 
 /// Which policies a gate judges with.
+#[derive(Clone, Copy)]
 enum Policies<'a> {
     /// `--policy` and `--data` as given (see [`choose`]); `refused` says what a policy that
     /// does not load stops.
@@ -397,6 +426,7 @@ enum Policies<'a> {
 }
 
 /// What every entry point needs to build its gate.
+#[derive(Clone, Copy)]
 struct GateSpec<'a> {
     /// The workspace, as given.
     workspace: &'a Path,
@@ -406,6 +436,8 @@ struct GateSpec<'a> {
     record: Option<&'a Path>,
     /// Who answers asks.
     posture: Posture,
+    /// Whether changes may begin (`--plan`, `check --mode`).
+    mode: Mode,
     /// `--explain`.
     explain: bool,
 }
@@ -424,11 +456,7 @@ struct Built {
 /// change. So a dry run protects exactly what a live run protects.
 fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
     let (workspace, settings) = settled(spec.workspace)?;
-    let record = match (spec.record, &settings.record.path) {
-        (Some(r), _) => Some(absolute(r)?),
-        (None, Some(r)) => Some(workspace.join(r)),
-        (None, None) => None,
-    };
+    let record = record_path(&workspace, &settings, spec.record)?;
     let chosen = match spec.policies {
         Policies::Named {
             policies,
@@ -455,6 +483,7 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
     files.extend(chosen.files.iter().cloned());
     let gate = Gate::builder(Registry::with_builtins(), &chosen.set, &workspace)
         .posture(spec.posture)
+        .mode(spec.mode)
         .explain(spec.explain)
         .host_files(host.with_files(files))
         .build()
@@ -466,9 +495,46 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
     })
 }
 
+/// The record `--record` names (absolute), else the one `reasonix.yaml` names (relative to the
+/// workspace); `None` for the default, `.reasonix/record.jsonl` in the workspace.
+fn record_path(
+    workspace: &Path,
+    settings: &RunConfig,
+    flag: Option<&Path>,
+) -> anyhow::Result<Option<PathBuf>> {
+    Ok(match (flag, &settings.record.path) {
+        (Some(r), _) => Some(absolute(r)?),
+        (None, Some(r)) => Some(workspace.join(r)),
+        (None, None) => None,
+    })
+}
+
 /// `p` made absolute from the current folder.
 fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
+}
+
+/// The MCP servers of a workspace (`.mcp.json`, `mcp_servers:` of reasonix.yaml), ready to be
+/// connected through `gate`'s connect calls.
+fn mcp_servers(
+    gate: &Gate,
+    settings: &RunConfig,
+) -> anyhow::Result<reasonix::agent::servers::Servers> {
+    let configured = reasonix::mcp::servers(
+        gate.roots().workspace(),
+        &settings.mcp_servers.clone().unwrap_or_default(),
+    )
+    .map_err(anyhow::Error::msg)
+    .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
+    reasonix::agent::servers::Servers::new(configured, gate)
+        .context("cannot offer the MCP servers' connect calls")
+}
+
+/// One line on stderr per MCP tool a server offered that is unavailable.
+fn unavailable_notes(unavailable: &std::collections::BTreeMap<String, Vec<(String, String)>>) {
+    for (tool, why) in unavailable.values().flatten() {
+        warn(&format!("MCP tool {tool} is unavailable: {why}"));
+    }
 }
 
 /// A note on stderr for a person: dimmed, prefixed with `reasonix:`.

@@ -26,7 +26,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use reasonix::policy::rego::TestOutcome;
 use reasonix::policy::{DEFAULT_POLICY, ToolFacts, is_case_file, is_test_module};
-use reasonix::{Effect, PolicySet, Posture, Registry};
+use reasonix::{Effect, Mode, PolicySet, Posture, Registry, Stage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -102,20 +102,29 @@ const ALWAYS: &[(&str, &[Effect])] = &[
     ("edit_file", &[Effect::Write]),
     ("move_file", &[Effect::Write, Effect::Delete]),
     ("delete_file", &[Effect::Delete]),
+    // The proxy has none of its own: a call of it is judged as the tool it names.
+    ("use_capability", &[]),
 ];
 
-/// What the warnings know of the tools calls can name: the builtin ones.
+/// What the warnings know of the tools calls can name: the builtin ones, with `submit_plan`,
+/// which plan mode offers (it touches nothing: no effect).
 fn tool_facts() -> Vec<ToolFacts> {
+    let plan_mode: Vec<String> = reasonix::tool::builtin::plan_mode()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
     Registry::with_builtins()
         .names()
+        .map(str::to_owned)
+        .chain(plan_mode)
         .map(|name| ToolFacts {
-            name: name.to_owned(),
             effects: ALWAYS
                 .iter()
                 .find(|(n, _)| *n == name)
                 .map(|(_, e)| e.iter().copied().collect())
                 .unwrap_or_default(),
             shell: name == "bash",
+            name,
         })
         .collect()
 }
@@ -199,11 +208,15 @@ struct Case {
     call: Value,
     /// The posture (default: interactive).
     posture: Option<Posture>,
+    /// The mode (default: normal), as `check --mode` takes it.
+    mode: Option<Mode>,
     /// Files to create in the temporary workspace: path → content.
     #[serde(default)]
     files: std::collections::BTreeMap<String, String>,
     /// The verdict expected.
     expect: Expect,
+    /// The stage expected to settle it (default: any).
+    stage: Option<String>,
 }
 
 #[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -448,6 +461,7 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
             },
             record: None,
             posture: case.posture.unwrap_or_default(),
+            mode: case.mode.unwrap_or_default(),
             explain: false,
         })
         .with_context(|| format!("{} {name}", file.display()))?;
@@ -455,15 +469,25 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
             .gate
             .admit_text(&case.call.to_string())
             .into_admission();
-        let got = admission.verdict.as_str();
-        let passed = got == case.expect.as_str();
+        let stage: Stage = admission.stage;
+        let (expected, got) = match &case.stage {
+            Some(want) => (
+                format!("{} at stage {want}", case.expect.as_str()),
+                format!("{} at stage {}", admission.verdict.as_str(), stage.as_str()),
+            ),
+            None => (
+                case.expect.as_str().to_owned(),
+                admission.verdict.as_str().to_owned(),
+            ),
+        };
+        let passed = got == expected;
         results.push(Ran {
             kind: "case",
             file: file.display().to_string(),
             name,
             passed,
-            expected: case.expect.as_str().into(),
-            got: got.into(),
+            expected,
+            got,
             reasons: admission.reasons,
         });
     }
@@ -530,6 +554,7 @@ mod tests {
             json!({"name": "edit_file", "arguments": {"path": "a", "old_string": "x", "new_string": "y"}}),
             json!({"name": "move_file", "arguments": {"source_path": "a", "destination_path": "c"}}),
             json!({"name": "delete_file", "arguments": {"path": "a"}}),
+            json!({"name": "use_capability", "arguments": {"capability": "list_dir", "arguments": {"path": "."}}}),
         ];
         assert_eq!(calls.len(), ALWAYS.len());
         assert_eq!(Registry::with_builtins().names().count(), ALWAYS.len());

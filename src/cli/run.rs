@@ -8,9 +8,17 @@
 //! stall, a 429 or 5xx…) is retried (`--max-retries`, `--read-timeout-ms`); a line on stderr says
 //! so, and marks as discarded whatever text of it was already shown.
 //!
-//! Exit status: 0 the model finished, 3 it hit `--max-steps`, 4 the provider failed (recorded),
-//! 2 a usage or configuration error (nothing ran) or the record could not be written (the run
-//! stopped rather than go on unrecorded).
+//! `--plan` starts in plan mode: every call that is not read-only is blocked at stage `plan`
+//! until a plan handed in with `submit_plan` is approved — by the person at the terminal, or by
+//! the run itself with `--approve-plan`; unattended without it, the run ends with the plan printed
+//! on stdout. `--goal TEXT --verify CMD` checks the goal with CMD (a bash call through the gate)
+//! whenever the model stops, and goes on until it passes or the turns run out.
+//!
+//! Exit status: 0 the model finished (with `--goal`: the goal is met; with `--plan` unattended:
+//! the plan was handed in and printed), 3 it hit `--max-steps`, 4 the provider failed
+//! (recorded), 5 the goal was not met when `--max-steps` ran out, 6 the gate (or a person)
+//! blocked the goal's check, 2 a usage or configuration error (nothing ran) or the record could
+//! not be written (the run stopped rather than go on unrecorded).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -30,11 +38,17 @@ use reasonix::agent::provider::{
 };
 use reasonix::agent::script::ScriptProvider;
 use reasonix::agent::session::CallEnd;
-use reasonix::agent::{Answer, Approver, End, Provider, Session, SessionError, Terminal};
+use reasonix::agent::{
+    Answer, Approver, Decided, End, Goal, PlanAnswer, PlanReviewer, Provider, Session,
+    SessionError, Terminal,
+};
+use reasonix::gate::Judgement;
 use reasonix::lease::Leases;
-use reasonix::record::{Approval, Outcome, Recorder};
+use reasonix::record::{
+    Approval, EvidenceRecord, Outcome, PlanDecision, PlanRecord, Recorder, Reviewer,
+};
 use reasonix::text::{Keep, shorten, visible, visible_lines};
-use reasonix::{Admission, Posture};
+use reasonix::{Admission, Mode, Posture};
 
 use super::{note, render, warn};
 
@@ -42,6 +56,10 @@ use super::{note, render, warn};
 const EXIT_MAX_STEPS: u8 = 3;
 /// Exit status when the provider failed.
 const EXIT_PROVIDER: u8 = 4;
+/// Exit status when the turns ran out and the goal's check never passed.
+const EXIT_GOAL_NOT_MET: u8 = 5;
+/// Exit status when the gate (or a person) blocked the goal's check.
+const EXIT_VERIFY_BLOCKED: u8 = 6;
 
 const DEFAULT_MAX_STEPS: usize = 30;
 const DEFAULT_RESULT_BYTES: usize = 16 * 1024;
@@ -97,6 +115,25 @@ pub struct RunArgs {
     /// the attempt counts as stalled (default 300000: five minutes).
     #[arg(long, value_name = "MS")]
     read_timeout_ms: Option<u64>,
+    /// Start in plan mode: only read-only calls run, every other call is blocked at stage
+    /// `plan` until the plan the model hands in (`submit_plan`) is approved. A person at the
+    /// terminal approves or rejects it; unattended, the run ends with the plan on stdout.
+    #[arg(long)]
+    plan: bool,
+    /// With --plan: the run approves its own plan and goes on (recorded as such).
+    #[arg(long, requires = "plan")]
+    approve_plan: bool,
+    /// A goal, in words: when the model stops, --verify checks it, and the run goes on until
+    /// it is met or --max-steps runs out (exit 5).
+    #[arg(long, value_name = "TEXT", requires = "verify")]
+    goal: Option<String>,
+    /// The bash command that checks --goal (exit 0: met). It runs through the gate and the
+    /// jail like any call; a check the gate blocks ends the run (exit 6).
+    #[arg(long, value_name = "CMD", requires = "goal")]
+    verify: Option<String>,
+    /// Leave the MCP servers of .mcp.json and reasonix.yaml out: none is started.
+    #[arg(long)]
+    no_mcp: bool,
     /// What to ask the agent.
     #[arg(value_name = "PROMPT")]
     prompt: String,
@@ -127,7 +164,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         note("stdin is not a terminal: running unattended (asks resolve by defaults.unattended)");
     }
 
-    let built = super::gate(super::GateSpec {
+    let spec = super::GateSpec {
         workspace: &workspace,
         policies: super::Policies::Named {
             policies: &args.policies,
@@ -136,25 +173,87 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         record: args.record.as_deref(),
         posture,
+        mode: Mode::Normal,
         explain: false,
-    })?;
+    };
+    let built = super::gate(spec)?;
     if let Some(notice) = built.chosen.default_notice() {
         warn(&notice);
     }
     let (gate, config) = (built.gate, built.settings);
     let record = gate.host_files().record().to_path_buf();
     let workspace = gate.roots().workspace().to_path_buf();
-
+    let goal = match (&args.goal, &args.verify) {
+        (Some(text), Some(verify)) => {
+            precheck(&gate, verify)?;
+            Some(Goal {
+                text: text.clone(),
+                verify: verify.clone(),
+            })
+        }
+        _ => None,
+    };
     let provider = provider(&args, &config, &workspace)?;
-    let recorder = Recorder::open(&record)
-        .with_context(|| format!("cannot open the execution record {}", record.display()))?;
+    let recorder = Arc::new(
+        Recorder::open(&record)
+            .with_context(|| format!("cannot open the execution record {}", record.display()))?,
+    );
     let approver: Arc<dyn Approver> = Arc::new(Prompt);
+    // The MCP servers connect before the run starts: the model needs their tools' schemas.
+    // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
+    // must start for its read-only tools to be offered); the record gets one line per server.
+    let mut connected_servers = None;
+    let jail_mode = gate.jail().mode();
+    let registry = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        registry
+    } else {
+        let mut servers = super::mcp_servers(&gate, &config)?;
+        let names: Vec<String> = servers.names().map(str::to_owned).collect();
+        for name in &names {
+            let connected = servers.connect(name, &mut |admission| {
+                Some(match approver.ask(admission) {
+                    Answer::Once => Approval::AllowOnce,
+                    Answer::Session => Approval::AllowSession,
+                    Answer::Deny => Approval::Deny,
+                })
+            });
+            match &connected.result {
+                Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
+                Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
+            }
+        }
+        let (registry, unavailable) = servers.registry();
+        super::unavailable_notes(&unavailable);
+        connected_servers = Some((servers, names, unavailable));
+        registry
+    };
+    let gate = gate
+        .with_registry(registry.clone())
+        .context("cannot set up the gate")?;
+    // Plan mode: the session starts with a plan-mode gate built by the same function from the
+    // same specification and with the same tools, and goes on with the normal one once a plan
+    // is approved.
+    let (gate, after_plan) = if args.plan {
+        let planning = super::gate(super::GateSpec {
+            mode: Mode::Plan,
+            ..spec
+        })?;
+        let planning = planning
+            .gate
+            .with_registry(registry)
+            .context("cannot set up the plan-mode gate")?;
+        (planning, Some(Arc::new(gate)))
+    } else {
+        (gate, None)
+    };
     let terminal = Arc::new(Screen::default());
-    let mut session = Session::new(
+    let session = Session::new(
         Arc::new(gate),
         provider,
         approver,
-        Arc::new(recorder),
+        Arc::clone(&recorder),
         Leases::new(),
         terminal.clone(),
         args.max_steps
@@ -165,6 +264,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
+    let mut session = match &config.hooks {
+        Some(spec) => session.hooks(Arc::new(
+            reasonix::hooks::Hooks::new(spec, &workspace, jail_mode)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
+        )),
+        None => session,
+    };
+    if let Some((servers, names, unavailable)) = &connected_servers {
+        for name in names {
+            let none = Vec::new();
+            let tools = unavailable.get(name).unwrap_or(&none);
+            if let Some(line) = servers.record(name, session.run_id(), tools) {
+                recorder
+                    .append(&line)
+                    .context("cannot write the execution record")?;
+            }
+        }
+    }
+    if let Some(then) = after_plan {
+        let reviewer: Arc<dyn PlanReviewer> = if args.approve_plan {
+            Arc::new(Decided(PlanAnswer::SelfApprove))
+        } else if posture == Posture::Interactive {
+            Arc::new(PlanPrompt)
+        } else {
+            Arc::new(Decided(PlanAnswer::End))
+        };
+        session = session.plan(reviewer, then)?;
+    }
+    if let Some(goal) = goal {
+        session = session.goal(goal);
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -175,6 +306,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let summary = terminal.summary();
     let where_ = format!("record: {}", record.display());
     match ended {
+        Ok(End::Finished) if session.mode() == Mode::Plan => {
+            note(&format!(
+                "finished in plan mode without an approved plan (none was handed in, or none was approved); no change was admitted; {summary}; {where_}"
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(End::Finished) => {
             note(&format!("finished; {summary}; {where_}"));
             Ok(ExitCode::SUCCESS)
@@ -184,6 +321,35 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 "stopped after --max-steps turns with the model still working; {summary}; {where_}"
             ));
             Ok(ExitCode::from(EXIT_MAX_STEPS))
+        }
+        Ok(End::GoalMet { rounds }) => {
+            note(&format!(
+                "the goal is met (check {rounds} passed); {summary}; {where_}"
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(End::GoalNotMet { rounds }) => {
+            warn(&format!(
+                "the goal is not met: --max-steps ran out after {rounds} check{} that did not pass; {summary}; {where_}",
+                if rounds == 1 { "" } else { "s" }
+            ));
+            Ok(ExitCode::from(EXIT_GOAL_NOT_MET))
+        }
+        Ok(End::VerifyBlocked { reason }) => {
+            warn(&format!("the run ends: {reason}; {summary}; {where_}"));
+            Ok(ExitCode::from(EXIT_VERIFY_BLOCKED))
+        }
+        Ok(End::PlanSubmitted { plan }) => {
+            let mut out = anstream::stdout().lock();
+            let _ = out.write_all(visible_lines(&plan).as_bytes());
+            if !plan.ends_with('\n') {
+                let _ = writeln!(out);
+            }
+            let _ = out.flush();
+            note(&format!(
+                "the plan above was handed in and nobody can review it here, so the run ends with it; no change was admitted (--approve-plan lets a run approve its own plan); {summary}; {where_}"
+            ));
+            Ok(ExitCode::SUCCESS)
         }
         Err(SessionError::Provider(e)) => {
             warn(&format!("the provider failed: {e}; {summary}; {where_}"));
@@ -266,6 +432,71 @@ fn provider(
             Ok(Arc::new(provider))
         }
         other => bail!("unknown provider {other:?}; use deepseek, openai or script:FILE"),
+    }
+}
+
+/// Judges the goal's check before anything runs: a command the gate refuses outright would end
+/// the run at its first check, after the model's work, so it is a configuration error now.
+/// (An ask is left for the run: a person answers it then.)
+fn precheck(gate: &reasonix::Gate, verify: &str) -> anyhow::Result<()> {
+    let call = serde_json::json!({
+        "id": "verify",
+        "name": "bash",
+        "arguments": {"command": verify},
+    });
+    if let Judgement::Refused(a) = gate.admit_text(&call.to_string()) {
+        bail!(
+            "the gate refuses the --verify command ({} at stage {}): {}; nothing ran",
+            a.verdict,
+            a.stage.as_str(),
+            a.reasons.first().map_or("", String::as_str)
+        );
+    }
+    Ok(())
+}
+
+/// The person at the terminal reviews a plan.
+struct PlanPrompt;
+
+impl PlanReviewer for PlanPrompt {
+    /// Shows the plan on stderr and asks; reads the answer from stdin. A rejection asks for one
+    /// line of feedback for the model. End of input means nobody is there to review: the run
+    /// ends with the plan.
+    fn review(&self, plan: &str) -> PlanAnswer {
+        let mut err = anstream::stderr().lock();
+        let label = Style::new().bold();
+        let dim = Style::new().dimmed();
+        let _ = writeln!(err);
+        let _ = writeln!(err, "{label}The model hands in its plan:{label:#}");
+        for line in plan.lines() {
+            let _ = writeln!(err, "{dim}│{dim:#} {}", visible(line));
+        }
+        let read = || {
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line.trim().to_owned()),
+            }
+        };
+        loop {
+            let _ = write!(
+                err,
+                "{label}Approve the plan?{label:#} [a]pprove (changes may run), [r]eject with feedback: "
+            );
+            let _ = err.flush();
+            let Some(answer) = read() else {
+                return PlanAnswer::End;
+            };
+            match answer.to_lowercase().as_str() {
+                "a" | "approve" | "y" | "yes" => return PlanAnswer::Approve,
+                "r" | "reject" | "n" | "no" => {
+                    let _ = write!(err, "Feedback for the model (one line): ");
+                    let _ = err.flush();
+                    return PlanAnswer::Reject(read().unwrap_or_default());
+                }
+                _ => continue,
+            }
+        }
     }
 }
 
@@ -372,6 +603,55 @@ impl Terminal for Screen {
             anstream::stderr(),
             "{style}{label}{style:#} {}.{shown}{next}",
             visible(&failed.to_string())
+        );
+    }
+
+    fn plan_reviewed(&self, plan: &PlanRecord) {
+        self.finish_line();
+        let style = Style::new().bold().fg_color(Some(AnsiColor::Cyan.into()));
+        let dim = Style::new().dimmed();
+        let what = match (plan.decision, plan.by) {
+            (PlanDecision::Approved, Some(Reviewer::ApprovePlan)) => {
+                "approved by the run itself (--approve-plan); normal mode from here".to_owned()
+            }
+            (PlanDecision::Approved, _) => "approved; normal mode from here".to_owned(),
+            (PlanDecision::Rejected, _) => match plan.feedback.as_deref() {
+                Some(f) if !f.trim().is_empty() => {
+                    format!("rejected — {}", visible(&shorten(f, 200, Keep::Head)))
+                }
+                _ => "rejected".to_owned(),
+            },
+            (PlanDecision::Unreviewed, _) => {
+                "handed in; nobody can review it here, so the run ends with it".to_owned()
+            }
+        };
+        let _ = writeln!(
+            anstream::stderr(),
+            "{style}{:<9}{style:#} {what} {dim}[{}] {} bytes{dim:#}",
+            "plan",
+            visible(&plan.call_id),
+            plan.plan_bytes
+        );
+    }
+
+    fn verified(&self, evidence: &EvidenceRecord) {
+        self.finish_line();
+        let (color, what) = if evidence.met {
+            (AnsiColor::Green, "met".to_owned())
+        } else {
+            let how = match (evidence.outcome, evidence.exit_code) {
+                (Outcome::Blocked | Outcome::Invalid, _) => "the check did not run".to_owned(),
+                (_, Some(code)) => format!("the check exited {code}"),
+                (_, None) => "the check did not finish".to_owned(),
+            };
+            (AnsiColor::Yellow, format!("not met — {how}"))
+        };
+        let style = Style::new().bold().fg_color(Some(color.into()));
+        let _ = writeln!(
+            anstream::stderr(),
+            "{style}{:<9}{style:#} {what} (check {})",
+            "goal",
+            evidence.round
         );
     }
 

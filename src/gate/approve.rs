@@ -1,4 +1,4 @@
-//! Stage 7, **approve**: the posture decides what an `ask` becomes.
+//! Stage 8, **approve**: the posture decides what an `ask` becomes.
 //!
 //! 1. `interactive`: an ask stays an ask; a person answers it (the agent's approver).
 //! 2. `unattended`: nobody can answer. An ask that a *rule* raised becomes `defaults.unattended`.
@@ -9,6 +9,7 @@
 //!    becomes deny.
 
 use super::confine::Confined;
+use super::plan::Planned;
 use super::verdict::{Stage, Verdict};
 use crate::policy::{Defaults, Posture, Unattended};
 
@@ -18,7 +19,8 @@ pub(super) struct Approved {
 }
 
 /// Applies the posture.
-pub(super) fn approve(mut c: Confined, posture: Posture, defaults: Defaults) -> Approved {
+pub(super) fn approve(planned: Planned, posture: Posture, defaults: Defaults) -> Approved {
+    let mut c = planned.confined;
     let fallback = c.ruled.ruling.fallback.is_some();
     let person = c.ruled.ruling.needs_person.clone();
     let (to, why) = match (posture, c.verdict) {

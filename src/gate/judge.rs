@@ -36,6 +36,8 @@ pub(super) fn judge(
             tool: call.name.clone(),
             source: call.source,
             read_only: call.tool.read_only(),
+            annotations: call.tool.annotations(),
+            via: call.via.map(str::to_owned),
         },
         effects: class.effects.iter().copied().collect(),
         paths: touched.iter().map(TouchedPath::view).collect(),

@@ -5,16 +5,22 @@
 //! reordered without a type error:
 //!
 //! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
-//! 2. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
+//! 2. **target** (`target`): a proxy (`use_capability`) is resolved to the tool it reaches and
+//!    that tool's arguments; everything after judges the target, never the proxy.
+//! 3. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
 //!    `invalid`. Nothing after this point sees an invalid call.
-//! 3. **classify** (`classify`): the tool names the call's effects and the paths it touches.
-//! 4. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
-//! 5. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
+//! 4. **classify** (`classify`): the tool names the call's effects and the paths it touches;
+//!    for an MCP server's tool, the policy does (`mcp.classify`), never the server.
+//! 5. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
+//! 6. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
 //!    not vouch for is capped at ask.
-//! 6. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
+//! 7. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
-//! 7. **approve** (`approve`): the posture decides what an `ask` becomes.
+//! 7. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
+//!    denied until a plan is approved — before any prompt, lease or process; the gate's jail
+//!    then grants the workspace for reading only.
+//! 8. **approve** (`approve`): the posture decides what an `ask` becomes.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
 //! one, and it is bound to the one tool that was judged; it runs only once leased
@@ -22,6 +28,11 @@
 //!
 //! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
 //! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
+//!
+//! A gate is immutable once built, its mode included. A session whose plan is approved does not
+//! switch this gate to normal mode: it goes on with a second gate built from the same
+//! specification in [`Mode::Normal`], so no value shared with a running admission ever changes
+//! under it, and a gate's answers depend on nothing but how it was built.
 //!
 //! Each admission is a `tracing` span (`call`, with the call's id and tool) whose `judged`
 //! event at debug level carries every stage's duration in microseconds, the verdict and the
@@ -32,7 +43,9 @@ mod classify;
 mod confine;
 mod judge;
 mod misuse;
+mod plan;
 mod resolve;
+mod target;
 mod validate;
 mod verdict;
 
@@ -41,12 +54,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::call::Call;
-use crate::host::{HostFiles, Protected};
+use crate::host::{HostFiles, Protected, Reach};
+pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
 use crate::sandbox::{Roots, RootsError, SharedPlan, TouchedPath, WritePath};
-use crate::tool::{Grant, Registry};
+use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
 use validate::Invalid;
@@ -63,6 +77,9 @@ pub enum GateError {
     /// A policy does not compile for this workspace.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A tool the mode brings (`submit_plan` in plan mode) clashes with a tool already given.
+    #[error("plan mode cannot add its own tool: {0}")]
+    Registry(#[from] RegistryError),
 }
 
 /// The admission gate for one workspace, registry, policy and posture. Immutable once built.
@@ -71,6 +88,7 @@ pub struct Gate {
     policy: Arc<CompiledPolicy>,
     roots: Roots,
     posture: Posture,
+    mode: Mode,
     explain: bool,
     /// Planned when a call first needs it ([`SharedPlan`]).
     jail: SharedPlan,
@@ -87,6 +105,7 @@ pub struct GateBuilder<'p, H> {
     policy: &'p PolicySet,
     workspace: &'p Path,
     posture: Posture,
+    mode: Mode,
     explain: bool,
     host: H,
 }
@@ -107,6 +126,7 @@ impl Gate {
             policy,
             workspace,
             posture: Posture::default(),
+            mode: Mode::default(),
             explain: false,
             host: NeedsHostFiles,
         }
@@ -117,6 +137,15 @@ impl<'p, H> GateBuilder<'p, H> {
     /// Who answers an `ask` (default: interactive).
     pub fn posture(mut self, posture: Posture) -> Self {
         self.posture = posture;
+        self
+    }
+
+    /// Whether changes may begin (default: normal). In [`Mode::Plan`] the plan stage denies every
+    /// call that is not read-only, the jail grants the workspace and the `write_roots` for
+    /// reading only, and the gate offers the builtin tool `submit_plan`, which no normal-mode
+    /// gate has.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
         self
     }
 
@@ -133,6 +162,7 @@ impl<'p, H> GateBuilder<'p, H> {
             policy: self.policy,
             workspace: self.workspace,
             posture: self.posture,
+            mode: self.mode,
             explain: self.explain,
             host,
         }
@@ -142,23 +172,31 @@ impl<'p, H> GateBuilder<'p, H> {
 impl GateBuilder<'_, HostFiles> {
     /// Compiles the policy for the workspace; the jail is planned when a call first needs it.
     pub fn build(self) -> Result<Gate, GateError> {
+        let registry = tools_for(self.registry, self.mode)?;
         let jail_config = self.policy.jail();
         let roots = Roots::new(self.workspace)?;
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
-        let jail = SharedPlan::new(
-            jail_config,
+        // In plan mode the jail holds commands to what the plan stage admits them as: readers.
+        // Planned when a call first needs it ([`SharedPlan`]).
+        let (workspace, home, mode) = (
             roots.workspace().to_path_buf(),
             roots.home().map(Path::to_path_buf),
+            self.mode,
         );
+        let jail = SharedPlan::new(move || match mode {
+            Mode::Normal => Plan::new(&jail_config, &workspace, home.as_deref()),
+            Mode::Plan => Plan::read_only(&jail_config, &workspace, home.as_deref()),
+        });
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
-        let session = SessionInfo::new(self.posture, &roots);
+        let session = SessionInfo::new(self.posture, self.mode, &roots);
         Ok(Gate {
-            registry: Arc::new(self.registry),
+            registry: Arc::new(registry),
             policy,
             roots,
             posture: self.posture,
+            mode: self.mode,
             explain: self.explain,
             jail,
             host: self.host,
@@ -168,7 +206,49 @@ impl GateBuilder<'_, HostFiles> {
     }
 }
 
+/// The tools a gate in `mode` offers: the registry given, and in plan mode `submit_plan` too.
+fn tools_for(mut registry: Registry, mode: Mode) -> Result<Registry, RegistryError> {
+    if mode == Mode::Plan {
+        for tool in crate::tool::builtin::plan_mode() {
+            registry.add_builtin(tool)?;
+        }
+    }
+    Ok(registry)
+}
+
 impl Gate {
+    /// The same gate over another registry: the same policy, roots, posture, jail and host
+    /// files. A gate never changes; the MCP servers' tools join by building a new one.
+    ///
+    /// # Errors
+    ///
+    /// When the registry holds a tool the gate's mode adds itself (`submit_plan` in plan mode).
+    pub fn with_registry(&self, registry: Registry) -> Result<Gate, RegistryError> {
+        Ok(self.with_registry_arc(Arc::new(tools_for(registry, self.mode)?)))
+    }
+
+    /// The same gate, attaching the policy input document to every admission or not.
+    pub fn with_explain(&self, explain: bool) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.explain = explain;
+        gate
+    }
+
+    fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
+        Gate {
+            registry,
+            policy: Arc::clone(&self.policy),
+            roots: self.roots.clone(),
+            posture: self.posture,
+            mode: self.mode,
+            explain: self.explain,
+            jail: self.jail.clone(),
+            host: self.host.clone(),
+            protected: self.protected.clone(),
+            session: self.session.clone(),
+        }
+    }
+
     /// The jail plan bash calls run under (planned now if no call needed it yet).
     pub fn jail(&self) -> &Plan {
         self.jail.get()
@@ -187,6 +267,41 @@ impl Gate {
     /// The posture.
     pub fn posture(&self) -> Posture {
         self.posture
+    }
+
+    /// The mode: whether changes may begin.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Whether the host lets anything change `path` (absolute, resolved) at all, whatever any
+    /// policy says: it must lie beneath a root open for writing (by components) and must be
+    /// none of the host's own files nor a folder that holds one — the sandbox stage's rules for
+    /// a file tool. `reasonix rewind`, which writes outside any jail, writes only where this
+    /// holds, so a forged record cannot make it write elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// Why the path is out of bounds, in words.
+    pub fn changeable(&self, path: &Path) -> Result<(), String> {
+        if !path.is_absolute() {
+            return Err(format!("{} is not an absolute path", path.display()));
+        }
+        let inside = self
+            .roots
+            .all()
+            .any(|(root, access)| access == Access::Write && path.starts_with(root));
+        if !inside {
+            return Err(format!(
+                "{} lies outside every folder open for writing (the workspace {} and the write_roots)",
+                path.display(),
+                self.roots.workspace().display()
+            ));
+        }
+        match self.protected.conflict(path, Reach::Changes) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
     }
 
     /// The host's own files this gate protects.
@@ -230,18 +345,22 @@ impl Gate {
 
     /// The stages, in order.
     fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
-        let validated = validate::validate(&self.registry, call)?;
+        let targeted = target::target(&self.registry, call)?;
         laps.lap(0);
-        let classified = classify::classify(validated)?;
+        let validated = validate::validate(&self.registry, &targeted.call, targeted.via)?;
         laps.lap(1);
-        let resolved = resolve::resolve(classified, &self.roots);
+        let classified = classify::classify(validated, &self.policy)?;
         laps.lap(2);
-        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        let resolved = resolve::resolve(classified, &self.roots);
         laps.lap(3);
-        let confined = confine::confine(ruled, &self.protected, &self.jail);
+        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
         laps.lap(4);
-        let approved = approve::approve(confined, self.posture, self.policy.defaults());
+        let confined = confine::confine(ruled, &self.protected, &self.jail);
         laps.lap(5);
+        let planned = plan::plan(confined, self.mode);
+        laps.lap(6);
+        let approved = approve::approve(planned, self.posture, self.policy.defaults());
+        laps.lap(7);
         Ok(self.seal(approved))
     }
 
@@ -255,6 +374,7 @@ impl Gate {
         let admission = Admission {
             id: call.id,
             tool: Some(call.name.clone()),
+            via: call.via,
             verdict,
             stage: confined.stage,
             reasons: confined.reasons,
@@ -270,6 +390,8 @@ impl Gate {
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
             sandbox: class.bash.as_ref().map(|_| self.jail.get().view()),
+            annotations: call.tool.annotations(),
+            replaced_arguments: None,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);
@@ -306,15 +428,16 @@ impl Gate {
 struct Laps {
     /// When the last stage ended; `None` when nobody listens.
     last: Option<Instant>,
-    /// Microseconds per stage: validate, classify, resolve, policy, sandbox, approve.
-    us: [u64; 6],
+    /// Microseconds per stage: target, validate, classify, resolve, policy, sandbox, plan,
+    /// approve.
+    us: [u64; 8],
 }
 
 impl Laps {
     fn start() -> Laps {
         Laps {
             last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
-            us: [0; 6],
+            us: [0; 8],
         }
     }
 
@@ -333,15 +456,26 @@ impl Laps {
 
     fn report(&self, verdict: &str, stage: &str) {
         if self.on() {
-            let [validate, classify, resolve, policy, sandbox, approve] = self.us;
+            let [
+                target,
+                validate,
+                classify,
+                resolve,
+                policy,
+                sandbox,
+                plan,
+                approve,
+            ] = self.us;
             tracing::debug!(
                 verdict,
                 stage,
+                target_us = target,
                 validate_us = validate,
                 classify_us = classify,
                 resolve_us = resolve,
                 policy_us = policy,
                 sandbox_us = sandbox,
+                plan_us = plan,
                 approve_us = approve,
                 "judged"
             );

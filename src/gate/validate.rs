@@ -7,6 +7,8 @@ use crate::call::Call;
 use crate::policy::input::ToolSource;
 use crate::tool::{Arguments, Registry, Tool};
 
+pub(super) use super::verdict::Invalid;
+
 /// A call whose tool exists and whose arguments match its schema.
 pub(super) struct Validated {
     /// The provider's id for the call.
@@ -19,29 +21,24 @@ pub(super) struct Validated {
     pub source: ToolSource,
     /// The arguments, validated.
     pub arguments: Arguments,
-}
-
-/// Why a call is invalid: the model must correct it.
-pub(super) struct Invalid {
-    pub id: Option<String>,
-    pub tool: Option<String>,
-    pub message: String,
-}
-
-impl Invalid {
-    pub fn of(call_id: Option<String>, tool: &str, message: String) -> Invalid {
-        Invalid {
-            id: call_id,
-            tool: Some(tool.to_owned()),
-            message,
-        }
-    }
+    /// The proxy the call went through (`use_capability`), when it did.
+    pub via: Option<&'static str>,
 }
 
 /// Finds the tool and checks the arguments against its schema.
-pub(super) fn validate(registry: &Registry, call: &Call) -> Result<Validated, Invalid> {
+pub(super) fn validate(
+    registry: &Registry,
+    call: &Call,
+    via: Option<&'static str>,
+) -> Result<Validated, Invalid> {
     let invalid = |message: String| Invalid::of(call.id.clone(), &call.name, message);
     let Some(registered) = registry.get(&call.name) else {
+        if let Some(why) = registry.withdrawn(&call.name) {
+            return Err(invalid(format!(
+                "tool {:?} is not available: {why}",
+                call.name
+            )));
+        }
         let known: Vec<&str> = registry.names().collect();
         return Err(invalid(format!(
             "unknown tool {:?}; the tools are: {}",
@@ -49,6 +46,12 @@ pub(super) fn validate(registry: &Registry, call: &Call) -> Result<Validated, In
             known.join(", ")
         )));
     };
+    if let Some(why) = registered.tool().unavailable() {
+        return Err(invalid(format!(
+            "tool {:?} is not available: {why}",
+            call.name
+        )));
+    }
     let schema = || serde_json::to_string(registered.schema()).unwrap_or_default();
     let args = match call.parse_arguments() {
         Ok(args) => args,
@@ -74,5 +77,6 @@ pub(super) fn validate(registry: &Registry, call: &Call) -> Result<Validated, In
         tool: Arc::clone(registered.tool()),
         source: registered.source(),
         arguments: Arguments::new(args),
+        via,
     })
 }

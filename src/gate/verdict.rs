@@ -74,8 +74,12 @@ pub enum Stage {
     Policy,
     /// Path confinement, the host's own files, or a jail that cannot be enforced.
     Sandbox,
+    /// Plan mode: a call that is not read-only waits for an approved plan.
+    Plan,
     /// The posture (unattended or strict).
     Approve,
+    /// A pre-tool hook (after approval, before the lease): it denied, or could not be run.
+    Hook,
 }
 
 impl Stage {
@@ -85,7 +89,9 @@ impl Stage {
             Stage::Validate => "validate",
             Stage::Policy => "policy",
             Stage::Sandbox => "sandbox",
+            Stage::Plan => "plan",
             Stage::Approve => "approve",
+            Stage::Hook => "hook",
         }
     }
 }
@@ -95,8 +101,11 @@ impl Stage {
 pub struct Admission {
     /// The call's id, when it had one.
     pub id: Option<String>,
-    /// The tool as called; `null` when the envelope could not be read.
+    /// The tool judged: the tool as called, or the one a proxy reached; `null` when the
+    /// envelope could not be read.
     pub tool: Option<String>,
+    /// The proxy the call went through (`use_capability`); `null` for a direct call.
+    pub via: Option<&'static str>,
     /// The verdict.
     pub verdict: Verdict,
     /// The stage that settled it.
@@ -121,6 +130,12 @@ pub struct Admission {
     pub input: Option<PolicyInput>,
     /// The jail a bash call would run in; `null` for other tools.
     pub sandbox: Option<PlanView>,
+    /// What the tool's provider says about it (an MCP tool's `annotations`), as given; `null`
+    /// for other tools. Shown, never trusted: it plays no part in the verdict.
+    pub annotations: Option<Value>,
+    /// When a pre-tool hook replaced the call's arguments: the model's original arguments (the
+    /// verdict is on the replacement, judged again from the top).
+    pub replaced_arguments: Option<Value>,
 }
 
 impl Admission {
@@ -139,6 +154,7 @@ impl Admission {
         Admission {
             id,
             tool,
+            via: None,
             verdict: Verdict::Invalid,
             stage: Stage::Validate,
             reasons: vec![shorten(message, MAX_INVALID_MESSAGE, Keep::Head).into_owned()],
@@ -151,6 +167,25 @@ impl Admission {
             posture,
             input: None,
             sandbox: None,
+            annotations: None,
+            replaced_arguments: None,
+        }
+    }
+}
+
+/// Why a call is invalid: the model must correct it.
+pub(super) struct Invalid {
+    pub id: Option<String>,
+    pub tool: Option<String>,
+    pub message: String,
+}
+
+impl Invalid {
+    pub(super) fn of(call_id: Option<String>, tool: &str, message: String) -> Invalid {
+        Invalid {
+            id: call_id,
+            tool: Some(tool.to_owned()),
+            message,
         }
     }
 }
@@ -173,6 +208,55 @@ impl Judgement {
             Judgement::Ask(p) => &p.0.admission,
             Judgement::Refused(a) => a,
         }
+    }
+
+    /// Narrows the judgement to a block at `stage`, dropping any token: the verdict becomes
+    /// `deny` and `why` the deciding reason. A refusal stays as it is.
+    pub(crate) fn block(self, stage: Stage, why: String) -> Judgement {
+        let mut a = match self {
+            Judgement::Refused(a) => return Judgement::Refused(a),
+            other => other.into_admission(),
+        };
+        a.verdict = Verdict::Deny;
+        a.stage = stage;
+        a.reasons.insert(0, why);
+        Judgement::Refused(a)
+    }
+
+    /// Narrows an allow to an ask (a person, or the posture, must approve), with `why` as the
+    /// deciding reason; an ask or a refusal is left as it is.
+    pub(crate) fn narrow_to_ask(self, stage: Stage, why: String) -> Judgement {
+        match self {
+            Judgement::Allowed(mut a) => {
+                a.admission.verdict = Verdict::Ask;
+                a.admission.stage = stage;
+                a.admission.reasons.insert(0, why);
+                Judgement::Ask(Pending(a))
+            }
+            other => other,
+        }
+    }
+
+    /// Adds a reason after the deciding one.
+    pub(crate) fn note(mut self, why: String) -> Judgement {
+        let a = match &mut self {
+            Judgement::Allowed(a) => &mut a.admission,
+            Judgement::Ask(p) => &mut p.0.admission,
+            Judgement::Refused(a) => a,
+        };
+        a.reasons.push(why);
+        self
+    }
+
+    /// Records the arguments a hook put in place of the model's, on the admission.
+    pub(crate) fn replaced(mut self, original: Value) -> Judgement {
+        let a = match &mut self {
+            Judgement::Allowed(a) => &mut a.admission,
+            Judgement::Ask(p) => &mut p.0.admission,
+            Judgement::Refused(a) => a,
+        };
+        a.replaced_arguments = Some(original);
+        self
     }
 
     /// The conclusion, dropping any token.

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::commands::{self, ExactSpec, Pattern, PatternSpec};
+use super::mcp::{McpClass, McpClassifier};
 use super::pattern::{self, OwnedSet};
 use super::rego::Rego;
 use super::yaml::{Glob, PathGlob};
@@ -56,12 +57,18 @@ pub struct CompiledPolicy {
     pub(super) except_paths: OwnedSet,
     pub(super) defaults: Defaults,
     pub(super) rego: Option<Arc<Rego>>,
+    pub(super) mcp: McpClassifier,
 }
 
 impl CompiledPolicy {
     /// The merged defaults.
     pub fn defaults(&self) -> Defaults {
         self.defaults
+    }
+
+    /// What policy declares the MCP tool `name` does (`mcp.classify`).
+    pub fn mcp_class(&self, name: &str) -> McpClass {
+        self.mcp.classify(name)
     }
 
     /// Whether Rego policies vote (they need the input document).
@@ -170,6 +177,24 @@ impl PolicySet {
         let paths = OwnedSet::build(path_globs);
         let except_tools = OwnedSet::build(except_tool_globs);
         let except_paths = OwnedSet::build(except_path_globs);
+        let entries = self
+            .sources
+            .iter()
+            .filter_map(|s| s.file.mcp.as_ref())
+            .flat_map(|m| m.classify.iter().cloned())
+            .collect();
+        let mcp = match McpClassifier::new(entries) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(PolicyProblem {
+                    file: "(policy set)".into(),
+                    line: None,
+                    column: None,
+                    message: format!("mcp.classify: {e}"),
+                });
+                McpClassifier::empty()
+            }
+        };
         match (tools, paths, except_tools, except_paths) {
             (Ok(tools), Ok(paths), Ok(except_tools), Ok(except_paths)) if problems.is_empty() => {
                 Ok(CompiledPolicy {
@@ -180,6 +205,7 @@ impl PolicySet {
                     except_paths,
                     defaults: self.defaults(),
                     rego: self.rego.clone(),
+                    mcp,
                 })
             }
             (tools, paths, except_tools, except_paths) => {

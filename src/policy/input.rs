@@ -6,7 +6,7 @@
 //! It is built from what the earlier stages produced — the validated arguments, the tool's
 //! classification, the resolved paths — and never from the raw call.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Posture;
@@ -16,8 +16,6 @@ use crate::vocab::Effect;
 
 /// Where a tool comes from, as the registry that offers it records it.
 ///
-/// More sources (MCP servers) join when a stage fills them; until then the document offers
-/// only what the gate can say truthfully.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolSource {
@@ -25,12 +23,13 @@ pub enum ToolSource {
     Builtin,
     /// A tool added to the registry by its embedder (`Registry::add`).
     Extension,
+    /// A tool an MCP server offers (`mcp__SERVER__TOOL`), or connecting to one
+    /// (`mcp_connect__SERVER`).
+    Mcp,
 }
 
-/// The tool the call reaches.
-///
-/// There are no proxies yet, so this is the tool as called; a `via` field (the proxy the call
-/// went through) joins when the stage that resolves proxies does.
+/// The tool the call reaches: the tool as called, or the one a proxy (`use_capability`)
+/// reached, with the proxy in `via`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Target {
     /// The tool that acts.
@@ -39,6 +38,12 @@ pub struct Target {
     pub source: ToolSource,
     /// Whether the tool is declared read-only.
     pub read_only: bool,
+    /// What the tool's provider says about it (an MCP tool's `annotations`: `readOnlyHint`,
+    /// `destructiveHint`, …), as given; `null` for other tools. Hints only: they never make a
+    /// call read-only.
+    pub annotations: Option<Value>,
+    /// The proxy the call went through (`use_capability`); `null` for a direct call.
+    pub via: Option<String>,
 }
 
 /// A root folder the session's file tools may reach.
@@ -50,12 +55,45 @@ pub struct Root {
     pub access: crate::vocab::Access,
 }
 
+/// Whether state-changing work may begin: the gate's mode, set when it is built.
+///
+/// In `plan` mode the gate's plan stage blocks every call that is not read-only, and the model
+/// hands in a plan (`submit_plan`) instead; a session whose plan is approved goes on with a
+/// gate built the same way in `normal` mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Calls may act, as the policy and the posture decide.
+    #[default]
+    Normal,
+    /// Only read-only calls run; changes wait for an approved plan.
+    Plan,
+}
+
+impl Mode {
+    /// The name used in output and in the policy input (`normal` or `plan`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Normal => "normal",
+            Mode::Plan => "plan",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The session the call belongs to: the document's `session` field. (Named apart from the agent
-/// loop's `Session`, which runs one.) A `mode` field (plan or act) joins when plan mode does.
+/// loop's `Session`, which runs one.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionInfo {
     /// `interactive`, `unattended` or `strict`.
     pub posture: Posture,
+    /// `normal` or `plan`.
+    pub mode: Mode,
     /// The workspace, canonical.
     pub workspace: String,
     /// Every root, the workspace first.
@@ -64,9 +102,10 @@ pub struct SessionInfo {
 
 impl SessionInfo {
     /// The session of a gate.
-    pub fn new(posture: Posture, roots: &Roots) -> SessionInfo {
+    pub fn new(posture: Posture, mode: Mode, roots: &Roots) -> SessionInfo {
         SessionInfo {
             posture,
+            mode,
             workspace: roots.workspace().display().to_string(),
             roots: roots
                 .all()

@@ -8,6 +8,7 @@
 //!   file and line, the merge of `defaults`;
 //! - `compile.rs`: a [`PolicySet`] → a [`CompiledPolicy`] for one workspace;
 //! - `judge.rs`: the precedence below, applied to one call's [`Facts`];
+//! - [`mcp`]: the `mcp:` section, what MCP tools do, declared by policy;
 //! - `yaml.rs` (the YAML format), [`commands`] (how command rules match), `pattern.rs` (path
 //!   globs), [`input`] (the document Rego sees), [`rego`] (Rego modules and their votes).
 //!
@@ -81,6 +82,7 @@ pub mod input;
 mod judge;
 mod lint;
 mod load;
+pub mod mcp;
 mod pattern;
 pub mod rego;
 mod yaml;

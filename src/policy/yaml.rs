@@ -25,6 +25,9 @@ pub(crate) struct PolicyFile {
     pub rules: Vec<RuleSpec>,
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::jail::config::SandboxSpec>,
+    /// What MCP tools do, declared (`policy::mcp`).
+    #[serde(default)]
+    pub mcp: Option<super::mcp::McpSpec>,
 }
 
 /// `version: 1`, the only version there is.

@@ -8,10 +8,9 @@
 //! computed, the plan is the same value for every call of the gate, as it was when the gate
 //! computed it up front.
 
-use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
-use super::jail::{JailConfig, Plan};
+use super::jail::Plan;
 
 /// How the plan is made when first needed.
 type MakePlan = Box<dyn FnOnce() -> Plan + Send>;
@@ -21,9 +20,10 @@ type MakePlan = Box<dyn FnOnce() -> Plan + Send>;
 pub struct SharedPlan(Arc<LazyLock<Plan, MakePlan>>);
 
 impl SharedPlan {
-    /// The plan [`Plan::new`] makes for this configuration, workspace and home, once asked for.
-    pub fn new(config: JailConfig, workspace: PathBuf, home: Option<PathBuf>) -> SharedPlan {
-        let make: MakePlan = Box::new(move || Plan::new(&config, &workspace, home.as_deref()));
+    /// The plan `make` makes ([`Plan::new`], or [`Plan::read_only`] in plan mode), once asked
+    /// for.
+    pub fn new(make: impl FnOnce() -> Plan + Send + 'static) -> SharedPlan {
+        let make: MakePlan = Box::new(make);
         SharedPlan(Arc::new(LazyLock::new(make)))
     }
 

@@ -37,6 +37,10 @@ pub struct Classification {
     pub analysed: bool,
     /// The analysis of a bash call (`None` for other tools).
     pub bash: Option<crate::shell::Analysis>,
+    /// The call starts a process the OS jail cannot hold yet, and why (starting a stdio MCP
+    /// server, until the jail offers a long-lived child with pipes). Under an `enforce` jail
+    /// the sandbox stage refuses it; under `best_effort` it runs and the verdict says so.
+    pub unjailed: Option<String>,
 }
 
 impl Classification {
@@ -48,6 +52,7 @@ impl Classification {
             read_only: true,
             analysed: true,
             bash: None,
+            unjailed: None,
         }
     }
 
@@ -59,6 +64,7 @@ impl Classification {
             read_only: false,
             analysed: true,
             bash: None,
+            unjailed: None,
         }
     }
 
@@ -70,6 +76,7 @@ impl Classification {
             read_only: analysis.read_only,
             analysed: analysis.analysed,
             bash: Some(analysis),
+            unjailed: None,
         }
     }
 }
@@ -153,6 +160,9 @@ pub enum ToolError {
     /// The call cannot be carried out as asked (an edit whose old text is not there).
     #[error("{0}")]
     Refused(String),
+    /// The server behind the tool (an MCP server) answered with an error, or went away.
+    #[error("{0}")]
+    Server(String),
     /// This tool cannot run here yet; nothing was executed.
     #[error("{0}")]
     Unavailable(String),
@@ -184,6 +194,16 @@ pub trait Tool: Send + Sync + 'static {
     fn schema(&self) -> Value;
     /// True when no call of this tool changes anything.
     fn read_only(&self) -> bool;
+    /// What the tool's provider says about it (an MCP server's `annotations`): shown to
+    /// policy and in the record, never trusted to classify a call.
+    fn annotations(&self) -> Option<Value> {
+        None
+    }
+    /// Why the tool cannot take calls now (its server died), if it cannot. Checked at stage
+    /// validate: a call to an unavailable tool is `invalid`.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
     /// What a concrete, validated call does.
     fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError>;
     /// Performs an admitted call.

@@ -5,10 +5,10 @@
 //! sorted and de-duplicated, and `additionalProperties: false` unless the tool says otherwise —
 //! an argument the tool does not know is a mistake the model should hear about, not something
 //! to ignore. The schema must be valid draft 2020-12; it is compiled with `jsonschema` once,
-//! never per call: a tool given to [`Registry::add`] when it is added, so a bad schema is refused
-//! there; a builtin tool the first time a call to it is validated, so a process that checks one
-//! call compiles one schema, not nine (the builtin schemas are constants, and
-//! `builtin_tools_register_cleanly` compiles every one).
+//! never per call: an extension or MCP tool ([`Registry::add`], [`Registry::add_mcp`]) when it is
+//! added, so a bad schema is refused there; a builtin tool the first time a call to it is
+//! validated, so a process that checks one call compiles one schema, not nine (the builtin
+//! schemas are constants, and `builtin_tools_register_cleanly` compiles every one).
 //!
 //! The registry also records where each tool comes from: [`Registry::with_builtins`] adds
 //! Reasonix's own tools, and any tool added with [`Registry::add`] is an extension. The policy
@@ -24,6 +24,7 @@ use super::Tool;
 use crate::policy::input::ToolSource;
 
 /// A tool with its canonical schema and compiled validator.
+#[derive(Clone)]
 pub struct Registered {
     tool: Arc<dyn Tool>,
     schema: Value,
@@ -127,9 +128,12 @@ pub enum RegistryError {
 }
 
 /// The tools of a session, by name.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Registered>,
+    /// Tool-name prefixes that are withdrawn, with why: an MCP server that was refused or did
+    /// not start (`mcp__NAME__` → the reason). A call to such a tool is invalid, naming it.
+    withdrawn: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -157,6 +161,38 @@ impl Registry {
         self.insert(tool, ToolSource::Extension)
     }
 
+    /// Adds one of Reasonix's own tools that only some gates offer (`submit_plan`, which a gate
+    /// in plan mode adds): a builtin, like those of [`Registry::with_builtins`].
+    pub(crate) fn add_builtin(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, ToolSource::Builtin)
+    }
+
+    /// Adds a tool an MCP server offers, or the call that connects to one.
+    pub fn add_mcp(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        self.insert(tool, ToolSource::Mcp)
+    }
+
+    /// Says why a tool is not offered: `key` is a tool's name, or, ending in `__`, the prefix
+    /// of every tool of a server that was refused or failed to start (`mcp__NAME__`).
+    pub fn withdraw(&mut self, key: impl Into<String>, why: impl Into<String>) {
+        self.withdrawn.insert(key.into(), why.into());
+    }
+
+    /// Why a tool of this name is not offered, when a withdrawn prefix covers it.
+    pub fn withdrawn(&self, name: &str) -> Option<&str> {
+        self.withdrawn
+            .iter()
+            .find(|(key, _)| {
+                *key == name || (key.ends_with("__") && name.starts_with(key.as_str()))
+            })
+            .map(|(_, why)| why.as_str())
+    }
+
+    /// Every withdrawn prefix with why.
+    pub fn withdrawals(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.withdrawn.iter().map(|(p, w)| (p.as_str(), w.as_str()))
+    }
+
     /// Adds a tool from the given source (see [`Registry::add`]).
     fn insert(&mut self, tool: Arc<dyn Tool>, source: ToolSource) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
@@ -170,10 +206,10 @@ impl Registry {
             name: name.clone(),
             problem,
         })?;
-        // An extension's schema is compiled now, so a bad one is refused here; a builtin's on
+        // Any other tool's schema is compiled now, so a bad one is refused here; a builtin's on
         // first use (see the module doc).
         let validator = OnceLock::new();
-        if source == ToolSource::Extension {
+        if source != ToolSource::Builtin {
             let compiled = compile(&schema).map_err(|problem| RegistryError::BadSchema {
                 name: name.clone(),
                 problem,
@@ -314,6 +350,7 @@ mod tests {
                 "list_dir",
                 "move_file",
                 "read_file",
+                "use_capability",
                 "write_file"
             ]
         );

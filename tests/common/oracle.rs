@@ -102,6 +102,7 @@ pub const HIDES_CODE: &[&str] = &[
     "environment",
     "dynamic_script",
     "stdin_script",
+    "dynamic_code",
 ];
 
 /// The workspace every oracle script starts from.

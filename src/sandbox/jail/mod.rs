@@ -210,6 +210,16 @@ impl Plan {
         Plan::with_capabilities(config, workspace, home, capabilities().clone())
     }
 
+    /// The plan of a session in plan mode: as [`Plan::new`], except that the workspace and the
+    /// `write_roots` are granted for reading only. The gate lets a bash command run in plan mode
+    /// only when the analysis finds it read-only; this makes the kernel hold it to that — a
+    /// command that writes anyway (an analysis mistake, or a "read-only" program that rewrites
+    /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
+    pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        Plan::build(config, workspace, home, capabilities().clone(), tmp, false)
+    }
+
     /// Computes the plan as if the machine offered `caps`: what `caps` lacks, the plan neither
     /// applies nor claims (under `enforce` it refuses; under `best_effort` it lists the part as
     /// not enforced).
@@ -233,21 +243,29 @@ impl Plan {
         caps: Capabilities,
     ) -> Plan {
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, caps, tmp)
+        Plan::build(config, workspace, home, caps, tmp, true)
     }
 
     /// The plan, given the parent of its runs' temporary folders (or why none could be made).
+    /// Unless `writable`, the workspace and the write roots are granted for reading only.
     fn build(
         config: &JailConfig,
         workspace: &Path,
         home: Option<&Path>,
         caps: Capabilities,
         tmp: std::io::Result<tempfile::TempDir>,
+        writable: bool,
     ) -> Plan {
         let (extra_write, extra_read) = config.roots(home);
-        let mut write = vec![workspace.to_path_buf()];
-        write.extend(extra_write.into_iter().filter(|p| p.exists()));
+        let mut roots = vec![workspace.to_path_buf()];
+        roots.extend(extra_write.into_iter().filter(|p| p.exists()));
+        let (write, read_only_roots) = if writable {
+            (roots, Vec::new())
+        } else {
+            (Vec::new(), roots)
+        };
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        read.extend(read_only_roots);
         if let Some(home) = home {
             read.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
         }
@@ -273,15 +291,19 @@ impl Plan {
             );
         } else {
             if caps.landlock_fs {
-                enforced.push(format!(
-                    "filesystem (Landlock ABI {}): read and run from {} roots, write only to {}",
-                    caps.landlock_abi.unwrap_or(0),
-                    read.len(),
+                let writes = if write.is_empty() {
+                    "the run's temporary folder (plan mode: the workspace and write_roots are read-only)".to_owned()
+                } else {
                     write
                         .iter()
                         .map(|p| p.display().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
+                };
+                enforced.push(format!(
+                    "filesystem (Landlock ABI {}): read and run from {} roots, write only to {writes}",
+                    caps.landlock_abi.unwrap_or(0),
+                    read.len(),
                 ));
             } else {
                 missing.push("Landlock filesystem rules");
@@ -494,7 +516,7 @@ mod tests {
             mode,
             ..JailConfig::default()
         };
-        Plan::build(&config, ws, None, capabilities().clone(), tmp)
+        Plan::build(&config, ws, None, capabilities().clone(), tmp, true)
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! The builtin tools, exactly as DESIGN.md names them. Read-only: `read_file`, `list_dir`,
-//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`.
+//! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`. And
+//! the capability proxy, `use_capability`, which the gate resolves to the tool it names.
+//!
+//! One more builtin exists only in plan mode ([`plan_mode`]): `submit_plan`, added by a gate
+//! built in plan mode and offered by no other, so a normal session's tools are the nine above.
 //!
 //! Every file tool reaches the disk only through the [`ConfinedPath`]s its admission carries,
 //! so the kernel keeps each effect beneath the root the gate placed it in.
@@ -15,6 +19,8 @@ mod list_dir;
 mod move_file;
 mod read_file;
 mod search_walk;
+mod submit_plan;
+pub mod use_capability;
 mod write_file;
 
 use std::sync::Arc;
@@ -35,7 +41,16 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool),
         Arc::new(grep::Grep),
         Arc::new(bash::Bash),
+        Arc::new(use_capability::UseCapability),
     ]
+}
+
+/// The name of the tool a plan-mode session hands its plan in with.
+pub const SUBMIT_PLAN: &str = "submit_plan";
+
+/// The builtin tools only a gate in plan mode offers: `submit_plan`.
+pub fn plan_mode() -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(submit_plan::SubmitPlan)]
 }
 
 /// The schema of a path argument: a non-empty string without NUL bytes.

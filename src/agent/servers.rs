@@ -1,0 +1,258 @@
+//! Bringing a workspace's MCP servers up through the gate, for `run` and `check` alike.
+//!
+//! 1. Every configured server gets a connect call, `mcp_connect__NAME` ([`crate::mcp::tools`]),
+//!    in a registry of its own beside the builtins (the *connect gate*: the session's gate over
+//!    that registry). The model is never offered these calls.
+//! 2. [`Servers::connect`] judges one server's connect call. A deny — or an ask nobody
+//!    approves — starts nothing: the server's tools are withdrawn with that reason, so a call
+//!    to one is `invalid`, naming the refusal. An admitted connect takes its lease and runs,
+//!    which starts the process (or reaches the URL), does the handshake and lists the tools.
+//! 3. [`Servers::registry`] is the builtins plus every tool of every connected server
+//!    (`mcp__NAME__TOOL`), whose schemas are compiled there; a tool whose schema does not
+//!    compile, or whose name is not a valid tool name, is withdrawn with the reason. The
+//!    session's gate is rebuilt over it ([`Gate::with_registry`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::call::Call;
+use crate::gate::{Admission, Gate, Judgement, Verdict};
+use crate::lease::Leases;
+use crate::mcp::tools::Slot;
+use crate::mcp::{ConnectTool, Connection, Server, ServerTool, connect_arguments, connect_name};
+use crate::record::{AdmissionRecord, Approval, ConnectRecord, Outcome, now_ms};
+use crate::tool::{Registry, RegistryError};
+
+/// How one server's connect ended.
+pub struct Connected {
+    /// The gate's conclusion on the connect call.
+    pub admission: Admission,
+    /// Who let an ask through, or refused it.
+    pub approval: Option<Approval>,
+    /// The connection, or why there is none.
+    pub result: Result<Arc<Connection>, String>,
+    /// Whether a connect was started at all (false: the gate or a person refused it).
+    pub started: bool,
+    /// When it was judged.
+    pub time_ms: u128,
+}
+
+/// The servers of a session and what became of each.
+pub struct Servers {
+    configured: BTreeMap<String, Server>,
+    connect_gate: Gate,
+    slots: BTreeMap<String, Slot>,
+    tried: BTreeMap<String, Connected>,
+}
+
+impl Servers {
+    /// The servers `configured`, to be connected through `gate` (built over the builtins).
+    pub fn new(configured: Vec<Server>, gate: &Gate) -> Result<Servers, RegistryError> {
+        let mut registry = Registry::with_builtins();
+        let mut slots = BTreeMap::new();
+        let mut by_name = BTreeMap::new();
+        for server in configured {
+            let (tool, slot) = ConnectTool::new(server.clone());
+            registry.add_mcp(Arc::new(tool))?;
+            slots.insert(server.name.clone(), slot);
+            by_name.insert(server.name.clone(), server);
+        }
+        Ok(Servers {
+            configured: by_name,
+            connect_gate: gate.with_registry(registry)?,
+            slots,
+            tried: BTreeMap::new(),
+        })
+    }
+
+    /// The configured servers' names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.configured.keys().map(String::as_str)
+    }
+
+    /// Whether `name` is a configured server.
+    pub fn has(&self, name: &str) -> bool {
+        self.configured.contains_key(name)
+    }
+
+    /// Whether `name` was tried already.
+    pub fn tried(&self, name: &str) -> bool {
+        self.tried.contains_key(name)
+    }
+
+    /// Judges server `name`'s connect call and, when admitted, starts it. `approve` answers an
+    /// ask (`None`: nobody may approve; the ask blocks). Blocking; call it outside any async
+    /// runtime's worker. Tries a server once: a second call returns the first outcome.
+    pub fn connect(
+        &mut self,
+        name: &str,
+        approve: &mut dyn FnMut(&Admission) -> Option<Approval>,
+    ) -> &Connected {
+        if !self.tried.contains_key(name) {
+            let connected = self.try_connect(name, approve);
+            self.tried.insert(name.to_owned(), connected);
+        }
+        &self.tried[name]
+    }
+
+    fn try_connect(
+        &self,
+        name: &str,
+        approve: &mut dyn FnMut(&Admission) -> Option<Approval>,
+    ) -> Connected {
+        let time_ms = now_ms();
+        let Some(server) = self.configured.get(name) else {
+            return Connected {
+                admission: Admission::unreadable(
+                    format!("no MCP server named {name:?} is configured"),
+                    self.connect_gate.posture(),
+                ),
+                approval: None,
+                result: Err(format!("no MCP server named {name:?} is configured")),
+                started: false,
+                time_ms,
+            };
+        };
+        let call = Call::new(connect_name(name), connect_arguments(server));
+        let (admitted, admission, approval) = match self.connect_gate.admit(&call) {
+            Judgement::Allowed(a) => {
+                let admission = a.admission().clone();
+                (Some(a), admission, None)
+            }
+            Judgement::Ask(pending) => {
+                let admission = pending.admission().clone();
+                match approve(&admission) {
+                    Some(Approval::Deny) | None => (None, admission, Some(Approval::Deny)),
+                    Some(how) => (Some(pending.approve()), admission, Some(how)),
+                }
+            }
+            Judgement::Refused(admission) => (None, admission, None),
+        };
+        let Some(admitted) = admitted else {
+            let why = match (admission.verdict, approval) {
+                (Verdict::Ask, _) => format!(
+                    "its connect call {} needs a person's approval, which it did not get ({})",
+                    connect_name(name),
+                    admission.reasons.join("; ")
+                ),
+                _ => format!(
+                    "its connect call {} was refused: {} at stage {} ({})",
+                    connect_name(name),
+                    admission.verdict,
+                    admission.stage.as_str(),
+                    admission.reasons.join("; ")
+                ),
+            };
+            return Connected {
+                admission,
+                approval,
+                result: Err(why),
+                started: false,
+                time_ms,
+            };
+        };
+        let leases = Leases::new();
+        let result = match admitted.lease_blocking(&leases) {
+            Ok(leased) => {
+                let executed = leased.execute();
+                let slot = self.slots.get(name).and_then(|s| match s.lock() {
+                    Ok(mut s) => s.take(),
+                    Err(p) => p.into_inner().take(),
+                });
+                match (executed.result, slot) {
+                    (_, Some(Ok(connection))) => Ok(connection),
+                    (_, Some(Err(e))) => Err(format!("it did not start: {e}")),
+                    (Err(e), None) => Err(format!("it did not start: {e}")),
+                    (Ok(_), None) => Err("it did not start (no connection was made)".into()),
+                }
+            }
+            Err(e) => Err(format!("cannot take the connect call's lease: {e}")),
+        };
+        Connected {
+            admission,
+            approval,
+            result,
+            started: true,
+            time_ms,
+        }
+    }
+
+    /// The builtins and every connected server's tools; withdrawn: the tools of every server
+    /// refused or failed, and each tool that could not be registered, with why (also returned,
+    /// as `(tool, why)`, for stderr and the record).
+    pub fn registry(&self) -> (Registry, BTreeMap<String, Vec<(String, String)>>) {
+        let mut registry = Registry::with_builtins();
+        let mut unavailable: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        for (name, connected) in &self.tried {
+            match &connected.result {
+                Ok(connection) => {
+                    for tool in ServerTool::all(connection) {
+                        let tool_name = crate::tool::Tool::name(&tool).to_owned();
+                        if let Err(e) = registry.add_mcp(Arc::new(tool)) {
+                            let why = format!("MCP server {name:?} offers it, but {e}");
+                            registry.withdraw(tool_name.clone(), why.clone());
+                            unavailable
+                                .entry(name.clone())
+                                .or_default()
+                                .push((tool_name, why));
+                        }
+                    }
+                }
+                Err(why) => registry.withdraw(
+                    crate::mcp::tool_prefix(name),
+                    format!("MCP server {name:?} is not connected: {why}"),
+                ),
+            }
+        }
+        (registry, unavailable)
+    }
+
+    /// The record line of server `name`'s connect, once tried.
+    pub fn record(
+        &self,
+        name: &str,
+        run_id: &str,
+        unavailable: &[(String, String)],
+    ) -> Option<ConnectRecord> {
+        let c = self.tried.get(name)?;
+        let server = self.configured.get(name)?;
+        let (outcome, failure) = match (&c.result, c.started) {
+            (Ok(_), _) => (Outcome::Succeeded, None),
+            (Err(e), true) => (Outcome::Failed, Some(e.clone())),
+            (Err(e), false) => (Outcome::Blocked, Some(e.clone())),
+        };
+        let tools = match &c.result {
+            Ok(conn) => ServerTool::all(conn)
+                .iter()
+                .map(|t| crate::tool::Tool::name(t).to_owned())
+                .filter(|t| !unavailable.iter().any(|(u, _)| u == t))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        Some(ConnectRecord {
+            run_id: run_id.to_owned(),
+            time_ms: c.time_ms,
+            event: "mcp_connect",
+            server: name.to_owned(),
+            tool: connect_name(name),
+            arguments: connect_arguments(server),
+            admission: AdmissionRecord {
+                verdict: c.admission.verdict,
+                stage: c.admission.stage,
+                rules: c.admission.rules.clone(),
+                reasons: c.admission.reasons.clone(),
+            },
+            approval: c.approval,
+            outcome,
+            failure,
+            tools,
+            unavailable: unavailable.to_vec(),
+            not_enforced: c
+                .result
+                .as_ref()
+                .ok()
+                .and_then(|c| c.not_enforced)
+                .map(str::to_owned),
+        })
+    }
+}

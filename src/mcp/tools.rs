@@ -1,0 +1,244 @@
+//! The tools MCP puts in the registry: `mcp_connect__NAME`, the call that starts or reaches
+//! server NAME (judged before any process starts), and `mcp__NAME__TOOL` for each tool a
+//! connected server lists.
+//!
+//! An MCP tool does not classify its own calls: the classify stage asks the policy
+//! (`mcp.classify`); its own [`Tool::classify`] answers the undeclared default (exec and
+//! network, no path) for any caller outside the gate. Its server's `annotations` are passed on
+//! as they are ([`Tool::annotations`]), for policy and the record, never for the verdict.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+use super::client::Connection;
+use super::config::{Server, Transport};
+use crate::text::{Keep, shorten};
+use crate::tool::{
+    Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
+};
+
+/// The longest text an MCP result keeps before the session bounds it again for the model.
+const RESULT_KEPT: usize = 1 << 20;
+/// The longest server-given description the model is shown.
+const DESCRIPTION_KEPT: usize = 1024;
+
+/// The name of the call that connects to `server`.
+pub fn connect_name(server: &str) -> String {
+    format!("mcp_connect__{server}")
+}
+
+/// The prefix of every tool of `server`.
+pub fn tool_prefix(server: &str) -> String {
+    format!("mcp__{server}__")
+}
+
+/// The server a tool name (`mcp__NAME__TOOL`) belongs to.
+pub fn server_of(tool: &str) -> Option<&str> {
+    tool.strip_prefix("mcp__")?.split_once("__").map(|(s, _)| s)
+}
+
+/// The arguments of the connect call: what the policy judges (`{command, args}` or `{url}`).
+pub fn connect_arguments(server: &Server) -> Value {
+    match &server.transport {
+        Transport::Stdio { command, args, .. } => json!({"command": command, "args": args}),
+        Transport::Http { url, .. } => json!({"url": url}),
+    }
+}
+
+/// What a connect call leaves behind when it ran: the connection, or why there is none.
+pub type Slot = Arc<Mutex<Option<Result<Arc<Connection>, String>>>>;
+
+/// `mcp_connect__NAME`: connecting to server NAME, as a call.
+pub struct ConnectTool {
+    name: String,
+    server: Server,
+    slot: Slot,
+}
+
+impl ConnectTool {
+    /// The connect call of `server`; when it runs, its connection goes to the returned slot.
+    pub fn new(server: Server) -> (ConnectTool, Slot) {
+        let slot: Slot = Arc::new(Mutex::new(None));
+        (
+            ConnectTool {
+                name: connect_name(&server.name),
+                server,
+                slot: Arc::clone(&slot),
+            },
+            slot,
+        )
+    }
+}
+
+impl Tool for ConnectTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        "Start or reach an MCP server, as configured."
+    }
+    fn schema(&self) -> Value {
+        match &self.server.transport {
+            Transport::Stdio { .. } => json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string"},
+                    "args": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["command", "args"]
+            }),
+            Transport::Http { .. } => json!({
+                "type": "object",
+                "properties": {"url": {"type": "string"}},
+                "required": ["url"]
+            }),
+        }
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
+        Ok(match &self.server.transport {
+            Transport::Stdio { .. } => {
+                let mut c = Classification::changes(&[Effect::Exec], Vec::new());
+                c.unjailed = Some(super::process::NOT_JAILED.to_owned());
+                c
+            }
+            Transport::Http { .. } => Classification::changes(&[Effect::Network], Vec::new()),
+        })
+    }
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let opened = Connection::open(&self.server, call.jail().workspace());
+        let text = match &opened {
+            Ok(c) => format!(
+                "connected to MCP server {:?}: {} tools",
+                self.server.name,
+                c.tools().len()
+            ),
+            Err(e) => format!("MCP server {:?} did not start: {e}", self.server.name),
+        };
+        let failed = opened.as_ref().err().cloned();
+        if let Ok(mut slot) = self.slot.lock() {
+            *slot = Some(opened);
+        }
+        match failed {
+            None => Ok(Output::text(text)),
+            Some(_) => Err(ToolError::Server(text)),
+        }
+    }
+}
+
+/// `mcp__NAME__TOOL`: one tool of a connected server.
+pub struct ServerTool {
+    name: String,
+    remote: String,
+    description: String,
+    schema: Value,
+    annotations: Option<Value>,
+    connection: Arc<Connection>,
+}
+
+impl ServerTool {
+    /// Every tool the connection listed, as registry tools.
+    pub fn all(connection: &Arc<Connection>) -> Vec<ServerTool> {
+        connection
+            .tools()
+            .iter()
+            .map(|t| {
+                let described = t.description.as_deref().unwrap_or("");
+                ServerTool {
+                    name: format!("{}{}", tool_prefix(connection.name()), t.name),
+                    remote: t.name.to_string(),
+                    description: format!(
+                        "[MCP server {}] {}",
+                        connection.name(),
+                        shorten(described, DESCRIPTION_KEPT, Keep::Head)
+                    ),
+                    schema: Value::Object((*t.input_schema).clone()),
+                    annotations: t
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| serde_json::to_value(a).ok()),
+                    connection: Arc::clone(connection),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Tool for ServerTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn schema(&self) -> Value {
+        self.schema.clone()
+    }
+    fn read_only(&self) -> bool {
+        false
+    }
+    fn annotations(&self) -> Option<Value> {
+        self.annotations.clone()
+    }
+    fn unavailable(&self) -> Option<String> {
+        self.connection.dead()
+    }
+    fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
+        Ok(Classification::changes(
+            &[Effect::Exec, Effect::Network],
+            Vec::new(),
+        ))
+    }
+    fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        let result = self
+            .connection
+            .call(&self.remote, call.arguments().as_map().clone())
+            .map_err(ToolError::Server)?;
+        let text = result_text(&result);
+        if result.is_error == Some(true) {
+            return Err(ToolError::Server(format!(
+                "the tool reported an error: {text}"
+            )));
+        }
+        Ok(Output::text(text))
+    }
+}
+
+/// The text of a result: its text blocks, other blocks named, structured content when there
+/// is no text; cut at [`RESULT_KEPT`].
+fn result_text(result: &CallToolResult) -> String {
+    let mut parts = Vec::new();
+    for block in &result.content {
+        parts.push(match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(_) => "[an image, not shown]".to_owned(),
+            ContentBlock::Audio(_) => "[audio, not shown]".to_owned(),
+            ContentBlock::Resource(_) => "[an embedded resource, not shown]".to_owned(),
+            ContentBlock::ResourceLink(r) => format!("[a resource link: {}]", r.uri),
+            _ => "[content of a kind Reasonix does not show]".to_owned(),
+        });
+    }
+    if parts.is_empty()
+        && let Some(s) = &result.structured_content
+    {
+        parts.push(s.to_string());
+    }
+    shorten(&parts.join("\n"), RESULT_KEPT, Keep::HeadAndTail).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_split_into_server_and_tool() {
+        assert_eq!(server_of("mcp__files__read_file"), Some("files"));
+        assert_eq!(server_of("mcp__files"), None);
+        assert_eq!(server_of("bash"), None);
+        assert_eq!(connect_name("files"), "mcp_connect__files");
+    }
+}

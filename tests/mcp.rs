@@ -1,0 +1,428 @@
+//! MCP tools behind the gate, with the in-tree server (`examples/mcp_fixture.rs`): connecting is
+//! a call judged before any process starts, a server's schemas are enforced, what a tool does is
+//! declared by policy (never borrowed from its annotations), and the failure cases — a tool
+//! whose schema does not compile, a listing that never ends, a server that dies mid-call.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{World, gate_over, reasons};
+use reasonix::agent::servers::Servers;
+use reasonix::gate::Judgement;
+use reasonix::{Call, PolicySet, Posture, Registry};
+use serde_json::{Value, json};
+
+/// The fixture server, built once if `cargo test --all-targets` has not built it already.
+fn fixture() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let debug = exe.parent().unwrap().parent().unwrap();
+            let path = debug.join("examples").join("mcp_fixture");
+            if !path.exists() {
+                let status = std::process::Command::new(env!("CARGO"))
+                    .args(["build", "--example", "mcp_fixture"])
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "cannot build the MCP fixture server");
+            }
+            path
+        })
+        .clone()
+}
+
+/// A policy that lets the fixture server start (unjailed: best_effort), declares its reads, and
+/// denies `.env`.
+const POLICY: &str = r#"version: 1
+sandbox:
+  bash: best_effort
+defaults:
+  read_only: allow
+  writer: ask
+  unattended: deny
+rules:
+  - id: start-fx
+    decision: allow
+    tools: ["mcp_connect__fx"]
+  - id: no-env
+    decision: deny
+    paths: [".env"]
+mcp:
+  classify:
+    - tools: ["mcp__fx__read_note"]
+      effects: [read]
+      paths: {path: target}
+    - tools: ["mcp__fx__write_note"]
+      effects: [write]
+      paths: {path: target}
+"#;
+
+impl World {
+    /// `.mcp.json` with the fixture as server `fx`, started through `sh` so that a marker file
+    /// proves whether any process started.
+    fn fixture_server(&self, mode: &str) -> PathBuf {
+        let marker = self.root.join("started");
+        let script = format!(
+            "touch '{}'; exec '{}' {mode}",
+            marker.display(),
+            fixture().display()
+        );
+        std::fs::write(
+            self.ws.join(".mcp.json"),
+            json!({"mcpServers": {"fx": {"command": "/bin/sh", "args": ["-c", script]}}})
+                .to_string(),
+        )
+        .unwrap();
+        marker
+    }
+}
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"name": name, "arguments": args})
+}
+
+#[test]
+fn a_denied_connect_starts_no_process_and_its_tools_are_invalid_naming_the_refusal() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let p = w.policy(
+        "p.yaml",
+        "version: 1\nsandbox:\n  bash: best_effort\nrules:\n  - id: no-fx\n    decision: deny\n    tools: [\"mcp_connect__fx\"]\n    reason: fx is not trusted\n",
+    );
+    let (code, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "hi"})),
+        &["--policy", &p],
+    );
+    assert_eq!(code, 30, "{v}");
+    assert_eq!(v["verdict"], "invalid");
+    let why = reasons(&v);
+    assert!(
+        why.contains("mcp_connect__fx was refused") && why.contains("fx is not trusted"),
+        "{why}"
+    );
+    assert!(!marker.exists(), "a denied connect started a process");
+
+    // The same world with the connect allowed does start it: the marker proves it would show.
+    let p = w.policy("allow.yaml", POLICY);
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "hi"})),
+        &["--policy", &p],
+    );
+    assert_eq!(v["verdict"], "ask", "{v}");
+    assert!(marker.exists());
+}
+
+#[test]
+fn no_mcp_starts_nothing_and_says_so() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let p = w.policy("p.yaml", POLICY);
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "hi"})),
+        &["--policy", &p, "--no-mcp"],
+    );
+    assert_eq!(v["verdict"], "invalid");
+    assert!(reasons(&v).contains("--no-mcp"), "{v}");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn an_enforce_jail_refuses_to_start_a_stdio_server_it_cannot_hold() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let p = w.policy(
+        "p.yaml",
+        &POLICY.replace("bash: best_effort", "bash: enforce"),
+    );
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "hi"})),
+        &["--policy", &p],
+    );
+    assert_eq!(v["verdict"], "invalid");
+    let why = reasons(&v);
+    assert!(
+        why.contains("stage sandbox") && why.contains("not in the OS jail"),
+        "{why}"
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_schema_violation_is_invalid() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let p = w.policy("p.yaml", POLICY);
+    for args in [
+        json!({"text": 5}),
+        json!({}),
+        json!({"text": "a", "more": 1}),
+    ] {
+        let (code, v) = w.check(&call("mcp__fx__echo", args.clone()), &["--policy", &p]);
+        assert_eq!(code, 30, "{args}: {v}");
+        assert_eq!(v["stage"], "validate");
+        assert!(reasons(&v).contains("do not match its schema"), "{v}");
+    }
+}
+
+#[test]
+fn an_undeclared_mcp_tool_asks_and_is_denied_unattended() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let p = w.policy("p.yaml", POLICY);
+    let echo = call("mcp__fx__echo", json!({"text": "hi"}));
+    let (_, v) = w.check(&echo, &["--policy", &p]);
+    assert_eq!(v["verdict"], "ask", "{v}");
+    assert_eq!(v["effects"], json!(["exec", "network"]));
+    assert_eq!(v["read_only"], false);
+    let (code, v) = w.check(&echo, &["--policy", &p, "--posture", "unattended"]);
+    assert_eq!((code, v["verdict"].as_str()), (20, Some("deny")), "{v}");
+}
+
+#[test]
+fn a_declared_read_is_read_only_and_a_declared_path_outside_the_workspace_is_blocked() {
+    let w = World::new();
+    w.fixture_server("normal");
+    w.file("notes.txt", "n");
+    std::fs::write(w.outside.join("x"), "x").unwrap();
+    let p = w.policy("p.yaml", POLICY);
+    let (code, v) = w.check(
+        &call("mcp__fx__read_note", json!({"path": "notes.txt"})),
+        &["--policy", &p],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    assert_eq!(v["read_only"], true);
+    assert_eq!(v["fallback"], "read_only");
+    assert_eq!(v["paths"][0]["path"], json!(w.ws.join("notes.txt")));
+    let (code, v) = w.check(
+        &call("mcp__fx__read_note", json!({"path": "../outside/x"})),
+        &["--policy", &p],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (20, Some("deny")), "{v}");
+    assert_eq!(v["stage"], "sandbox");
+}
+
+#[test]
+fn dot_env_through_mcp_is_denied_by_a_path_rule() {
+    let w = World::new();
+    w.fixture_server("normal");
+    w.file(".env", "SECRET=1");
+    let p = w.policy("p.yaml", POLICY);
+    let (code, v) = w.check(
+        &call("mcp__fx__read_note", json!({"path": ".env"})),
+        &["--policy", &p],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (20, Some("deny")), "{v}");
+    assert_eq!(v["stage"], "policy");
+    assert_eq!(v["rules"][0]["id"], "no-env");
+}
+
+#[test]
+fn any_declared_argument_is_judged_as_a_path() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let yaml = POLICY.replace(
+        "      effects: [read]\n      paths: {path: target}",
+        "      effects: [read]\n      paths: {path: target, text: target}",
+    );
+    let yaml = yaml.replace("mcp__fx__read_note", "mcp__fx__echo");
+    let p = w.policy("p.yaml", &yaml);
+    // `echo`'s `text` is a string: declared a path, it is judged as one.
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": ".env"})),
+        &["--policy", &p],
+    );
+    assert_eq!(v["verdict"], "deny", "{v}");
+}
+
+#[test]
+fn annotations_show_in_explain_and_never_make_a_call_read_only() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let p = w.policy("p.yaml", POLICY);
+    // write_note says readOnlyHint: true; policy declares it a writer, and a writer it is.
+    let (_, v) = w.check(
+        &call(
+            "mcp__fx__write_note",
+            json!({"path": "n.txt", "content": "c"}),
+        ),
+        &["--policy", &p, "--explain"],
+    );
+    assert_eq!(v["verdict"], "ask", "{v}");
+    assert_eq!(v["read_only"], false);
+    assert_eq!(v["paths"][0]["access"], "write");
+    let target = &v["input"]["target"];
+    assert_eq!(target["source"], "mcp");
+    assert_eq!(target["annotations"]["readOnlyHint"], true, "{target}");
+    assert_eq!(target["read_only"], false);
+    assert_eq!(v["annotations"]["destructiveHint"], false, "{v}");
+    // Undeclared, a tool that says readOnlyHint is still exec and network.
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "x"})),
+        &["--policy", &p],
+    );
+    assert_eq!(v["annotations"]["readOnlyHint"], true);
+    assert_eq!(v["read_only"], false);
+}
+
+#[test]
+fn a_tool_whose_schema_does_not_compile_is_unavailable_with_its_reason() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let p = w.policy("p.yaml", POLICY);
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let args = [
+        "check",
+        "--format",
+        "json",
+        "--workspace",
+        ws.as_str(),
+        "--policy",
+        p.as_str(),
+        r#"{"name":"mcp__fx__bad_schema","arguments":{}}"#,
+    ];
+    let (code, stdout, stderr) = w.run(&args, "");
+    assert_eq!(code, 30, "{stdout}{stderr}");
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(reasons(&v).contains("unusable schema"), "{v}");
+    assert!(
+        stderr.contains("mcp__fx__bad_schema is unavailable"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_listing_that_never_ends_contributes_nothing_and_says_why() {
+    let w = World::new();
+    let marker = w.root.join("started");
+    let script = format!(
+        "touch '{}'; exec '{}' slow-list",
+        marker.display(),
+        fixture().display()
+    );
+    std::fs::write(
+        w.ws.join("reasonix.yaml"),
+        format!(
+            "mcp_servers:\n  fx:\n    command: /bin/sh\n    args: [\"-c\", {}]\n    startup_timeout_ms: 700\n",
+            json!(script)
+        ),
+    )
+    .unwrap();
+    let p = w.policy("p.yaml", POLICY);
+    let started = Instant::now();
+    let (_, v) = w.check(
+        &call("mcp__fx__echo", json!({"text": "x"})),
+        &["--policy", &p],
+    );
+    assert!(started.elapsed() < Duration::from_secs(8));
+    assert_eq!(v["verdict"], "invalid");
+    assert!(reasons(&v).contains("within 700 ms"), "{v}");
+    assert!(marker.exists());
+}
+
+/// A gate over the fixture server, its connect judged and run, for the cases that execute.
+fn connected(w: &World) -> (reasonix::Gate, Servers) {
+    w.fixture_server("normal");
+    let policy = PolicySet::from_yaml(
+        "p.yaml",
+        &POLICY.replace("  writer: ask", "  writer: allow"),
+    )
+    .unwrap();
+    let gate = gate_over(
+        Registry::with_builtins(),
+        &policy,
+        &w.ws,
+        Posture::Unattended,
+    );
+    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let mut servers = Servers::new(configured, &gate).unwrap();
+    let c = servers.connect("fx", &mut |_| None);
+    assert!(c.result.is_ok(), "{:?}", c.result.as_ref().err());
+    let (registry, _) = servers.registry();
+    (gate.with_registry(registry).unwrap(), servers)
+}
+
+fn run(gate: &reasonix::Gate, name: &str, args: Value) -> Result<String, String> {
+    match gate.admit(&Call::new(name, args)) {
+        Judgement::Allowed(a) => common::execute(a)
+            .map(|o| o.text)
+            .map_err(|e| e.to_string()),
+        other => panic!("not allowed: {:?}", other.admission().reasons),
+    }
+}
+
+#[test]
+fn a_result_comes_back_and_a_tool_error_is_a_failure() {
+    let w = World::new();
+    let (gate, _servers) = connected(&w);
+    assert_eq!(
+        run(&gate, "mcp__fx__echo", json!({"text": "hello"})),
+        Ok("hello".into())
+    );
+    let e = run(&gate, "mcp__fx__fail", json!({})).unwrap_err();
+    assert!(e.contains("fails on purpose"), "{e}");
+}
+
+#[test]
+fn a_server_that_dies_mid_call_fails_and_its_tools_become_unavailable() {
+    let w = World::new();
+    let (gate, _servers) = connected(&w);
+    let e = run(&gate, "mcp__fx__crash", json!({})).unwrap_err();
+    assert!(e.contains("went away during the call"), "{e}");
+    assert!(e.contains("crashing on purpose"), "{e}");
+    let after = gate.admit(&Call::new("mcp__fx__echo", json!({"text": "x"})));
+    let a = after.admission();
+    assert_eq!(a.verdict, reasonix::Verdict::Invalid);
+    assert!(a.reasons[0].contains("not available"), "{:?}", a.reasons);
+}
+
+#[test]
+fn the_connect_record_line_says_what_the_server_brought() {
+    let w = World::new();
+    let (_gate, servers) = connected(&w);
+    let (_, unavailable) = servers.registry();
+    let line = servers
+        .record("fx", "run-1", unavailable.get("fx").unwrap())
+        .unwrap();
+    let v = serde_json::to_value(&line).unwrap();
+    assert_eq!(v["event"], "mcp_connect");
+    assert_eq!(v["outcome"], "succeeded");
+    assert_eq!(v["admission"]["verdict"], "allow");
+    assert!(
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__fx__echo"))
+    );
+    assert_eq!(v["unavailable"][0][0], "mcp__fx__bad_schema");
+    assert!(
+        v["not_enforced"]
+            .as_str()
+            .unwrap()
+            .contains("not in the OS jail")
+    );
+}
+
+#[test]
+fn an_mcp_tool_through_the_proxy_is_judged_as_itself() {
+    let w = World::new();
+    w.fixture_server("normal");
+    w.file(".env", "SECRET=1");
+    let p = w.policy("p.yaml", POLICY);
+    let proxied = json!({"name": "use_capability", "arguments": {
+        "capability": "mcp__fx__read_note", "arguments": {"path": ".env"}}});
+    let (code, v) = w.check(&proxied, &["--policy", &p, "--explain"]);
+    assert_eq!((code, v["verdict"].as_str()), (20, Some("deny")), "{v}");
+    assert_eq!(v["rules"][0]["id"], "no-env");
+    assert_eq!(v["input"]["target"]["source"], "mcp");
+    assert_eq!(v["input"]["target"]["via"], "use_capability");
+    let (_, v) = w.check(
+        &json!({"name": "use_capability", "arguments": {"capability": "mcp__fx__echo", "arguments": {"text": 1}}}),
+        &["--policy", &p],
+    );
+    assert_eq!(v["verdict"], "invalid", "{v}");
+}
