@@ -384,9 +384,9 @@ fn item(n: usize, line: &[u8]) -> Option<Result<String, String>> {
     }
 }
 
-/// Judges a batch of lines, in order: on this thread alone when it is small, else dealt out
-/// in turn to `threads` threads (bash calls cost several file calls; dealing in turn evens the
-/// load).
+/// Judges a batch of lines, in order: on this thread alone when it is small, else on `threads`
+/// threads that each take the next line not yet taken (a bash call costs several file calls, so
+/// a fixed share per thread would leave one waiting for the other).
 fn judge_all(
     batch: &[(usize, Result<String, String>)],
     judge: &Judge<'_>,
@@ -398,35 +398,39 @@ fn judge_all(
     if threads < 2 || batch.len() < PARALLEL_FROM {
         return batch.iter().map(one).collect();
     }
-    let share = |k: usize| -> std::io::Result<Vec<Judged>> {
-        batch.iter().skip(k).step_by(threads).map(one).collect()
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(line) = batch.get(i) else {
+                return done;
+            };
+            done.push((i, one(line)));
+        }
     };
-    let shares: Vec<std::io::Result<Vec<Judged>>> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..threads)
-            .map(|k| scope.spawn(move || share(k)))
-            .collect();
-        let mut shares = vec![share(0)];
+    let mut results: Vec<Option<std::io::Result<Judged>>> = Vec::new();
+    results.resize_with(batch.len(), || None);
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
         for handle in others {
             // A panic in a judge is a bug; carried on as it would be on one thread.
-            shares.push(
+            all.extend(
                 handle
                     .join()
                     .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             );
         }
-        shares
-    });
-    let mut shares = shares
-        .into_iter()
-        .map(|s| s.map(Vec::into_iter))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let mut all = Vec::with_capacity(batch.len());
-    for i in 0..batch.len() {
-        if let Some(judged) = shares[i % threads].next() {
-            all.push(judged);
+        for (i, judged) in all {
+            results[i] = Some(judged);
         }
-    }
-    Ok(all)
+    });
+    // Every index was taken exactly once; the first error in input order wins.
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(std::io::Error::other("a line was not judged"))))
+        .collect()
 }
 
 /// A parse error of one stream line, placed on that line of the stream (serde_json counts from
