@@ -115,10 +115,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
-    // terminal and loses it on a pipe.
+    // terminal and loses it on a pipe. A bash call's verdict is over a kilobyte: the buffer
+    // holds a batch's worth, so a stream costs one write per batch rather than per few lines.
     let mut out: Box<dyn Write> = match args.format {
-        Format::Json => Box::new(BufWriter::new(stdout)),
-        Format::Text => Box::new(BufWriter::new(anstream::AutoStream::auto(stdout))),
+        Format::Json => Box::new(BufWriter::with_capacity(OUT_BUFFER, stdout)),
+        Format::Text => Box::new(BufWriter::with_capacity(
+            OUT_BUFFER,
+            anstream::AutoStream::auto(stdout),
+        )),
     };
     let format = args.format;
     // One call judged by `gate` and its verdict rendered.
@@ -302,6 +306,9 @@ enum Judging<'a, 'b> {
     /// One after another, in input order, on this thread.
     InOrder(&'a mut JudgeInOrder<'b>),
 }
+
+/// The output buffer, in bytes.
+const OUT_BUFFER: usize = 256 * 1024;
 
 /// At most this many waiting lines are judged together.
 const BATCH: usize = 256;
