@@ -164,6 +164,51 @@ fn jsonl_gives_one_verdict_per_line_in_order_and_skips_blank_lines() {
     assert_eq!(code, 30, "invalid outranks deny and ask");
 }
 
+/// Issue 12: lines that wait together are judged together, spread over the cores; the verdicts
+/// still come in input order, each naming its line, the same as each line judged alone.
+#[test]
+fn a_long_stream_keeps_its_order_and_line_numbers() {
+    let w = World::new();
+    let calls = [
+        r#"{"id":"a","name":"read_file","arguments":{"path":"a"}}"#,
+        r#"{"id":"env","name":"read_file","arguments":{"path":".env"}}"#,
+        r#"{"id":"git","name":"bash","arguments":{"command":"git status && git diff | head"}}"#,
+        "garbage",
+        r#"{"id":"w","name":"write_file","arguments":{"path":"b","content":""}}"#,
+        "",
+    ];
+    let alone: Vec<Value> = calls
+        .iter()
+        .filter(|c| !c.is_empty())
+        .map(|c| w.check_lines(c, &[]).1.remove(0))
+        .collect();
+    let mut stdin = String::new();
+    let mut expected = Vec::new();
+    for n in 1..=600 {
+        let i = (n * 7) % calls.len();
+        stdin.push_str(calls[i]);
+        stdin.push('\n');
+        if !calls[i].is_empty() {
+            let k = calls[..i].iter().filter(|c| !c.is_empty()).count();
+            expected.push((n, k));
+        }
+    }
+    let (code, v) = w.check_lines(&stdin, &[]);
+    assert_eq!(code, 30);
+    assert_eq!(v.len(), expected.len());
+    for (got, (n, k)) in v.iter().zip(expected) {
+        let mut want = alone[k].clone();
+        want["line"] = json!(n);
+        let mut got = got.clone();
+        if want["verdict"] == "invalid" {
+            // An invalid line's reason names its line.
+            got["reasons"] = Value::Null;
+            want["reasons"] = Value::Null;
+        }
+        assert_eq!(got, want, "line {n}");
+    }
+}
+
 #[test]
 fn exit_status_is_the_worst_verdict() {
     let w = World::new();

@@ -115,18 +115,23 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
-    // terminal and loses it on a pipe.
+    // terminal and loses it on a pipe. A bash call's verdict is over a kilobyte: the buffer
+    // holds a batch's worth, so a stream costs one write per batch rather than per few lines.
     let mut out: Box<dyn Write> = match args.format {
-        Format::Json => Box::new(BufWriter::new(stdout)),
-        Format::Text => Box::new(BufWriter::new(anstream::AutoStream::auto(stdout))),
+        Format::Json => Box::new(BufWriter::with_capacity(OUT_BUFFER, stdout)),
+        Format::Text => Box::new(BufWriter::with_capacity(
+            OUT_BUFFER,
+            anstream::AutoStream::auto(stdout),
+        )),
     };
-    let mut worst: Option<Verdict> = None;
-    let mut judge = |text: Result<&str, String>, line: Option<usize>, out: &mut dyn Write| {
+    let format = args.format;
+    // One call judged by `gate` and its verdict rendered.
+    let judge_with = |gate: &reasonix::Gate,
+                      text: Result<&str, String>,
+                      line: Option<usize>|
+     -> std::io::Result<Judged> {
         let admission = match text {
             Ok(text) => {
-                if let Some(servers) = servers.as_mut() {
-                    start_named_server(servers, &mut gate, text);
-                }
                 let mut a = match (&hooks, reasonix::Call::parse(text)) {
                     (Some(hooks), Ok(call)) if !args.no_hooks => {
                         let explaining = gate.with_explain(true);
@@ -156,23 +161,44 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             Err(why) => Admission::unreadable(why, posture),
         };
-        worst = worst.max(Some(admission.verdict));
-        match args.format {
+        let mut bytes = Vec::with_capacity(1024);
+        match format {
             Format::Json => {
                 serde_json::to_writer(
-                    &mut *out,
+                    &mut bytes,
                     &Line {
                         line,
                         admission: &admission,
                     },
                 )?;
-                writeln!(out)
+                bytes.push(b'\n');
             }
-            Format::Text => render::admission(out, &admission, line),
+            Format::Text => render::admission(&mut bytes, &admission, line)?,
         }
+        Ok(Judged {
+            verdict: admission.verdict,
+            bytes,
+        })
     };
+    // Calls are judged one after another, in input order, when judging one may change how the
+    // next is judged (a call to a configured MCP server starts it, and its tools join the gate)
+    // or runs a program of the user's (a pre-tool hook); otherwise each call is judged on its
+    // own, on any thread: the gate is immutable.
+    let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
+        || (hooks.is_some() && !args.no_hooks);
+    let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
+        if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
+            start_named_server(servers, &mut gate, text);
+        }
+        judge_with(&gate, text, line)
+    };
+    let mut worst: Option<Verdict> = None;
     let written = match &args.call {
-        Some(call) => judge(Ok(call), None, &mut out).and_then(|()| out.flush()),
+        Some(call) => one_by_one(Ok(call), None).and_then(|j| {
+            worst = Some(j.verdict);
+            out.write_all(&j.bytes)?;
+            out.flush()
+        }),
         None => {
             let stdin = std::io::stdin();
             if stdin.is_terminal() {
@@ -182,11 +208,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             // A buffer of our own, larger than stdin's, so that no line waits unseen in stdin's
             // buffer while this one looks empty.
-            stream(
-                BufReader::with_capacity(64 * 1024, stdin),
-                &mut out,
-                &mut judge,
-            )
+            let input = BufReader::with_capacity(64 * 1024, stdin);
+            if in_order {
+                stream(
+                    input,
+                    &mut out,
+                    Judging::InOrder(&mut one_by_one),
+                    &mut worst,
+                )
+            } else {
+                let gate = &gate;
+                let each =
+                    |text: Result<&str, String>, line: Option<usize>| judge_with(gate, text, line);
+                stream(input, &mut out, Judging::Apart(&each), &mut worst)
+            }
         }
     };
     match written {
@@ -251,54 +286,158 @@ struct Line<'a> {
     admission: &'a Admission,
 }
 
-/// Judges one call (or says why a line is not one) and writes its verdict.
-type Judge<'a> =
-    dyn FnMut(Result<&str, String>, Option<usize>, &mut dyn Write) -> std::io::Result<()> + 'a;
+/// A call judged: its verdict, and the output that says it.
+struct Judged {
+    verdict: Verdict,
+    bytes: Vec<u8>,
+}
+
+/// Judges one call (or says why a line is not one) and renders its verdict.
+type Judge<'a> = dyn Fn(Result<&str, String>, Option<usize>) -> std::io::Result<Judged> + Sync + 'a;
+
+/// The same, for calls that must be judged one after another.
+type JudgeInOrder<'a> =
+    dyn FnMut(Result<&str, String>, Option<usize>) -> std::io::Result<Judged> + 'a;
+
+/// How the calls of a stream are judged.
+enum Judging<'a, 'b> {
+    /// Each on its own: the lines waiting together may be judged on several threads.
+    Apart(&'a Judge<'b>),
+    /// One after another, in input order, on this thread.
+    InOrder(&'a mut JudgeInOrder<'b>),
+}
+
+/// The output buffer, in bytes.
+const OUT_BUFFER: usize = 256 * 1024;
+
+/// At most this many waiting lines are judged together.
+const BATCH: usize = 256;
+/// A batch smaller than this is judged on the reading thread alone.
+const PARALLEL_FROM: usize = 16;
 
 /// Judges each line of a JSONL stream on its own: a line that is not UTF-8 is an `invalid`
 /// verdict like any other bad line, a UTF-8 byte order mark before the first line is ignored, a
 /// blank line is skipped. Output is flushed whenever no complete line is waiting, so a program
 /// that sends one call at a time gets each verdict at once.
+///
+/// The lines already waiting in the buffer (up to [`BATCH`]) are judged together — spread over
+/// the machine's cores when there are enough of them and the calls may be judged apart — and
+/// their verdicts written in input order; a line that arrives alone is judged and answered alone.
 fn stream(
     input: BufReader<impl Read>,
     out: &mut dyn Write,
-    judge: &mut Judge<'_>,
+    mut judging: Judging<'_, '_>,
+    worst: &mut Option<Verdict>,
 ) -> std::io::Result<()> {
     let mut input = input;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let mut buf = Vec::new();
     let mut n = 0;
+    let mut batch: Vec<(usize, Result<String, String>)> = Vec::with_capacity(BATCH);
     loop {
+        // The first line of a batch may wait for input; the rest are already here.
+        batch.clear();
+        let mut eof = false;
+        while batch.len() < BATCH && (batch.is_empty() || input.buffer().contains(&b'\n')) {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf)? == 0 {
+                eof = true;
+                break;
+            }
+            n += 1;
+            if let Some(item) = item(n, &buf) {
+                batch.push((n, item));
+            }
+        }
+        let judged = match &mut judging {
+            Judging::Apart(judge) => judge_all(&batch, *judge, threads)?,
+            Judging::InOrder(judge) => batch
+                .iter()
+                .map(|(n, item)| judge(item.as_deref().map_err(Clone::clone), Some(*n)))
+                .collect::<std::io::Result<Vec<_>>>()?,
+        };
+        for judged in judged {
+            *worst = (*worst).max(Some(judged.verdict));
+            out.write_all(&judged.bytes)?;
+        }
+        if eof {
+            return out.flush();
+        }
         if !input.buffer().contains(&b'\n') {
             out.flush()?;
         }
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            return out.flush();
-        }
-        n += 1;
-        let mut bytes = buf.as_slice();
-        if n == 1 {
-            bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-        }
-        while let Some(rest) = bytes
-            .strip_suffix(b"\n")
-            .or_else(|| bytes.strip_suffix(b"\r"))
-        {
-            bytes = rest;
-        }
-        match std::str::from_utf8(bytes) {
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => judge(Ok(text), Some(n), out)?,
-            Err(e) => judge(
-                Err(format!(
-                    "line {n} is not UTF-8 (an invalid byte at offset {}); each line must be one call as UTF-8 JSON",
-                    e.valid_up_to()
-                )),
-                Some(n),
-                out,
-            )?,
-        }
     }
+}
+
+/// One line of the stream as a call's text, or why it is not one; `None` for a blank line.
+fn item(n: usize, line: &[u8]) -> Option<Result<String, String>> {
+    let mut bytes = line;
+    if n == 1 {
+        bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    }
+    while let Some(rest) = bytes
+        .strip_suffix(b"\n")
+        .or_else(|| bytes.strip_suffix(b"\r"))
+    {
+        bytes = rest;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) if text.trim().is_empty() => None,
+        Ok(text) => Some(Ok(text.to_owned())),
+        Err(e) => Some(Err(format!(
+            "line {n} is not UTF-8 (an invalid byte at offset {}); each line must be one call as UTF-8 JSON",
+            e.valid_up_to()
+        ))),
+    }
+}
+
+/// Judges a batch of lines, in order: on this thread alone when it is small, else on `threads`
+/// threads that each take the next line not yet taken (a bash call costs several file calls, so
+/// a fixed share per thread would leave one waiting for the other).
+fn judge_all(
+    batch: &[(usize, Result<String, String>)],
+    judge: &Judge<'_>,
+    threads: usize,
+) -> std::io::Result<Vec<Judged>> {
+    let one = |(n, item): &(usize, Result<String, String>)| {
+        judge(item.as_deref().map_err(Clone::clone), Some(*n))
+    };
+    if threads < 2 || batch.len() < PARALLEL_FROM {
+        return batch.iter().map(one).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(line) = batch.get(i) else {
+                return done;
+            };
+            done.push((i, one(line)));
+        }
+    };
+    let mut results: Vec<Option<std::io::Result<Judged>>> = Vec::new();
+    results.resize_with(batch.len(), || None);
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut all = work();
+        for handle in others {
+            // A panic in a judge is a bug; carried on as it would be on one thread.
+            all.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
+        }
+        for (i, judged) in all {
+            results[i] = Some(judged);
+        }
+    });
+    // Every index was taken exactly once; the first error in input order wins.
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(std::io::Error::other("a line was not judged"))))
+        .collect()
 }
 
 /// A parse error of one stream line, placed on that line of the stream (serde_json counts from

@@ -15,7 +15,7 @@
 use super::judge::Ruled;
 use super::verdict::{Stage, Verdict};
 use crate::host::{Protected, Reach};
-use crate::sandbox::jail::Plan;
+use crate::sandbox::SharedPlan;
 use crate::vocab::{Access, PathRole};
 
 /// A judged call with the confinement verdict folded in.
@@ -27,7 +27,7 @@ pub(super) struct Confined {
 }
 
 /// Applies the sandbox's refusals to the policy's verdict.
-pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &Plan) -> Confined {
+pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &SharedPlan) -> Confined {
     let mut verdict = Verdict::from(ruled.ruling.decision);
     let mut stage = Stage::Policy;
     let mut reasons = ruled.ruling.reasons.clone();
@@ -56,7 +56,7 @@ pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &Plan) -> Confined {
 }
 
 /// Every reason the sandbox refuses the call, in the order of the module doc.
-fn refusals(ruled: &Ruled, host: &Protected, jail: &Plan) -> Vec<String> {
+fn refusals(ruled: &Ruled, host: &Protected, jail: &SharedPlan) -> Vec<String> {
     let class = &ruled.resolved.class;
     let touched = &ruled.resolved.touched;
     let mut out: Vec<String> = touched
@@ -85,12 +85,12 @@ fn refusals(ruled: &Ruled, host: &Protected, jail: &Plan) -> Vec<String> {
         }
     }
     if class.bash.is_some()
-        && let Some(why) = jail.refusal()
+        && let Some(why) = jail.get().refusal()
     {
         out.push(why.to_owned());
     }
     if let Some(why) = &class.unjailed
-        && jail.mode() == crate::sandbox::jail::Mode::Enforce
+        && jail.get().mode() == crate::sandbox::jail::Mode::Enforce
     {
         out.push(format!(
             "{why}; sandbox mode enforce refuses it (best_effort would start it unjailed, and say so)"

@@ -5,6 +5,7 @@
 
 use super::resolve::Resolved;
 use crate::policy::input::{PolicyInput, SessionInfo, Target};
+use crate::policy::rego::RegoInput;
 use crate::policy::{CompiledPolicy, Facts, Ruling};
 use crate::sandbox::TouchedPath;
 
@@ -43,12 +44,14 @@ pub(super) fn judge(
         bash: class.bash.clone(),
         session: session.clone(),
     });
-    let input_json = match (&input, policy.has_rego()) {
-        (Some(input), true) => serde_json::to_string(input).ok(),
+    // Converted once, straight into the values Rego evaluates; a document that does not
+    // convert leaves Rego without input, and the policy denies.
+    let rego_input = match (&input, policy.has_rego()) {
+        (Some(input), true) => RegoInput::of(input).ok(),
         _ => None,
     };
     let ruling = policy.judge(&Facts {
-        input: input_json.as_deref(),
+        input: rego_input.as_ref(),
         tool: &call.name,
         effects: &class.effects,
         paths: touched,

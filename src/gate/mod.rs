@@ -59,7 +59,7 @@ pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
-use crate::sandbox::{Roots, RootsError, TouchedPath, WritePath};
+use crate::sandbox::{Roots, RootsError, SharedPlan, TouchedPath, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
@@ -90,7 +90,8 @@ pub struct Gate {
     posture: Posture,
     mode: Mode,
     explain: bool,
-    jail: Arc<Plan>,
+    /// Planned when a call first needs it ([`SharedPlan`]).
+    jail: SharedPlan,
     host: HostFiles,
     protected: Protected,
     session: SessionInfo,
@@ -169,7 +170,7 @@ impl<'p, H> GateBuilder<'p, H> {
 }
 
 impl GateBuilder<'_, HostFiles> {
-    /// Compiles the policy for the workspace and plans the jail.
+    /// Compiles the policy for the workspace; the jail is planned when a call first needs it.
     pub fn build(self) -> Result<Gate, GateError> {
         let registry = tools_for(self.registry, self.mode)?;
         let jail_config = self.policy.jail();
@@ -177,13 +178,20 @@ impl GateBuilder<'_, HostFiles> {
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
         // In plan mode the jail holds commands to what the plan stage admits them as: readers.
-        let jail = Arc::new(
-            match self.mode {
-                Mode::Normal => Plan::new(&jail_config, roots.workspace(), roots.home()),
-                Mode::Plan => Plan::read_only(&jail_config, roots.workspace(), roots.home()),
-            }
-            .with_host_files(self.host.all()),
+        // Planned when a call first needs it ([`SharedPlan`]).
+        let (workspace, home, mode) = (
+            roots.workspace().to_path_buf(),
+            roots.home().map(Path::to_path_buf),
+            self.mode,
         );
+        let host_files: Vec<std::path::PathBuf> = self.host.all().map(Path::to_path_buf).collect();
+        let jail = SharedPlan::new(move || {
+            match mode {
+                Mode::Normal => Plan::new(&jail_config, &workspace, home.as_deref()),
+                Mode::Plan => Plan::read_only(&jail_config, &workspace, home.as_deref()),
+            }
+            .with_host_files(host_files)
+        });
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());
         let session = SessionInfo::new(self.posture, self.mode, &roots);
@@ -238,16 +246,16 @@ impl Gate {
             posture: self.posture,
             mode: self.mode,
             explain: self.explain,
-            jail: Arc::clone(&self.jail),
+            jail: self.jail.clone(),
             host: self.host.clone(),
             protected: self.protected.clone(),
             session: self.session.clone(),
         }
     }
 
-    /// The jail plan bash calls run under.
+    /// The jail plan bash calls run under (planned now if no call needed it yet).
     pub fn jail(&self) -> &Plan {
-        &self.jail
+        self.jail.get()
     }
 
     /// The tools this gate admits calls to.
@@ -385,7 +393,7 @@ impl Gate {
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
-            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
+            sandbox: class.bash.as_ref().map(|_| self.jail.get().view()),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };
@@ -410,7 +418,7 @@ impl Gate {
             arguments: call.arguments,
             grants,
             withheld,
-            jail: Arc::clone(&self.jail),
+            jail: self.jail.clone(),
         });
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)
@@ -487,5 +495,29 @@ mod tests {
     fn the_gate_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Gate>();
+    }
+
+    /// Issue 12: planning the jail looks at the kernel and the disk; file tools never need it.
+    #[test]
+    fn the_jail_is_planned_only_when_a_call_needs_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = PolicySet::embedded_default();
+        let gate = Gate::builder(Registry::with_builtins(), &policy, dir.path())
+            .host_files(HostFiles::for_workspace(dir.path()))
+            .build()
+            .unwrap();
+        let read = gate.admit_text(r#"{"name":"read_file","arguments":{"path":"a"}}"#);
+        let Judgement::Allowed(admitted) = read else {
+            panic!("{:?}", read.admission());
+        };
+        assert!(admitted.admission().sandbox.is_none());
+        gate.admit_text(r#"{"name":"write_file","arguments":{"path":"a","content":""}}"#);
+        assert!(!gate.jail.is_made(), "a file tool planned the jail");
+        let bash = gate.admit_text(r#"{"name":"bash","arguments":{"command":"ls"}}"#);
+        assert!(gate.jail.is_made());
+        assert_eq!(
+            bash.admission().sandbox.as_ref().map(|v| v.mode.as_str()),
+            Some(gate.jail().mode().as_str())
+        );
     }
 }

@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::policy::input::PolicyInput;
 use crate::policy::{Decision, Fallback, PathFilter, Posture, RuleHit};
 use crate::sandbox::PathView;
-use crate::sandbox::jail::{Plan, PlanView};
+use crate::sandbox::SharedPlan;
+use crate::sandbox::jail::PlanView;
 use crate::text::{Keep, shorten};
 use crate::tool::{Arguments, Grant, Tool};
 use crate::vocab::Effect;
@@ -276,7 +277,7 @@ pub struct Admitted {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: Arc<Plan>,
+    jail: SharedPlan,
 }
 
 /// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute).
@@ -286,7 +287,7 @@ pub(crate) struct Parts {
     pub arguments: Arguments,
     pub grants: Vec<Grant>,
     pub withheld: PathFilter,
-    pub jail: Arc<Plan>,
+    pub jail: SharedPlan,
 }
 
 impl Admitted {

@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
 use crate::shell::{Command, Normalized};
@@ -57,7 +57,8 @@ impl TryFrom<Written> for PatternSpec {
             return Err("a command pattern needs at least a command name".into());
         }
         for word in &words {
-            glob(word).map_err(|e| format!("bad glob {word:?} in command pattern: {e}"))?;
+            // Parsing is the whole check: compiling a parsed glob's matcher cannot fail.
+            glob_of(word).map_err(|e| format!("bad glob {word:?} in command pattern: {e}"))?;
         }
         Ok(PatternSpec(words))
     }
@@ -79,27 +80,52 @@ impl TryFrom<Written> for ExactSpec {
     }
 }
 
-fn glob(word: &str) -> Result<GlobMatcher, globset::Error> {
-    Ok(GlobBuilder::new(word)
+fn glob_of(word: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(word)
         .literal_separator(false)
         .backslash_escape(true)
-        .build()?
-        .compile_matcher())
+        .build()
+}
+
+/// The characters with a meaning in a glob (with `backslash_escape`). A word without any is
+/// matched by its own text only.
+const GLOB_SYNTAX: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
+
+/// How one pattern word matches an argv word.
+#[derive(Clone, Debug)]
+enum WordMatch {
+    /// A word without glob syntax: equal text, which is all its glob would match; no regex is
+    /// built for it (a policy's start-up cost, issue 12).
+    Text,
+    /// A glob.
+    Glob(GlobMatcher),
 }
 
 /// One word of a compiled pattern.
 #[derive(Clone, Debug)]
 struct PatternWord {
     raw: String,
-    glob: GlobMatcher,
+    matcher: WordMatch,
 }
 
 impl PatternWord {
     fn new(raw: &str) -> Option<PatternWord> {
+        let matcher = if raw.contains(GLOB_SYNTAX) {
+            WordMatch::Glob(glob_of(raw).ok()?.compile_matcher())
+        } else {
+            WordMatch::Text
+        };
         Some(PatternWord {
             raw: raw.to_owned(),
-            glob: glob(raw).ok()?,
+            matcher,
         })
+    }
+
+    fn is_match(&self, word: &str) -> bool {
+        match &self.matcher {
+            WordMatch::Text => self.raw == word,
+            WordMatch::Glob(glob) => glob.is_match(word),
+        }
     }
 
     fn is_option(&self) -> bool {
@@ -151,7 +177,7 @@ impl Pattern {
                 if !word.depends_on_static() {
                     return false;
                 }
-            } else if !word.is_static() || !pattern.glob.is_match(&word.text) {
+            } else if !word.is_static() || !pattern.is_match(&word.text) {
                 return false;
             }
         }
@@ -168,7 +194,7 @@ impl Pattern {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             return false;
         }
-        if !(name.glob.is_match(&normalized.name) || name.glob.is_match(&normalized.full_name)) {
+        if !(name.is_match(&normalized.name) || name.is_match(&normalized.full_name)) {
             return false;
         }
         if !rest
@@ -181,7 +207,7 @@ impl Pattern {
         let mut operands = normalized.operands.iter();
         rest.iter()
             .filter(|w| !w.is_option())
-            .all(|w| operands.any(|o| w.glob.is_match(o)))
+            .all(|w| operands.any(|o| w.is_match(o)))
     }
 }
 
@@ -215,6 +241,61 @@ mod tests {
     fn sees(p: &str, script: &str) -> bool {
         let c = first(script);
         pattern(p).sees(&c, &Normalized::of(&c.argv))
+    }
+
+    #[test]
+    fn a_word_without_glob_syntax_matches_what_its_glob_matches() {
+        let words = [
+            "rm",
+            "-rf",
+            "/",
+            "~",
+            "~/",
+            ".",
+            "of=/dev/sda",
+            "777",
+            "git",
+            "a,b",
+            "!x",
+        ];
+        let candidates = [
+            "rm",
+            "RM",
+            "rm ",
+            "-rf",
+            "-fr",
+            "/",
+            "//",
+            "~",
+            "~/",
+            ".",
+            "..",
+            "x",
+            "",
+            "of=/dev/sda",
+            "777",
+            "7777",
+            "git",
+            "a,b",
+            "!x",
+            "/bin/rm",
+        ];
+        for word in words {
+            let ours = PatternWord::new(word).unwrap();
+            assert!(matches!(ours.matcher, WordMatch::Text), "{word}");
+            let glob = glob_of(word).unwrap().compile_matcher();
+            for candidate in candidates {
+                assert_eq!(
+                    ours.is_match(candidate),
+                    glob.is_match(candidate),
+                    "{word} on {candidate:?}"
+                );
+            }
+        }
+        for word in ["*", "mkfs.*", "/\\*", "[ab]", "{a,b}", "a?c"] {
+            let ours = PatternWord::new(word).unwrap();
+            assert!(matches!(ours.matcher, WordMatch::Glob(_)), "{word}");
+        }
     }
 
     #[test]

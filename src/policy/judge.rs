@@ -14,6 +14,7 @@ use super::Decision;
 use super::commands;
 use super::compile::{CompiledPolicy, Rule};
 use super::pattern::OwnedSet;
+use super::rego::RegoInput;
 use crate::sandbox::TouchedPath;
 use crate::shell::{Analysis, Dynamic, Normalized, RedirectKind, readers};
 use crate::vocab::{Access, Effect, PathRole};
@@ -52,8 +53,8 @@ pub struct Facts<'a> {
     pub analysed: bool,
     /// The analysis of a bash call.
     pub bash: Option<&'a Analysis>,
-    /// The policy input document as JSON, when Rego policies are loaded.
-    pub input: Option<&'a str>,
+    /// The policy input document, when Rego policies are loaded.
+    pub input: Option<&'a RegoInput>,
 }
 
 /// A rule that matched a call.
@@ -327,7 +328,7 @@ impl CompiledPolicy {
 
         // Rego votes join the rules'; an error denies (fail closed).
         if let Some(rego) = &self.rego {
-            match facts.input.map(|input| rego.votes(input)) {
+            match facts.input.map(|input| rego.votes_on(input)) {
                 Some(Ok(votes)) => hits.extend(votes.into_iter().map(|v| Hit {
                     decision: v.decision,
                     id: v.id,
@@ -754,7 +755,7 @@ mod tests {
         let policy = set.compile(&roots).unwrap();
         let analysis = Analysis::of(script);
         let paths = roots.touch_all(&analysis.path_requests());
-        let input = serde_json::json!({ "bash": analysis }).to_string();
+        let input = RegoInput::of(&serde_json::json!({ "bash": analysis })).unwrap();
         policy.judge(&Facts {
             tool: "bash",
             effects: &analysis.effects,

@@ -17,6 +17,7 @@
 
 mod beneath;
 pub mod jail;
+mod plan;
 pub mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use serde::Serialize;
 
 use crate::vocab::{Access, PathRequest, PathRole};
 pub use beneath::{ConfinedPath, WritePath};
+pub use plan::SharedPlan;
 pub use resolve::{Resolution, ResolveError};
 
 /// Most paths one shell glob may expand to before the call is treated as unresolvable.
@@ -98,24 +100,29 @@ impl Roots {
     /// Resolves every requested path. A shell glob is expanded against the disk the way bash
     /// would; one that matches nothing stays as written, as in bash.
     pub fn touch_all(&self, requests: &[PathRequest]) -> Vec<TouchedPath> {
+        // One look at each folder the call's paths share ([`resolve::Looks`]).
+        let mut looks = resolve::Looks::default();
         let mut out = Vec::with_capacity(requests.len());
         for request in requests {
             if !request.pattern {
-                out.push(self.touch(request));
+                out.push(self.touch_with(&mut looks, request));
                 continue;
             }
             match resolve::expand_glob(&request.written, &self.workspace, self.home(), MAX_GLOB) {
                 Ok(found) => {
                     for written in found {
-                        out.push(self.touch(&PathRequest {
-                            written,
-                            pattern: false,
-                            ..request.clone()
-                        }));
+                        out.push(self.touch_with(
+                            &mut looks,
+                            &PathRequest {
+                                written,
+                                pattern: false,
+                                ..request.clone()
+                            },
+                        ));
                     }
                 }
                 Err(e) => {
-                    let mut t = self.touch(request);
+                    let mut t = self.touch_with(&mut looks, request);
                     t.resolution = None;
                     t.placement = Err(format!("cannot expand the glob: {e}"));
                     out.push(t);
@@ -127,7 +134,13 @@ impl Roots {
 
     /// Resolves one requested path and decides whether it is inside a root it may use.
     pub fn touch(&self, request: &PathRequest) -> TouchedPath {
-        let resolution = resolve::resolve(&request.written, &self.workspace, self.home());
+        self.touch_with(&mut resolve::Looks::default(), request)
+    }
+
+    /// [`Roots::touch`], for one of several paths of a call.
+    fn touch_with(&self, looks: &mut resolve::Looks, request: &PathRequest) -> TouchedPath {
+        let resolution =
+            resolve::resolve_with(looks, &request.written, &self.workspace, self.home());
         let (resolution, placement) = match resolution {
             Ok(r) => {
                 let placement = self.place(&r.resolved, request.access);

@@ -17,8 +17,9 @@
 //! The result is only a judgement aid: execution re-opens the resolved path beneath its root with
 //! `openat2`, so a link swapped in after this walk cannot redirect the effect (see `beneath`).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
+use std::fs::Metadata;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -103,8 +104,64 @@ pub fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// What the walks of one call's paths have seen of the disk: each component is looked at once
+/// (`lstat`, `readlink`) however many of the call's paths pass through it — the workspace's own
+/// folders, for a start. So one call's paths are resolved against one look at each folder they
+/// share, as a single walk would see it; the next call looks again. A look that failed other than
+/// by the path not existing is not kept: the next walk looks again, and reports what it sees.
+#[derive(Debug, Default)]
+pub struct Looks {
+    meta: HashMap<PathBuf, Result<Metadata, io::ErrorKind>>,
+    links: HashMap<PathBuf, PathBuf>,
+}
+
+impl Looks {
+    /// `lstat`, once per path.
+    fn lstat(&mut self, path: &Path) -> io::Result<Metadata> {
+        if let Some(seen) = self.meta.get(path) {
+            return seen.clone().map_err(io::Error::from);
+        }
+        let meta = std::fs::symlink_metadata(path);
+        match &meta {
+            Ok(m) => {
+                self.meta.insert(path.to_path_buf(), Ok(m.clone()));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                self.meta.insert(path.to_path_buf(), Err(e.kind()));
+            }
+            Err(_) => {}
+        }
+        meta
+    }
+
+    /// `readlink`, once per path.
+    fn read_link(&mut self, path: &Path) -> io::Result<PathBuf> {
+        if let Some(target) = self.links.get(path) {
+            return Ok(target.clone());
+        }
+        let target = std::fs::read_link(path)?;
+        self.links.insert(path.to_path_buf(), target.clone());
+        Ok(target)
+    }
+}
+
 /// Resolves `written` against `base` (the workspace) and `home`. See the module doc.
 pub fn resolve(
+    written: &str,
+    base: &Path,
+    home: Option<&Path>,
+) -> Result<Resolution, ResolveError> {
+    resolve_with(&mut Looks::default(), written, base, home)
+}
+
+/// [`resolve`], for one of several paths of a call: what `looks` holds is not looked at again.
+pub fn resolve_with(
+    looks: &mut Looks,
     written: &str,
     base: &Path,
     home: Option<&Path>,
@@ -128,11 +185,15 @@ pub fn resolve(
     let mut missing_at: Option<usize> = None;
     let mut links = 0usize;
     let mut symlinks = Vec::new();
+    // What the last look at the disk found at `out`, while `out` is still that path: an existing
+    // path's size comes from it, not from looking again.
+    let mut seen: Option<std::fs::Metadata> = None;
 
     while let Some(name) = queue.pop_front() {
         if name == "." {
             continue;
         }
+        seen = None;
         if name == ".." {
             if out.pop() {
                 depth -= 1;
@@ -147,13 +208,13 @@ pub fn resolve(
         if missing_at.is_some() {
             continue;
         }
-        match std::fs::symlink_metadata(&out) {
+        match looks.lstat(&out) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 links += 1;
                 if links > MAX_LINKS {
                     return Err(ResolveError::Loop(out));
                 }
-                let target = std::fs::read_link(&out).map_err(|source| ResolveError::Io {
+                let target = looks.read_link(&out).map_err(|source| ResolveError::Io {
                     path: out.clone(),
                     source,
                 })?;
@@ -171,6 +232,7 @@ pub fn resolve(
                 if !meta.is_dir() && queue.iter().any(|c| c != ".") {
                     missing_at = Some(depth);
                 }
+                seen = Some(meta);
             }
             Err(e)
                 if matches!(
@@ -185,7 +247,7 @@ pub fn resolve(
     }
     let exists = missing_at.is_none();
     let size = exists
-        .then(|| std::fs::symlink_metadata(&out).ok())
+        .then(|| seen.or_else(|| looks.lstat(&out).ok()))
         .flatten()
         .filter(|m| m.is_file())
         .map(|m| m.len());
@@ -303,6 +365,88 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         (dir, root)
+    }
+
+    #[test]
+    fn the_size_is_that_of_the_file_the_path_lands_on() {
+        let (_d, root) = ws();
+        std::fs::create_dir(root.join("d")).unwrap();
+        std::fs::write(root.join("d/f"), "12345").unwrap();
+        symlink("d/f", root.join("link")).unwrap();
+        symlink("d", root.join("dir")).unwrap();
+        // As before the size was taken from the loop's own look at the disk: a second look at
+        // the resolved path.
+        for written in [
+            "d/f",
+            "link",
+            "dir/f",
+            "d/f/.",
+            "d/./f/.",
+            "d/../d/f",
+            "d/f/..",
+            "dir/../d/./f",
+            "d",
+            "dir",
+            "d/missing",
+            "d/missing/../f",
+            "link/..",
+        ] {
+            let r = resolve(written, &root, None).unwrap();
+            let again = r
+                .exists
+                .then(|| std::fs::symlink_metadata(&r.resolved).ok())
+                .flatten()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            assert_eq!(r.size, again, "{written}: {r:?}");
+        }
+        assert_eq!(resolve("dir/f", &root, None).unwrap().size, Some(5));
+        assert_eq!(resolve("d", &root, None).unwrap().size, None);
+    }
+
+    /// Issue 12: a call's paths share one look at each component; each resolves as it would
+    /// alone.
+    #[test]
+    fn paths_resolved_together_resolve_as_each_alone() {
+        let (_d, root) = ws();
+        std::fs::create_dir_all(root.join("d/e")).unwrap();
+        std::fs::write(root.join("d/f"), "12345").unwrap();
+        symlink("d/f", root.join("link")).unwrap();
+        symlink("d", root.join("dir")).unwrap();
+        symlink("/etc", root.join("abs")).unwrap();
+        symlink("loop2", root.join("loop1")).unwrap();
+        symlink("loop1", root.join("loop2")).unwrap();
+        symlink("missing/x", root.join("dangling")).unwrap();
+        let written = [
+            "d/f",
+            "link",
+            "dir/f",
+            "dir/e/../f",
+            "abs/passwd",
+            "loop1",
+            "loop2/x",
+            "dangling",
+            "dangling/../d",
+            "d/f/x",
+            "d/missing/../../link",
+            "../outside",
+            "/etc/hostname",
+            "link",
+            "dir/f",
+            "~/x",
+            "d\0x",
+        ];
+        let home = Some(root.as_path());
+        let mut looks = Looks::default();
+        for w in written {
+            let together = resolve_with(&mut looks, w, &root, home);
+            let alone = resolve(w, &root, home);
+            assert_eq!(format!("{together:?}"), format!("{alone:?}"), "{w}");
+        }
+        assert!(matches!(
+            resolve("loop1", &root, home),
+            Err(ResolveError::Loop(_))
+        ));
     }
 
     #[test]

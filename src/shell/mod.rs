@@ -11,7 +11,8 @@
 //!   context; the inner commands of wrappers (`timeout`, `env`, `xargs`, `sudo`, `find -exec`,
 //!   `bash -c`, …) are simple commands too ([`wrappers`]);
 //! - every **redirection** with operator, fd and target;
-//! - a **feature** set, from the query in `grammars/bash/features.scm`;
+//! - a **feature** set, from the node kinds of the tree (`parse`; the same as the query in
+//!   `grammars/bash/features.scm`, which the tests hold the table to);
 //! - the **hazards** no prefix rule can judge ([`hazards`]);
 //! - whether the whole call is **read-only** ([`readers`]) and its **effects**.
 //!
@@ -36,7 +37,7 @@
 //! only modules listed before it (and these types), so no two import each other:
 //!
 //! - [`word`]: words after quote removal, and the quoting decoders;
-//! - `parse`: tree-sitter, the queries of `grammars/bash/`, line continuations;
+//! - `parse`: tree-sitter, the node kinds that mark features and commands, line continuations;
 //! - [`programs`]: one option spec per foreign program and the one matcher that reads an argv
 //!   against it (`programs::spec`), the paths hidden in other syntax (`programs::paths`), and
 //!   what awk programs, sed scripts and git's options make a program do;

@@ -1,77 +1,62 @@
-//! Parsing with tree-sitter-bash: one parser per thread, reused; the queries of
-//! `grammars/bash/`, compiled once; and the line-continuation pass.
+//! Parsing with tree-sitter-bash: one parser per thread, reused; the node kinds that mark a
+//! feature or a simple command, read in one pass over the tree; and the line-continuation pass.
+//!
+//! The kinds were first written as tree-sitter queries (`grammars/bash/features.scm` and
+//! `commands.scm`). Compiling those queries cost about a fifth of a one-call `reasonix check`
+//! process (`ts_query__analyze_patterns`, issue 12), for patterns that only name node kinds; the
+//! table [`KINDS`] says the same, and the tests run the query files over a corpus to prove that
+//! the table and the queries find the same features and the same number of commands.
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
+use std::collections::BTreeSet;
 
-use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Parser, Query, QueryCursor, Tree};
+use tree_sitter::{Node, Parser, Tree};
 
 use super::Feature;
-
-/// The feature query (`grammars/bash/features.scm`).
-const FEATURES: &str = include_str!("../../grammars/bash/features.scm");
-/// The command-count query (`grammars/bash/commands.scm`).
-const COMMANDS: &str = include_str!("../../grammars/bash/commands.scm");
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
-/// The compiled queries — the feature and command patterns in one query, so the tree is
-/// traversed once — with each capture's meaning.
-struct Queries {
-    query: Query,
-    feature_of: Vec<Option<Feature>>,
-    command: Option<u32>,
-}
+/// A named node of this kind marks that the script uses the feature (the feature query,
+/// `grammars/bash/features.scm`, one row per pattern). The anonymous token `&` marks
+/// [`Feature::Background`] ([`BACKGROUND`]), and a named `command` node is a simple command
+/// ([`COMMAND`]).
+pub(super) const KINDS: &[(&str, Feature)] = &[
+    ("pipeline", Feature::Pipe),
+    ("list", Feature::Chain),
+    ("command_substitution", Feature::Substitution),
+    ("process_substitution", Feature::ProcessSubstitution),
+    ("heredoc_redirect", Feature::Heredoc),
+    ("herestring_redirect", Feature::Herestring),
+    ("subshell", Feature::Subshell),
+    ("compound_statement", Feature::Group),
+    ("function_definition", Feature::FunctionDef),
+    ("if_statement", Feature::Conditional),
+    ("case_statement", Feature::Conditional),
+    ("while_statement", Feature::Loop),
+    ("for_statement", Feature::Loop),
+    ("c_style_for_statement", Feature::Loop),
+    ("negated_command", Feature::Negation),
+    ("variable_assignment", Feature::Assignment),
+    ("simple_expansion", Feature::Variable),
+    ("expansion", Feature::Variable),
+    ("brace_expression", Feature::BraceExpansion),
+    ("arithmetic_expansion", Feature::Arithmetic),
+    ("test_command", Feature::Test),
+    ("comment", Feature::Comment),
+    ("ERROR", Feature::ParseError),
+];
 
-fn queries() -> Option<&'static Queries> {
-    static QUERIES: OnceLock<Option<Queries>> = OnceLock::new();
-    QUERIES
-        .get_or_init(|| {
-            let language = tree_sitter_bash::LANGUAGE.into();
-            let query = Query::new(&language, &format!("{FEATURES}\n{COMMANDS}")).ok()?;
-            let feature_of = query
-                .capture_names()
-                .iter()
-                .map(|name| feature_named(name))
-                .collect();
-            let command = query.capture_index_for_name("command");
-            Some(Queries {
-                query,
-                feature_of,
-                command,
-            })
-        })
-        .as_ref()
-}
+/// The anonymous token that marks [`Feature::Background`].
+pub(super) const BACKGROUND: &str = "&";
 
-/// The feature a capture name in `features.scm` stands for.
-fn feature_named(name: &str) -> Option<Feature> {
-    Some(match name {
-        "pipe" => Feature::Pipe,
-        "chain" => Feature::Chain,
-        "substitution" => Feature::Substitution,
-        "process_substitution" => Feature::ProcessSubstitution,
-        "heredoc" => Feature::Heredoc,
-        "herestring" => Feature::Herestring,
-        "subshell" => Feature::Subshell,
-        "group" => Feature::Group,
-        "function_def" => Feature::FunctionDef,
-        "conditional" => Feature::Conditional,
-        "loop" => Feature::Loop,
-        "negation" => Feature::Negation,
-        "assignment" => Feature::Assignment,
-        "variable" => Feature::Variable,
-        "brace_expansion" => Feature::BraceExpansion,
-        "arithmetic" => Feature::Arithmetic,
-        "test" => Feature::Test,
-        "comment" => Feature::Comment,
-        "parse_error" => Feature::ParseError,
-        "background" => Feature::Background,
-        _ => return None,
-    })
+/// The named node kind of a simple command (`grammars/bash/commands.scm`).
+pub(super) const COMMAND: &str = "command";
+
+/// The feature a named node of this kind marks.
+fn feature_of(kind: &str) -> Option<Feature> {
+    KINDS.iter().find(|(k, _)| *k == kind).map(|&(_, f)| f)
 }
 
 /// Parses a script; `None` when tree-sitter gives no tree (it always should for bash).
@@ -203,43 +188,195 @@ fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Runs the query: inserts the features found and returns how many simple-command nodes the
-/// tree holds (`None` when the query is unavailable).
-pub(super) fn features_and_commands(
-    tree: &Tree,
-    script: &str,
-    out: &mut std::collections::BTreeSet<Feature>,
-) -> Option<usize> {
-    let q = queries()?;
-    let command = q.command?;
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&q.query, tree.root_node(), script.as_bytes());
+/// Reads every node of the tree once: inserts the features found ([`KINDS`]) and returns how
+/// many simple-command nodes the tree holds.
+pub(super) fn features_and_commands(tree: &Tree, out: &mut BTreeSet<Feature>) -> usize {
     let mut commands = 0;
-    while let Some(m) = matches.next() {
-        for capture in m.captures() {
-            if capture.index == command {
+    let mut cursor = tree.walk();
+    'walk: loop {
+        let node = cursor.node();
+        let kind = node.kind();
+        if node.is_named() {
+            if kind == COMMAND {
                 commands += 1;
-            } else if let Some(Some(feature)) = q.feature_of.get(capture.index as usize) {
-                out.insert(*feature);
+            } else if let Some(feature) = feature_of(kind) {
+                out.insert(feature);
+            }
+        } else if kind == BACKGROUND {
+            out.insert(Feature::Background);
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
             }
         }
     }
-    Some(commands)
+    commands
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use streaming_iterator::StreamingIterator;
+    use tree_sitter::{Query, QueryCursor};
+
+    /// The feature query (`grammars/bash/features.scm`) and the command query
+    /// (`grammars/bash/commands.scm`), the oracle for [`KINDS`].
+    const FEATURES: &str = include_str!("../../grammars/bash/features.scm");
+    const COMMANDS: &str = include_str!("../../grammars/bash/commands.scm");
+
+    /// The feature a capture name in `features.scm` stands for.
+    fn feature_named(name: &str) -> Option<Feature> {
+        Some(match name {
+            "pipe" => Feature::Pipe,
+            "chain" => Feature::Chain,
+            "substitution" => Feature::Substitution,
+            "process_substitution" => Feature::ProcessSubstitution,
+            "heredoc" => Feature::Heredoc,
+            "herestring" => Feature::Herestring,
+            "subshell" => Feature::Subshell,
+            "group" => Feature::Group,
+            "function_def" => Feature::FunctionDef,
+            "conditional" => Feature::Conditional,
+            "loop" => Feature::Loop,
+            "negation" => Feature::Negation,
+            "assignment" => Feature::Assignment,
+            "variable" => Feature::Variable,
+            "brace_expansion" => Feature::BraceExpansion,
+            "arithmetic" => Feature::Arithmetic,
+            "test" => Feature::Test,
+            "comment" => Feature::Comment,
+            "parse_error" => Feature::ParseError,
+            "background" => Feature::Background,
+            _ => return None,
+        })
+    }
+
+    /// What the query files find in a tree: the features and the number of commands.
+    fn by_query(query: &Query, tree: &Tree, script: &str) -> (BTreeSet<Feature>, usize) {
+        let command = query.capture_index_for_name("command").expect("@command");
+        let mut features = BTreeSet::new();
+        let mut commands = 0;
+        let mut cursor = QueryCursor::new();
+        let mut matches = cursor.matches(query, tree.root_node(), script.as_bytes());
+        while let Some(m) = matches.next() {
+            for capture in m.captures() {
+                if capture.index == command {
+                    commands += 1;
+                } else {
+                    let name = query.capture_names()[capture.index as usize];
+                    features.insert(feature_named(name).expect("a known capture"));
+                }
+            }
+        }
+        (features, commands)
+    }
+
+    /// Scripts that hold every construct of [`KINDS`], nested, broken and unusual ones.
+    const CORPUS: &[&str] = &[
+        "git status --short && git diff --stat HEAD~1 | head -20 2>/dev/null; cargo test -q --lib >> logs.txt",
+        "echo $(date) `id` <(ls) >(wc -l)",
+        "cat <<EOF\nhello $(whoami)\nEOF\ncat <<< \"$x\"",
+        "(cd src && make) & { echo a; echo b; }",
+        "f() { echo \"$1\"; }; f x",
+        "if [ -f x ]; then echo y; elif [[ $a == b ]]; then :; else echo z; fi",
+        "case $x in a) echo a;; *) echo b;; esac",
+        "while true; do sleep 1; done; until false; do break; done",
+        "for i in 1 2 3; do echo $i; done; for ((i=0; i<3; i++)); do echo ${i}; done",
+        "! grep -q x file || X=1 Y=2 env | sort",
+        "echo {a,b,c} {1..3} $((1 + 2)) # a comment",
+        "a=1; b=${a:-2}; echo \"$a$b\"",
+        "echo $(",
+        "if true; then echo",
+        "cat < in > out 2>&1 &",
+        ")) echo",
+        "echo 'unterminated",
+        "for x in $(ls); do (echo $x) & done; wait",
+        "bash -c 'echo hi' && sh -c \"echo $(id)\"",
+        "arr=(a b c); echo ${arr[@]} ${#arr[@]}",
+        "time ls | tee >(cat) 2>&1 | ( read -r l; echo \"$l\" )",
+        "declare -A m=([k]=v); local y; export Z=1; unset Z",
+        "[[ -n $x && $y =~ ^a ]] && test -d . && [ 1 -eq 1 ]",
+        "coproc cat; echo & echo && echo || echo",
+        "{ echo } ; fi done",
+        "",
+        "   # only a comment",
+        "select x in a b; do echo $x; break; done",
+    ];
+
     #[test]
-    fn the_queries_compile_and_every_capture_names_a_feature() {
-        let q = queries().expect("queries compile");
-        assert!(q.command.is_some());
-        for (name, feature) in q.query.capture_names().iter().zip(&q.feature_of) {
-            assert!(
-                feature.is_some() || *name == "command",
-                "capture @{name} names no feature"
+    fn every_row_of_the_kind_table_is_a_node_kind_of_the_grammar() {
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        for (kind, _) in KINDS {
+            assert_ne!(language.id_for_node_kind(kind, true), 0, "{kind}");
+        }
+        assert_ne!(language.id_for_node_kind(COMMAND, true), 0);
+        assert_ne!(language.id_for_node_kind(BACKGROUND, false), 0);
+    }
+
+    #[test]
+    fn the_walk_finds_what_the_query_files_find() {
+        let language = tree_sitter_bash::LANGUAGE.into();
+        let query = Query::new(&language, &format!("{FEATURES}\n{COMMANDS}")).expect("queries");
+        let mut seen = BTreeSet::new();
+        for script in CORPUS {
+            let tree = parse(script).expect("a tree");
+            let mut walked = BTreeSet::new();
+            let commands = features_and_commands(&tree, &mut walked);
+            assert_eq!(
+                (walked.clone(), commands),
+                by_query(&query, &tree, script),
+                "{script:?}"
             );
+            seen.extend(walked);
+        }
+        // Every row of the table is exercised by the corpus, and every capture of the query
+        // file is a row.
+        for (kind, feature) in KINDS {
+            assert!(seen.contains(feature), "no script of the corpus has {kind}");
+        }
+        assert!(seen.contains(&Feature::Background));
+        // Scripts glued from random tokens, most of them broken: error recovery makes ERROR
+        // and missing nodes in every place, and the two must still agree.
+        const TOKENS: &[&str] = &[
+            "echo", "x", " ", ";", "&", "&&", "||", "|", "(", ")", "{", "}", "$(", "`", "$x",
+            "${y:-z}", "$((", "))", "<(", ">(", "<<EOF\n", "\nEOF\n", "<<<", ">", "2>&1", "'",
+            "\"", "if", "then", "fi", "for", "in", "do", "done", "case", "esac", "!", "a=1", "[[",
+            "]]", "[", "]", "{a,b}", "# c", "\n", "\\\n", "f()", "while", "((", "=~", "*",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..3000 {
+            let len = next() % 24;
+            let script: String = (0..len)
+                .map(|_| TOKENS[(next() % TOKENS.len() as u64) as usize])
+                .collect();
+            let tree = parse(&script).expect("a tree");
+            let mut walked = BTreeSet::new();
+            let commands = features_and_commands(&tree, &mut walked);
+            assert_eq!(
+                (walked, commands),
+                by_query(&query, &tree, &script),
+                "{script:?}"
+            );
+        }
+        for name in query.capture_names() {
+            if *name != "command" {
+                let feature = feature_named(name).expect("a known capture");
+                assert!(
+                    feature == Feature::Background || KINDS.iter().any(|(_, f)| *f == feature),
+                    "@{name} has no row"
+                );
+            }
         }
     }
 

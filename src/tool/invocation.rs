@@ -7,12 +7,10 @@
 //! for reading, [`Invocation::writable`] only a path admitted for writing — the only type with
 //! methods that change the disk ([`WritePath`]).
 
-use std::sync::Arc;
-
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
 use crate::sandbox::jail::Plan;
-use crate::sandbox::{ConfinedPath, WritePath};
+use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
 #[derive(Debug)]
@@ -38,7 +36,7 @@ pub struct Invocation {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: Arc<Plan>,
+    jail: SharedPlan,
 }
 
 impl Invocation {
@@ -48,7 +46,7 @@ impl Invocation {
         arguments: Arguments,
         grants: Vec<Grant>,
         withheld: PathFilter,
-        jail: Arc<Plan>,
+        jail: SharedPlan,
     ) -> Invocation {
         Invocation {
             tool,
@@ -102,6 +100,6 @@ impl Invocation {
 
     /// The jail every process of this call runs in.
     pub fn jail(&self) -> &Plan {
-        &self.jail
+        self.jail.get()
     }
 }

@@ -4,15 +4,18 @@
 //! Canonical means: an object schema (`"type": "object"`), keys in sorted order, `required`
 //! sorted and de-duplicated, and `additionalProperties: false` unless the tool says otherwise —
 //! an argument the tool does not know is a mistake the model should hear about, not something
-//! to ignore. The schema must be valid draft 2020-12; it is compiled with `jsonschema` when the
-//! tool is added, never per call.
+//! to ignore. The schema must be valid draft 2020-12; it is compiled with `jsonschema` once,
+//! never per call: an extension or MCP tool ([`Registry::add`], [`Registry::add_mcp`]) when it is
+//! added, so a bad schema is refused there; a builtin tool the first time a call to it is
+//! validated, so a process that checks one call compiles one schema, not nine (the builtin
+//! schemas are constants, and `builtin_tools_register_cleanly` compiles every one).
 //!
 //! The registry also records where each tool comes from: [`Registry::with_builtins`] adds
 //! Reasonix's own tools, and any tool added with [`Registry::add`] is an extension. The policy
 //! input document reports it (`target.source`), so a policy can treat an embedder's tools apart.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -25,7 +28,8 @@ use crate::policy::input::ToolSource;
 pub struct Registered {
     tool: Arc<dyn Tool>,
     schema: Value,
-    validator: jsonschema::Validator,
+    /// Compiled when the tool is added (extensions) or first used (builtins).
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
     source: ToolSource,
 }
 
@@ -49,10 +53,19 @@ impl Registered {
     /// Checks arguments against the schema; on failure, every violation as
     /// `"<where>: <what>"`, in the validator's order.
     pub fn validate(&self, args: &Map<String, Value>) -> Result<(), Vec<String>> {
+        let validator = match self.validator() {
+            Ok(v) => v,
+            // Only a builtin is compiled here, and its schema is a tested constant; were it
+            // broken, no call to it would pass.
+            Err(e) => {
+                return Err(vec![format!(
+                    "(schema): the tool's schema does not compile: {e}"
+                )]);
+            }
+        };
         // The validator takes a `Value`; the clone is small next to the rest of a call.
         let instance = Value::Object(args.clone());
-        let errors: Vec<String> = self
-            .validator
+        let errors: Vec<String> = validator
             .iter_errors(&instance)
             .map(|e| {
                 let at = e.instance_path().as_str();
@@ -66,6 +79,21 @@ impl Registered {
             Err(errors)
         }
     }
+}
+
+impl Registered {
+    /// The compiled validator, compiled now if it was not yet.
+    fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator
+            .get_or_init(|| compile(&self.schema))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+/// Compiles a canonical schema.
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::draft202012::new(schema).map_err(|e| e.to_string())
 }
 
 /// What a provider is sent for one tool.
@@ -178,11 +206,16 @@ impl Registry {
             name: name.clone(),
             problem,
         })?;
-        let validator =
-            jsonschema::draft202012::new(&schema).map_err(|e| RegistryError::BadSchema {
+        // Any other tool's schema is compiled now, so a bad one is refused here; a builtin's on
+        // first use (see the module doc).
+        let validator = OnceLock::new();
+        if source != ToolSource::Builtin {
+            let compiled = compile(&schema).map_err(|problem| RegistryError::BadSchema {
                 name: name.clone(),
-                problem: e.to_string(),
+                problem,
             })?;
+            let _ = validator.set(Ok(compiled));
+        }
         self.tools.insert(
             name,
             Registered {
@@ -294,6 +327,17 @@ mod tests {
     #[test]
     fn builtin_tools_register_cleanly() {
         let registry = Registry::with_builtins();
+        for name in registry.names() {
+            let registered = registry.get(name).unwrap();
+            assert!(
+                registered.validator.get().is_none(),
+                "{name} compiled early"
+            );
+            assert!(
+                registered.validator().is_ok(),
+                "{name}'s schema does not compile"
+            );
+        }
         let names: Vec<_> = registry.names().collect();
         assert_eq!(
             names,

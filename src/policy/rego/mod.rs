@@ -11,6 +11,8 @@
 //!   file, line and column;
 //! - `vote.rs`: the votes on one input document, failing closed (why the interpreter and not the
 //!   bytecode VM, and the time limit, are documented there);
+//! - `value.rs`: the input document as regorus values ([`RegoInput`]), serialized straight from
+//!   the Rust types;
 //! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
 //! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
 //!   warnings of `reasonix policy check`.
@@ -26,6 +28,7 @@
 mod analysis;
 mod load;
 mod tests;
+mod value;
 mod vote;
 
 use std::time::Duration;
@@ -35,6 +38,7 @@ use regorus::Engine;
 use super::Decision;
 
 pub use tests::TestOutcome;
+pub use value::RegoInput;
 pub use vote::Vote;
 
 /// The generated package that gathers every vote.

@@ -20,7 +20,7 @@
 
 use serde_json::Value as Json;
 
-use super::{AGGREGATE, Rego, flatten};
+use super::{AGGREGATE, Rego, RegoInput, flatten};
 use crate::policy::Decision;
 
 /// One vote.
@@ -40,10 +40,13 @@ impl Rego {
     /// The votes on one input document (JSON text). An error is returned as is; the caller
     /// denies.
     pub fn votes(&self, input_json: &str) -> Result<Vec<Vote>, String> {
-        let input = regorus::Value::from_json_str(input_json)
-            .map_err(|e| format!("the input document does not convert: {e}"))?;
+        self.votes_on(&RegoInput::from_json(input_json)?)
+    }
+
+    /// The votes on one input document. An error is returned as is; the caller denies.
+    pub fn votes_on(&self, input: &RegoInput) -> Result<Vec<Vote>, String> {
         let mut engine = self.engine.clone();
-        engine.set_input(input);
+        engine.set_input(input.0.clone());
         let result = engine
             .eval_rule(format!("data.{AGGREGATE}.votes"))
             .map_err(|e| flatten(&e.to_string()))?;

@@ -1,0 +1,48 @@
+//! The jail plan a gate shares with the calls it admits, computed the first time one of them
+//! needs it.
+//!
+//! Planning the jail looks at the kernel and the disk ([`Plan::new`]); only a call that starts a
+//! process needs a plan (the `bash` tool: the sandbox stage asks whether the plan can be
+//! enforced, its verdict shows the plan, and it runs under it). A gate that judges only file
+//! tools — a one-call `reasonix check` of a `read_file` — never plans a jail (issue 12). Once
+//! computed, the plan is the same value for every call of the gate, as it was when the gate
+//! computed it up front.
+
+use std::sync::{Arc, LazyLock};
+
+use super::jail::Plan;
+
+/// How the plan is made when first needed.
+type MakePlan = Box<dyn FnOnce() -> Plan + Send>;
+
+/// A jail plan, shared, made on first use. Cloning shares it.
+#[derive(Clone)]
+pub struct SharedPlan(Arc<LazyLock<Plan, MakePlan>>);
+
+impl SharedPlan {
+    /// The plan `make` makes ([`Plan::new`], or [`Plan::read_only`] in plan mode), once asked
+    /// for.
+    pub fn new(make: impl FnOnce() -> Plan + Send + 'static) -> SharedPlan {
+        let make: MakePlan = Box::new(make);
+        SharedPlan(Arc::new(LazyLock::new(make)))
+    }
+
+    /// The plan, made now if it was not yet.
+    pub fn get(&self) -> &Plan {
+        &self.0
+    }
+
+    /// Whether the plan has been made (for tests).
+    pub fn is_made(&self) -> bool {
+        LazyLock::get(&self.0).is_some()
+    }
+}
+
+impl std::fmt::Debug for SharedPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match LazyLock::get(&self.0) {
+            Some(plan) => f.debug_tuple("SharedPlan").field(plan).finish(),
+            None => f.write_str("SharedPlan(not made yet)"),
+        }
+    }
+}
