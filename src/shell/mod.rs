@@ -21,7 +21,10 @@
 //! A parse error, a node kind the walk does not know, a command name that is not static, a
 //! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a script
 //! over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
-//! tree-sitter left out of the tree or a word it split in two: each is recorded in
+//! tree-sitter left out of the tree, a word it split in two or joined across blanks, a reserved
+//! word or assignment it read where bash reads a plain word (`{}`, `[a]`, `!{x`, `1=x`), a
+//! here-document it ended before its delimiter, `time` before an option other than `-p`: each
+//! is recorded in
 //! [`Analysis::problems`], and a call with problems is never allowed (the policy stage asks, or
 //! denies under `strict`).
 //!
