@@ -1090,10 +1090,15 @@ async fn conflicting_writes_are_serialized_by_leases_under_concurrency() {
         b.unwrap();
         let calls = rig.calls();
         assert_eq!(calls.len(), 6);
-        assert!(
-            calls.iter().all(|c| c["outcome"] == "succeeded"),
-            "{calls:?}"
-        );
+        // Without a shared lease a bump may read the file while the other truncates it
+        // (`expr: non-integer argument`): that failure is the race itself, so only the run with
+        // shared leases must succeed throughout.
+        if shared {
+            assert!(
+                calls.iter().all(|c| c["outcome"] == "succeeded"),
+                "{calls:?}"
+            );
+        }
         let count = std::fs::read_to_string(rig.world.ws.join("count")).unwrap();
         (count.trim().to_owned(), spans(&calls))
     }
