@@ -833,28 +833,30 @@ fn restore_point(
         let (from, to) = (Path::new(&destination.path), Path::new(&source.path));
         done.insert(&source.path);
         done.insert(&destination.path);
+        // The folder's two paths share one outcome when it is not moved back.
+        let both = |list: &mut Vec<RewoundFile>, why: String| {
+            list.push(entry(source, why.clone()));
+            list.push(entry(destination, why));
+        };
         let at_source = disk.state(to);
         let at_destination = disk.state(from);
         if let Err(why) = bounds(to).and_then(|()| bounds(from)) {
             let why = format!("rewind does not write there: {why}");
-            r.not_restorable.push(entry(source, why.clone()));
-            r.not_restorable.push(entry(destination, why));
+            both(&mut r.not_restorable, why);
         } else if at_source != FileState::Absent {
             let why = format!(
                 "{} is {} now; rewind never replaces it",
                 to.display(),
                 describe(&at_source)
             );
-            r.left.push(entry(source, why.clone()));
-            r.left.push(entry(destination, why));
+            both(&mut r.left, why);
         } else if at_destination != FileState::Folder {
             let why = format!(
                 "the folder moved to {} is no longer there (it is {})",
                 from.display(),
                 describe(&at_destination)
             );
-            r.left.push(entry(source, why.clone()));
-            r.left.push(entry(destination, why));
+            both(&mut r.left, why);
         } else {
             match disk.move_back(from, to) {
                 Ok(()) => {
@@ -865,10 +867,7 @@ fn restore_point(
                         format!("moved back to {}", to.display()),
                     ));
                 }
-                Err(e) => {
-                    r.left.push(entry(source, e.clone()));
-                    r.left.push(entry(destination, e));
-                }
+                Err(e) => both(&mut r.left, e),
             }
         }
     }
