@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::{World, gate_over, reasons};
 use reasonix::agent::servers::Servers;
-use reasonix::gate::Judgement;
 use reasonix::{Call, PolicySet, Posture, Registry};
 use serde_json::{Value, json};
 
@@ -347,12 +346,7 @@ fn connected(w: &World) -> (reasonix::Gate, Servers) {
 }
 
 fn run(gate: &reasonix::Gate, name: &str, args: Value) -> Result<String, String> {
-    match gate.admit(&Call::new(name, args)) {
-        Judgement::Allowed(a) => common::execute(a)
-            .map(|o| o.text)
-            .map_err(|e| e.to_string()),
-        other => panic!("not allowed: {:?}", other.admission().reasons),
-    }
+    common::run_allowed(gate, name, args)
 }
 
 #[test]

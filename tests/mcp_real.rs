@@ -13,8 +13,7 @@ use std::path::PathBuf;
 
 use common::{World, gate_over, reasons, skip_unless};
 use reasonix::agent::servers::Servers;
-use reasonix::gate::Judgement;
-use reasonix::{Call, PolicySet, Posture, Registry};
+use reasonix::{PolicySet, Posture, Registry};
 use serde_json::{Value, json};
 
 fn server(var: &str) -> Option<PathBuf> {
@@ -292,12 +291,7 @@ fn run_real(w: &World, yaml: &[(&str, &str)], name: &str, args: Value) -> Result
     }
     let (registry, _) = servers.registry();
     let gate = gate.with_registry(registry).unwrap();
-    match gate.admit(&Call::new(name, args)) {
-        Judgement::Allowed(a) => common::execute(a)
-            .map(|o| o.text)
-            .map_err(|e| e.to_string()),
-        other => panic!("not allowed: {:?}", other.admission().reasons),
-    }
+    common::run_allowed(&gate, name, args)
 }
 
 #[test]

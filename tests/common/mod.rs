@@ -202,3 +202,18 @@ pub fn execute(admitted: Admitted) -> Result<Output, ToolError> {
         .execute()
         .result
 }
+
+/// Admits `name(args)` through `gate`, which must allow it, and executes it: its text, or the
+/// tool's error as a string.
+pub fn run_allowed(
+    gate: &reasonix::Gate,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<String, String> {
+    match gate.admit(&reasonix::Call::new(name, args)) {
+        reasonix::gate::Judgement::Allowed(a) => {
+            execute(a).map(|o| o.text).map_err(|e| e.to_string())
+        }
+        other => panic!("not allowed: {:?}", other.admission().reasons),
+    }
+}
