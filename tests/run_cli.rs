@@ -33,13 +33,11 @@ fn record(w: &World) -> Vec<Value> {
     common::jsonl(&w.ws.join(".reasonix/record.jsonl"))
 }
 
-#[test]
-fn the_example_session_exercises_every_outcome() {
-    let w = example_world();
-    let ws = w.ws.to_str().unwrap();
+/// `run` of examples/session/ unattended in `w`: exit code, stdout, stderr.
+fn run_example_session(w: &World) -> (i32, String, String) {
     let script = format!("script:{}", example("examples/session/session.json"));
     let policy = example("examples/session/policy.yaml");
-    let (code, stdout, stderr) = w.run(
+    w.run(
         &[
             "run",
             "--provider",
@@ -47,12 +45,18 @@ fn the_example_session_exercises_every_outcome() {
             "--policy",
             &policy,
             "--workspace",
-            ws,
+            w.ws.to_str().unwrap(),
             "--unattended",
             "Tidy the notes",
         ],
         "",
-    );
+    )
+}
+
+#[test]
+fn the_example_session_exercises_every_outcome() {
+    let w = example_world();
+    let (code, stdout, stderr) = run_example_session(&w);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("I'll look around first") && stdout.contains("Done:"),
@@ -507,23 +511,7 @@ fn the_prompt_shows_escape_sequences_instead_of_obeying_them() {
 #[test]
 fn each_call_line_names_what_it_touched_and_a_failure_says_why() {
     let w = example_world();
-    let ws = w.ws.to_str().unwrap();
-    let script = format!("script:{}", example("examples/session/session.json"));
-    let policy = example("examples/session/policy.yaml");
-    let (code, _, stderr) = w.run(
-        &[
-            "run",
-            "--provider",
-            &script,
-            "--policy",
-            &policy,
-            "--workspace",
-            ws,
-            "--unattended",
-            "Tidy the notes",
-        ],
-        "",
-    );
+    let (code, _, stderr) = run_example_session(&w);
     assert_eq!(code, 0, "{stderr}");
     let line = |start: &str| {
         stderr
