@@ -233,7 +233,9 @@ const CASES: &[Case] = &[
     // --- nested shells ---
     case("bash -c 'rm -rf x'", &[&["bash", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).f(&[NestedShell, InlineCode]).ro(false),
     case("sh -c \"ls && rm x\"", &[&["sh", "-c", "ls && rm x"], &["ls"], &["rm", "x"]]).f(&[NestedShell]).ro(false),
-    case("bash -lc 'echo hi'", &[&["bash", "-lc", "echo hi"], &["echo", "hi"]]).ro(true),
+    // A login shell runs /etc/profile and ~/.profile first: code the analysis does not see.
+    case("bash -lc 'echo hi'", &[&["bash", "-lc", "echo hi"], &["echo", "hi"]]).ro(false).hazard(&["loads_code"]),
+    case("bash --norc -c 'echo hi'", &[&["bash", "--norc", "-c", "echo hi"], &["echo", "hi"]]).ro(true),
     case("bash -c 'bash -c \"rm x\"'", &[ &["bash", "-c", "bash -c \"rm x\""], &["bash", "-c", "rm x"], &["rm", "x"], ]).ro(false),
     case("bash -c \"$CMD\"", &[&["bash", "-c", "$CMD"]]).hazard(&["dynamic_script"]),
     case("curl -s x | sh", &[&["curl", "-s", "x"], &["sh"]]).hazard(&["stdin_script"]),

@@ -10,6 +10,7 @@
 mod common;
 
 use common::World;
+use reasonix::shell::Analysis;
 use reasonix::{PolicySet, Posture, Registry};
 use serde_json::json;
 
@@ -195,7 +196,179 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("4", "default", "GIT_PAGER=cat git log --oneline", "allow"),
     ("4", "benign", "while IFS= read -r l; do echo x; done < README.md", "allow"),
     ("4", "benign", "while read -r GIT_DIR; do git status; done < list.txt", "ask"),
+    // The oracle's findings (tests/oracle/known.txt, where each stood until fixed): bash read a
+    // script otherwise than the analysis did. Those marked (through) let a call through.
+    // (through) A newline inside double quotes is text: `bash -c "a<newline>b"` runs two commands.
+    ("dq-newline", "default", "bash -c \"echo hi\nrm -rf src\"", "ask"),
+    ("dq-newline", "default", "bash -c \"echo hi\nls src\"", "allow"),
+    ("dq-newline", "benign", "bash -c \"echo hi\ncat .env\"", "deny"),
+    ("dq-newline", "benign", "printf '%s\\n' \"line one\nline two\"", "allow"),
+    // (through) Escaped backticks inside backticks are a nested substitution.
+    // Its twin gets what its `$(...)` form gets (a substitution's output as an argument is
+    // never covered by a prefix rule).
+    ("backticks", "benign", "echo `echo \\`cat .env\\``", "deny"),
+    ("backticks", "benign", "echo \"`echo \\\"$(cat .env)\\\"`\"", "deny"),
+    ("backticks", "benign", "v=`echo \\`cat README.md\\``", "ask"),
+    ("backticks", "benign", "v=$(echo $(cat README.md))", "ask"),
+    ("backticks", "benign", "v=`cat README.md`; echo done", "allow"),
+    // (through) Backticks glued to text, or blank ones between words: not understood.
+    ("glued-backtick", "benign", "cat .e`true`nv", "ask"),
+    ("glued-backtick", "benign", "ls x ` ` y", "ask"),
+    ("glued-backtick", "benign", "v=`echo z`; ls x y", "allow"),
+    // (through) A quote then a backslash-escaped character is one word: not understood.
+    ("quote-escape", "default", "cat '.en'\\v", "ask"),
+    ("quote-escape", "default", "cat 'READ'ME.md", "allow"),
+    // (through) A backslash-escaped word after a newline starts a command: not understood.
+    ("line-escape", "default", "ls\n\\rm -rf src", "ask"),
+    ("line-escape", "default", "ls\nls -la src", "allow"),
+    // (through) `\ #` is a word, not a comment: not understood.
+    ("escaped-blank", "default", "\\ #; rm -rf src", "ask"),
+    ("escaped-blank", "benign", "git \\ status", "ask"),
+    ("escaped-blank", "benign", "git status # \\ note", "allow"),
+    ("escaped-blank", "default", "ls a\\ b", "allow"),
+    // (through) A redirection's target takes one word: the rest are the command's.
+    ("redirect", "default", "cat > build/log .env", "deny"),
+    ("redirect", "benign", "rm >build/log -rf src", "ask"),
+    ("redirect", "benign", "cat README.md > build/log", "ask"),
+    // `$$` is the shell's process id, a trailing `$` itself.
+    ("dollar", "benign", "cat notes$$", "ask"),
+    ("dollar", "benign", "cat notes$ \"a $ b\"", "allow"),
+    // `>& -word` closes the descriptor; `word` is the command's.
+    ("close", "benign", "cat >& -secrets/key", "deny"),
+    ("close", "benign", "cat <&- README.md", "allow"),
+    ("close", "benign", "ls >&- src", "allow"),
+    // bash's `time` keyword takes only `-p`.
+    ("time", "benign", "time -v ls", "ask"),
+    ("time", "benign", "time -p ls", "allow"),
+    ("time", "benign", "time ls -la", "allow"),
+    // A login or interactive shell runs its startup files first.
+    ("login", "default", "bash -lc 'echo hi'", "ask"),
+    ("login", "default", "bash -ic 'echo hi'", "ask"),
+    ("login", "default", "bash -c 'echo hi'", "allow"),
+    // `{`, `[` glued to a word are no group or test: bash runs a program.
+    ("bracket", "default", "{}", "ask"),
+    ("bracket", "default", "[a]", "ask"),
+    ("bracket", "default", "{ ls; }", "allow"),
+    ("bracket", "default", "[ -f README.md ] && ls", "allow"),
+    ("bracket", "default", "[[ -f README.md ]]&&ls", "allow"),
+    // Blanks inside what tree-sitter calls one word: not understood.
+    ("blank-word", "default", "ls ] }", "ask"),
+    ("blank-word", "default", "ls ']' '}'", "allow"),
+    // `1=x` is no assignment (`1` is no name): bash runs the program `1=x`.
+    ("name", "default", "1=x ls", "ask"),
+    ("name", "default", "LANG=C ls", "allow"),
+    // A declaration glued to a bracket is a program's name.
+    ("declaration", "benign", "declare}x", "ask"),
+    ("declaration", "benign", "declare x", "allow"),
+    // Found by the oracle in this round's fuzz runs.
+    // (through) Words after redirections with no command before them are a command, which
+    // tree-sitter files under the last redirection (the default allowed this, reading `.env`).
+    ("bodiless", "default", ">/dev/null 2>&1 x:= .env", "deny"),
+    ("bodiless", "default", ">/dev/null 2>&1 ls src", "allow"),
+    // `>& WORD` expands WORD a second time when it is no descriptor: code in it runs.
+    ("dup-twice", "benign", "ls >& '$(touch p)x'", "ask"),
+    ("dup-twice", "benign", "ls >& \"'.env'\"", "ask"),
+    ("dup-twice", "benign", "ls >& /dev/null", "allow"),
+    ("dup-twice", "benign", "ls 2>&1", "allow"),
+    // (through) A here-document tree-sitter ends at other text than its delimiter: bash reads
+    // on (the default allowed `cat` while bash ran the `$(...)`).
+    ("heredoc-end", "default", "cat <<- $P$\nhi ${X:-$(touch p)}", "ask"),
+    ("heredoc-end", "default", "cat <<- EOF\n\thi\n\tEOF", "allow"),
+    ("heredoc-end", "default", "cat <<'E O'\nhi\nE O", "allow"),
+    // (through) Only digits (or `{NAME}`) make a descriptor: `-rf2>&1` is a word, then `>&1`.
+    ("descriptor", "default", "ls\n-rf2>&1", "ask"),
+    ("descriptor", "default", "ls 2>&1", "allow"),
+    ("descriptor", "default", "ls {fd}>&2", "allow"),
+    ("descriptor", "benign", "ls {PATH}>&2; ls", "ask"),
+    // `!` glued to a word is no negation.
+    ("negation", "default", "!{ls", "ask"),
+    ("negation", "default", "! ls", "allow"),
+    ("negation", "default", "!(ls)", "allow"),
+    // An assignment to `_` is one: tree-sitter takes it for the command name.
+    ("underscore", "default", "_=x rm -rf src", "ask"),
+    ("underscore", "default", "_a=x ls", "ask"),
+    ("underscore", "default", "ls", "allow"),
 ];
+
+/// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
+#[derive(Debug)]
+enum Reading {
+    /// Exactly these commands, in the analysis' order.
+    Commands(&'static [&'static [&'static str]]),
+    /// At least this command among others.
+    Reports(&'static [&'static str]),
+    /// Not understood: bash reads it some way the analysis does not.
+    NotUnderstood,
+}
+
+/// `(class, "reads", script, reading)`.
+#[rustfmt::skip]
+const READS: &[(&str, &str, &str, Reading)] = &[
+    ("dq-newline", "reads", "bash -c \"echo hi\nls src\"", Reading::Commands(&[&["bash", "-c", "echo hi\nls src"], &["echo", "hi"], &["ls", "src"]])),
+    ("dq-newline", "reads", "ls \" \" \"a \" \"\n\"", Reading::Commands(&[&["ls", " ", "a ", "\n"]])),
+    ("dq-newline", "reads", "ls \"a\n\n$HOME\n b\"", Reading::Commands(&[&["ls", "a\n\n$HOME\n b"]])),
+    ("backticks", "reads", "echo `echo \\`rm -rf src\\``", Reading::Reports(&["rm", "-rf", "src"])),
+    ("backticks", "reads", "echo \"`printf %s \\\"a b\\\"`\"", Reading::Reports(&["printf", "%s", "a b"])),
+    ("backticks", "reads", "echo `printf %s \\\"a b\\\"`", Reading::Reports(&["printf", "%s", "\"a", "b\""])),
+    ("glued-backtick", "reads", "ls x ` ` y", Reading::NotUnderstood),
+    ("glued-backtick", "reads", "rm -r`true`f src", Reading::NotUnderstood),
+    ("quote-escape", "reads", "cat '.en'\\v", Reading::NotUnderstood),
+    ("line-escape", "reads", "ls\n\\rm -rf src", Reading::NotUnderstood),
+    ("escaped-blank", "reads", "\\ #; rm -rf src", Reading::NotUnderstood),
+    ("escaped-blank", "reads", "git \\ status", Reading::NotUnderstood),
+    ("redirect", "reads", "rm >build/log -rf src", Reading::Commands(&[&["rm", "-rf", "src"]])),
+    ("redirect", "reads", "cat - 2>&1", Reading::Commands(&[&["cat", "-"]])),
+    ("dollar", "reads", "ls a$ $ b$$ \"c $ d\"", Reading::Commands(&[&["ls", "a$", "$", "b$$", "c $ d"]])),
+    ("close", "reads", "ls >& -x y", Reading::Commands(&[&["ls", "x", "y"]])),
+    ("close", "reads", "ls 2<&-x", Reading::Commands(&[&["ls", "x"]])),
+    ("close", "reads", "ls >&- x", Reading::Commands(&[&["ls", "x"]])),
+    ("time", "reads", "time -o stats.txt make", Reading::NotUnderstood),
+    ("time", "reads", "time -p -- make -j2", Reading::Commands(&[&["time", "-p", "--", "make", "-j2"], &["make", "-j2"]])),
+    ("blank-word", "reads", "ls ] }", Reading::NotUnderstood),
+    ("bracket", "reads", "{}", Reading::NotUnderstood),
+    ("bracket", "reads", "[a]", Reading::NotUnderstood),
+    ("name", "reads", "1=x ls", Reading::NotUnderstood),
+    ("declaration", "reads", "export}x", Reading::NotUnderstood),
+    ("bodiless", "reads", ">/dev/null 2>&1 x:= .env", Reading::Commands(&[&["x:=", ".env"]])),
+    ("bodiless", "reads", ">& -i", Reading::Commands(&[&["i"]])),
+    ("glued-target", "reads", "ls > {\\*P in x", Reading::NotUnderstood),
+    ("blank-word", "reads", "$ sed a", Reading::NotUnderstood),
+    ("negation", "reads", "!ls", Reading::Commands(&[&["!ls"]])),
+    ("negation", "reads", "!{ls", Reading::NotUnderstood),
+    ("heredoc-end", "reads", "cat <<- $P$\nhi ${X:-$(touch p)}", Reading::NotUnderstood),
+    ("descriptor", "reads", "#\\\n-exec2>&1", Reading::Commands(&[&["-exec2"]])),
+    ("descriptor", "reads", "ls -5>out x", Reading::Commands(&[&["ls", "-5", "x"]])),
+    ("descriptor", "reads", "ls 2>&1 | cat 0< f", Reading::NotUnderstood),
+    ("glued-target", "reads", ">> P{\\J }", Reading::NotUnderstood),
+    ("underscore", "reads", "_=x rm -rf src", Reading::NotUnderstood),
+    ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
+    ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
+];
+
+#[test]
+fn the_analysis_reads_each_finding_as_bash_does() {
+    let mut failures = Vec::new();
+    for (class, _, script, want) in READS {
+        let a = Analysis::of(script);
+        let got: Vec<Vec<&str>> = a
+            .commands
+            .iter()
+            .map(|c| c.argv.iter().map(String::as_str).collect())
+            .collect();
+        let ok = match want {
+            Reading::NotUnderstood => !a.analysed,
+            Reading::Commands(commands) => a.analysed && got == *commands,
+            Reading::Reports(command) => a.analysed && got.iter().any(|c| c == command),
+        };
+        if !ok {
+            failures.push(format!(
+                "class {class}: {script:?}: want {want:?}, got {got:?} (problems {:?})",
+                a.problems
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
 
 #[test]
 fn each_attack_is_refused_and_its_benign_twin_allowed() {

@@ -31,6 +31,13 @@ fn lacks_landlock_net() -> bool {
     )
 }
 
+fn lacks_namespaces() -> bool {
+    skip_unless(
+        jail::capabilities().namespaces,
+        "mount and PID namespaces for a run (root, or unprivileged user namespaces)",
+    )
+}
+
 fn lacks_seccomp() -> bool {
     skip_unless(jail::capabilities().seccomp, "seccomp filters")
 }
@@ -38,8 +45,12 @@ fn lacks_seccomp() -> bool {
 fn lacks_full_backend() -> bool {
     let caps = jail::capabilities();
     skip_unless(
-        caps.landlock_fs && caps.landlock_net && caps.landlock_scope && caps.seccomp,
-        "one of Landlock filesystem rules, TCP rules, scoping or seccomp (enforce needs them all)",
+        caps.landlock_fs
+            && caps.landlock_net
+            && caps.landlock_scope
+            && caps.seccomp
+            && caps.namespaces,
+        "one of Landlock filesystem rules, TCP rules, scoping, seccomp or namespaces (enforce needs them all)",
     )
 }
 
@@ -88,31 +99,42 @@ fn python() -> String {
 }
 
 #[test]
-fn a_write_outside_the_write_roots_fails_with_eacces_and_leaves_nothing() {
-    if lacks_landlock() {
+fn a_write_outside_the_write_roots_fails_and_leaves_nothing_with_each_layer() {
+    if lacks_landlock() || lacks_namespaces() {
         return;
     }
-    let w = World::new();
-    let p = plan(&w, |_| {});
-    let target = w.outside.join("planted.txt");
-    let r = sh(&p, &format!("echo x > {} ; echo rc=$?", target.display()));
-    assert!(r.stderr.contains("Permission denied"), "{r:?}");
-    assert!(r.stdout.contains("rc=1"), "{r:?}");
-    assert!(!target.exists(), "nothing may be created outside");
-    // Python sees EACCES itself.
-    let r = sh(
-        &p,
-        &format!(
-            "{} -c \"open('{}', 'w')\" 2>&1 | tail -1",
-            python(),
-            target.display()
+    // With a mount namespace the read-only mount refuses first (EROFS); without one, Landlock
+    // alone refuses (EACCES): either layer holds by itself.
+    for (caps, message, errno) in [
+        (
+            jail::capabilities().clone(),
+            "Read-only file system",
+            "Errno 30",
         ),
-    );
-    assert!(
-        r.stdout.contains("PermissionError") && r.stdout.contains("Errno 13"),
-        "{r:?}"
-    );
-    assert!(!target.exists());
+        (
+            without(|c| c.namespaces = false),
+            "Permission denied",
+            "Errno 13",
+        ),
+    ] {
+        let w = World::new();
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let target = w.outside.join("planted.txt");
+        let r = sh(&p, &format!("echo x > {} ; echo rc=$?", target.display()));
+        assert!(r.stderr.contains(message), "{r:?}");
+        assert!(r.stdout.contains("rc=1"), "{r:?}");
+        assert!(!target.exists(), "nothing may be created outside");
+        let r = sh(
+            &p,
+            &format!(
+                "{} -c \"open('{}', 'w')\" 2>&1 | tail -1",
+                python(),
+                target.display()
+            ),
+        );
+        assert!(r.stdout.contains(errno), "{r:?}");
+        assert!(!target.exists());
+    }
 }
 
 #[test]
@@ -382,8 +404,9 @@ fn a_fork_bomb_is_contained() {
             ..Limits::default()
         };
     });
+    let bomb = format!("bomb_{}", own_marker());
     let started = Instant::now();
-    let r = sh(&p, "bomb_7f3a(){ bomb_7f3a|bomb_7f3a& };bomb_7f3a; sleep 2");
+    let r = sh(&p, &format!("{bomb}(){{ {bomb}|{bomb}& }};{bomb}; sleep 2"));
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -391,7 +414,7 @@ fn a_fork_bomb_is_contained() {
     );
     assert!(matches!(r.exit, Exit::TimedOut | Exit::Exited(_)), "{r:?}");
     // Every process of the bomb is gone once the run returns.
-    let left = bomb_processes("bomb_7f3a");
+    let left = processes_with(&bomb);
     assert!(
         left.is_empty(),
         "processes of the bomb outlived the run: {left:?}"
@@ -405,8 +428,16 @@ fn a_fork_bomb_is_contained() {
     );
 }
 
+/// A number that names this test process's jailed processes in `/proc` (where a pid inside a
+/// PID namespace means nothing): it holds this process's id, so that the same test run at the
+/// same time by another test process on this machine (another checkout's suite) is not taken
+/// for this one's — which once made `a_fork_bomb_is_contained` fail with a neighbour's bomb.
+fn own_marker() -> String {
+    std::process::id().to_string()
+}
+
 /// Live (not zombie) processes whose command line holds `marker`.
-fn bomb_processes(marker: &str) -> Vec<i32> {
+fn processes_with(marker: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
@@ -423,52 +454,123 @@ fn alive(pid: i32) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
+/// This machine's capabilities, and the same without namespaces: a test that runs under both
+/// proves the jail with a PID namespace and the fallback without one.
+fn with_and_without_namespaces() -> [Capabilities; 2] {
+    [
+        jail::capabilities().clone(),
+        without(|c| c.namespaces = false),
+    ]
+}
+
 #[test]
 fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
-    let w = World::new();
-    let p = plan(&w, |c| {
-        c.mode = Mode::BestEffort;
-        c.limits.timeout_ms = 700;
-    });
-    let started = Instant::now();
-    let r = sh(
-        &p,
-        "trap '' TERM; sleep 300 & echo $! > bg.pid; echo $$ > main.pid; sleep 300",
-    );
-    assert_eq!(r.exit, Exit::TimedOut, "{r:?}");
-    assert_eq!(r.exit.code(), 124);
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
-    std::thread::sleep(Duration::from_millis(100));
-    for file in ["bg.pid", "main.pid"] {
-        let pid: i32 = std::fs::read_to_string(w.ws.join(file))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(!alive(pid), "{file} {pid} outlived the timeout");
+    for (i, caps) in with_and_without_namespaces().into_iter().enumerate() {
+        let w = World::new();
+        let p = plan_for(&w, caps, |c| {
+            c.mode = Mode::BestEffort;
+            c.limits.timeout_ms = 700;
+        });
+        let marker = format!("300.{}{i}31", own_marker());
+        let started = Instant::now();
+        let r = sh(
+            &p,
+            &format!("trap '' TERM; sleep {marker} & sleep {marker}"),
+        );
+        assert_eq!(r.exit, Exit::TimedOut, "{r:?}");
+        assert_eq!(r.exit.code(), 124);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        // Looked at once: a run returns only when its processes are gone.
+        let left = processes_with(&marker);
+        assert!(left.is_empty(), "{left:?} outlived the timeout");
     }
 }
 
 #[test]
 fn background_processes_do_not_outlive_a_finished_command() {
-    let w = World::new();
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
-    let r = sh(&p, "sleep 300 & echo $! > bg.pid; echo done");
-    assert_eq!(r.exit, Exit::Exited(0));
-    let pid: i32 = std::fs::read_to_string(w.ws.join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
+    for (i, caps) in with_and_without_namespaces().into_iter().enumerate() {
+        let w = World::new();
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let marker = format!("300.{}{i}57", own_marker());
+        let r = sh(&p, &format!("sleep {marker} & echo started"));
+        assert_eq!((r.exit, r.stdout.as_str()), (Exit::Exited(0), "started\n"));
+        let left = processes_with(&marker);
+        assert!(
+            left.is_empty(),
+            "the background sleep {left:?} outlived the command"
+        );
+    }
+    // The control: started so outside the jail, the background sleep lives on.
+    let marker = &format!("300.{}9157", own_marker());
+    std::process::Command::new("bash")
+        .args(["-c", &format!("sleep {marker} > /dev/null 2>&1 &")])
+        .status()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        !alive(pid),
-        "the background sleep {pid} outlived the command"
+    // The forked shell holds the marker in its command line until it execs `sleep`.
+    let left = processes_with(marker);
+    assert_eq!(left.len(), 1, "{left:?}");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(left[0]),
+        nix::sys::signal::Signal::SIGKILL,
     );
+}
+
+#[test]
+fn a_process_that_escaped_and_holds_the_output_open_does_not_hold_the_run_past_its_clock() {
+    // With the jail off, nothing kills a process that left the group (`setsid`): it keeps the
+    // output pipe open, and the run reads it only until the wall clock, not until it ends.
+    let w = World::new();
+    let marker = format!("300.{}41", own_marker());
+    // The command ends once the sleep has left its group (`ready` is written after `setsid`).
+    let script = format!(
+        "rm -f ready; setsid bash -c 'echo > ready; exec sleep {marker}' & \
+         while [ ! -e ready ]; do sleep 0.01; done; echo hi"
+    );
+    let off = plan(&w, |c| {
+        c.mode = Mode::Off;
+        c.limits.timeout_ms = 1000;
+    });
+    let started = Instant::now();
+    let r = sh(&off, &script);
+    assert_eq!(
+        (r.exit, r.stdout.as_str()),
+        (Exit::Exited(0), "hi\n"),
+        "{r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let left = processes_with(&marker);
+    assert_eq!(left.len(), 1, "the control: it escaped {left:?}");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(left[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // Jailed, the cgroup (or the PID namespace) ends it with the command, and the run returns
+    // at once.
+    let p = plan(&w, |c| {
+        c.mode = Mode::BestEffort;
+        c.limits.timeout_ms = 10_000;
+    });
+    let started = Instant::now();
+    let r = sh(&p, &script);
+    assert_eq!(
+        (r.exit, r.stdout.as_str()),
+        (Exit::Exited(0), "hi\n"),
+        "{r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(processes_with(&marker).is_empty());
 }
 
 #[test]
@@ -541,7 +643,12 @@ fn under_enforce_a_missing_backend_blocks_bash_at_stage_sandbox() {
         .admit_text(r#"{"name":"bash","arguments":{"command":"make"}}"#)
         .into_admission();
     let view = a.sandbox.expect("a bash call shows its sandbox plan");
-    if caps.landlock_fs && caps.landlock_net && caps.landlock_scope && caps.seccomp {
+    if caps.landlock_fs
+        && caps.landlock_net
+        && caps.landlock_scope
+        && caps.seccomp
+        && caps.namespaces
+    {
         assert_eq!(a.verdict.as_str(), "allow");
         assert!(view.refusal.is_none());
         assert_eq!(view.mode, Mode::Enforce);
@@ -573,7 +680,11 @@ fn the_bash_tool_runs_in_the_jail() {
     let out = common::execute(admitted).unwrap();
     assert_eq!(out.exit_code, Some(3));
     assert!(out.text.starts_with("exit status 3\n"), "{}", out.text);
-    assert!(out.text.contains("Permission denied"), "{}", out.text);
+    assert!(
+        out.text.contains("Read-only file system") || out.text.contains("Permission denied"),
+        "{}",
+        out.text
+    );
     assert!(!escape.exists());
     assert_eq!(
         std::fs::read_to_string(w.ws.join("in.txt")).unwrap(),
@@ -757,6 +868,15 @@ fn enforce_without_seccomp_refuses_and_runs_nothing() {
 }
 
 #[test]
+fn enforce_without_namespaces_refuses_and_runs_nothing() {
+    refuses_without(
+        without(|c| c.namespaces = false),
+        "mount and PID namespaces",
+        "filesystem read-only outside the write roots",
+    );
+}
+
+#[test]
 fn enforce_names_every_missing_part_at_once() {
     let w = World::new();
     let caps = without(|c| {
@@ -765,12 +885,13 @@ fn enforce_names_every_missing_part_at_once() {
         c.landlock_net = false;
         c.landlock_scope = false;
         c.seccomp = false;
+        c.namespaces = false;
     });
     let p = plan_for(&w, caps, |_| {});
     assert_eq!(
         p.refusal(),
         Some(
-            "sandbox.bash is enforce, and this kernel lacks Landlock filesystem rules, Landlock TCP rules (ABI 4), Landlock scoping (ABI 6), seccomp; use best_effort to run with less, or a newer kernel"
+            "sandbox.bash is enforce, and this kernel lacks Landlock filesystem rules, Landlock TCP rules (ABI 4), Landlock scoping (ABI 6), seccomp, mount and PID namespaces; use best_effort to run with less, or a newer kernel"
         )
     );
 }
@@ -800,6 +921,189 @@ fn plan_new_is_computed_for_the_probed_capabilities() {
     assert_eq!(new.capabilities(), jail::capabilities());
     let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
     assert_eq!(new.view(), probed.view());
+}
+
+/// The lines of the plan that name each part issue 11 added, as this machine enforces them: the
+/// read-only world, the covered secrets, the PID namespace, the descriptors, the memory limit
+/// with its mechanism, the run's own TMPDIR and the host's files.
+fn closed_jail_words(caps: &Capabilities) -> Vec<&'static str> {
+    vec![
+        "filesystem read-only outside the write roots and the run's TMPDIR (mount namespace)",
+        "system secrets covered by an empty file or folder (mount namespace)",
+        "processes: a PID namespace of the run's own, so /proc shows its processes only",
+        "descriptors: the command gets standard input from /dev/null, standard output and error, and no other descriptor (close_range)",
+        if caps.cgroup_memory.is_some() {
+            "memory: at most 4294967296 bytes for the whole run, swap included (memory cgroup)"
+        } else {
+            "memory: at most 4294967296 bytes of address space per process (RLIMIT_AS;"
+        },
+        "TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder; the mount namespace hides the others)",
+        "the host's own files inside the write roots (record, settings, policy and data files that exist when a run starts) bound read-only over themselves",
+    ]
+}
+
+/// Whether some line of `list` (a JSON array of strings) starts with `words`.
+fn lists(list: &serde_json::Value, words: &str) -> bool {
+    list.as_array().is_some_and(|l| {
+        l.iter()
+            .any(|e| e.as_str().is_some_and(|e| e.starts_with(words)))
+    })
+}
+
+#[test]
+fn sandbox_probe_and_check_list_each_part_of_the_closed_jail_as_enforced() {
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    w.file("reasonix.yaml", "max_steps: 3\n");
+    let ws = w.ws.to_str().unwrap();
+    let (code, probe, stderr) = w.run(&["sandbox", "probe", "--workspace", ws], "");
+    assert_eq!(code, 0, "{stderr}");
+    let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
+    let caps = jail::capabilities();
+    let (code, check) = w.check(
+        &serde_json::json!({"name": "bash", "arguments": {"command": "ls"}}),
+        &[],
+    );
+    assert_eq!(code, 0, "{check}");
+    // A dry run shows the very plan `sandbox probe` prints.
+    assert_eq!(check["sandbox"], probe["plan"], "{check}");
+    let plan = &probe["plan"];
+    for words in closed_jail_words(caps) {
+        assert!(lists(&plan["enforced"], words), "{words}: {plan}");
+        assert!(!lists(&plan["not_enforced"], words), "{words}: {plan}");
+    }
+    for backend in ["mount-namespace", "pid-namespace"] {
+        assert!(lists(&plan["backend"], backend), "{plan}");
+    }
+    assert_eq!(
+        lists(&plan["backend"], "memory-cgroup"),
+        caps.cgroup_memory.is_some()
+    );
+    assert_eq!(plan["limits"]["memory_bytes"], 4u64 << 30);
+    assert_eq!(plan["refusal"], serde_json::Value::Null);
+}
+
+#[test]
+fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_the_plans_words() {
+    // Not faked: Reasonix itself runs inside the jail, whose seccomp filter refuses namespaces
+    // and whose read-only world refuses cgroups, so its own probe finds them missing.
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let reasonix = env!("CARGO_BIN_EXE_reasonix");
+    let bin = Path::new(reasonix).parent().unwrap().display().to_string();
+    let outer = w.policy(
+        "outer.yaml",
+        &format!("version: 1\nsandbox:\n  bash: best_effort\n  read_roots: [\"{bin}\"]\n"),
+    );
+    w.file("best.yaml", "version: 1\nsandbox:\n  bash: best_effort\n");
+    let ws = w.ws.to_str().unwrap();
+    let best = w.ws.join("best.yaml").display().to_string();
+    let call = r#"{"name":"bash","arguments":{"command":"ls"}}"#;
+    let inside = |args: &[&str]| {
+        let mut all = vec![
+            "sandbox",
+            "exec",
+            "--workspace",
+            ws,
+            "--policy",
+            &outer,
+            "--",
+            reasonix,
+        ];
+        all.extend_from_slice(args);
+        w.run(&all, "")
+    };
+    let refusal = "sandbox.bash is enforce, and this kernel lacks mount and PID namespaces; use best_effort to run with less, or a newer kernel";
+
+    // `sandbox probe` inside: the machine lacks them, and the plan (enforce) refuses.
+    let (code, probe, stderr) = inside(&["sandbox", "probe", "--workspace", ws]);
+    assert_eq!(code, 0, "{stderr}");
+    let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
+    assert_eq!(probe["machine"]["namespaces"], false, "{probe}");
+    assert_eq!(probe["machine"]["cgroup_memory"], serde_json::Value::Null);
+    assert_eq!(probe["plan"]["refusal"], refusal, "{probe}");
+    // `check`: a bash call is blocked at the sandbox stage, in the same words.
+    let (code, check, stderr) = inside(&["check", "--format", "json", "--workspace", ws, call]);
+    assert_eq!(code, 20, "{stderr}");
+    let check: serde_json::Value = serde_json::from_str(&check).unwrap();
+    assert_eq!(
+        (&check["verdict"], &check["stage"]),
+        (&"deny".into(), &"sandbox".into())
+    );
+    assert_eq!(check["reasons"][0], refusal, "{check}");
+    assert_eq!(check["sandbox"], probe["plan"]);
+    // `sandbox exec`: refused, nothing runs.
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
+    assert_eq!(
+        (code, stderr.trim()),
+        (126, format!("reasonix: {refusal}").as_str())
+    );
+    assert!(!w.ws.join("ran.txt").exists());
+
+    // best_effort: each part is listed as it stands without namespaces, and the run goes on.
+    let (code, check, stderr) = inside(&[
+        "check",
+        "--format",
+        "json",
+        "--workspace",
+        ws,
+        "--policy",
+        &best,
+        call,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let check: serde_json::Value = serde_json::from_str(&check).unwrap();
+    let plan = &check["sandbox"];
+    assert_eq!(plan["refusal"], serde_json::Value::Null, "{plan}");
+    for words in [
+        "mount and PID namespaces: not available on this kernel",
+        "process visibility: without a PID namespace, /proc shows every process on this machine",
+        "metadata inside the write roots: without a mount namespace",
+        "the host's own files inside the write roots: without a mount namespace only the gate keeps a command from changing them",
+    ] {
+        assert!(lists(&plan["not_enforced"], words), "{words}: {plan}");
+    }
+    for words in [
+        "metadata: chmod, chown, utime and extended attribute calls refused everywhere (seccomp;",
+        "descriptors: the command gets standard input from /dev/null",
+        "memory: at most 4294967296 bytes of address space per process (RLIMIT_AS;",
+        "TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder)",
+    ] {
+        assert!(lists(&plan["enforced"], words), "{words}: {plan}");
+    }
+    for words in [
+        "filesystem read-only outside",
+        "processes: a PID namespace",
+        "system secrets covered",
+    ] {
+        assert!(!lists(&plan["enforced"], words), "{words}: {plan}");
+    }
+    assert!(!lists(&plan["backend"], "mount-namespace"), "{plan}");
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--policy",
+        &best,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(w.ws.join("ran.txt").exists());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1107,4 +1411,695 @@ fn under_best_effort_a_run_whose_pids_cgroup_cannot_be_made_runs_under_rlimit_np
     assert!(r.not_enforced.is_empty(), "{:?}", r.not_enforced);
     assert!(!r.stdout.contains(" 77 "), "{}", r.stdout);
     assert!(r.stdout.contains("reasonix-"), "{}", r.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 11: what Landlock does not mediate (metadata), inherited descriptors, memory, `/proc`,
+// the host's own files inside the workspace, and each run's TMPDIR.
+
+/// A Python script that tries chmod, chown (to its own ids), utime and setxattr on `argv[1]`
+/// and prints, for each, `ok` or the errno.
+const METADATA: &str = r#"
+import os, sys
+p = sys.argv[1]
+for name, f in [
+    ("chmod", lambda: os.chmod(p, 0o777)),
+    ("chown", lambda: os.chown(p, os.getuid(), os.getgid())),
+    ("utime", lambda: os.utime(p, (0, 0))),
+    ("setxattr", lambda: os.setxattr(p, "user.reasonix", b"1")),
+]:
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+"#;
+
+/// What metadata a file has: mode, owner, modification time, and its `user.reasonix` attribute.
+fn metadata_of(path: &Path) -> (u32, u32, i64, Option<Vec<u8>>) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    let out = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import os,sys\ntry: print(os.getxattr(sys.argv[1], 'user.reasonix').hex())\nexcept OSError: print('none')",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let xattr = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (
+        m.mode(),
+        m.uid(),
+        m.mtime(),
+        (xattr != "none").then(|| xattr.into_bytes()),
+    )
+}
+
+/// Runs the metadata script on `target` under `plan`; one line per call.
+fn try_metadata(plan: &Plan, w: &World, target: &Path) -> String {
+    std::fs::write(w.root.join("metadata.py"), METADATA).unwrap();
+    let script = w.root.join("metadata.py");
+    let r = danger::exec_unjudged(
+        plan,
+        &[
+            python(),
+            script.display().to_string(),
+            target.display().to_string(),
+        ],
+        Some(Duration::from_secs(20)),
+        Capture::Bounded(64 * 1024),
+    )
+    .unwrap();
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
+    r.stdout
+}
+
+/// A file with a known mode and an old modification time.
+fn plain_file(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, "x").unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}
+
+#[test]
+fn chmod_chown_utime_and_setxattr_outside_the_write_roots_fail_and_change_nothing() {
+    if lacks_landlock() || lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    // The root folder of the script: readable, so the jailed Python can open it.
+    let p = plan(&w, |c| c.read_roots.push(w.root.display().to_string()));
+    let outside = w.outside.join("victim.txt");
+    plain_file(&outside);
+    let before = metadata_of(&outside);
+    // The control: Reasonix's own rights change all four (on a twin, so the victim stays as it
+    // was).
+    let twin = w.outside.join("twin.txt");
+    plain_file(&twin);
+    let off = plan_for(&w, jail::capabilities().clone(), |c| {
+        c.mode = Mode::Off;
+        c.read_roots.push(w.root.display().to_string());
+    });
+    assert_eq!(
+        try_metadata(&off, &w, &twin),
+        "chmod ok\nchown ok\nutime ok\nsetxattr ok\n"
+    );
+    assert_ne!(metadata_of(&twin), before);
+
+    // Jailed: each fails with EROFS (30), and nothing changed.
+    assert_eq!(
+        try_metadata(&p, &w, &outside),
+        "chmod 30\nchown 30\nutime 30\nsetxattr 30\n"
+    );
+    assert_eq!(metadata_of(&outside), before);
+    // And with the tools a shell command uses.
+    let r = sh(
+        &p,
+        &format!(
+            "chmod 777 {0}; touch -d 2000-01-01 {0}; chown $(id -u) {0}; echo done",
+            outside.display()
+        ),
+    );
+    assert!(
+        r.stdout == "done\n" && r.stderr.matches("Read-only file system").count() == 3,
+        "{r:?}"
+    );
+    assert_eq!(metadata_of(&outside), before);
+}
+
+#[test]
+fn chmod_chown_utime_and_setxattr_inside_the_workspace_still_work() {
+    if lacks_landlock() || lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let p = plan(&w, |c| c.read_roots.push(w.root.display().to_string()));
+    let inside = w.ws.join("script.sh");
+    plain_file(&inside);
+    assert_eq!(
+        try_metadata(&p, &w, &inside),
+        "chmod ok\nchown ok\nutime ok\nsetxattr ok\n"
+    );
+    // `chmod +x script.sh` is everyday work.
+    plain_file(&inside);
+    let r = sh(
+        &p,
+        "printf 'echo ran' > script.sh && chmod +x script.sh && ./script.sh",
+    );
+    assert_eq!(r.stdout, "ran\n", "{r:?}");
+}
+
+#[test]
+fn without_namespaces_best_effort_refuses_metadata_everywhere_and_says_so() {
+    // The fallback, on this kernel, with namespaces taken away: seccomp cannot tell the
+    // workspace apart, so it refuses the calls everywhere, and the plan says what that costs.
+    if lacks_landlock() || lacks_seccomp() {
+        return;
+    }
+    let w = World::new();
+    let p = plan_for(&w, without(|c| c.namespaces = false), |c| {
+        c.mode = Mode::BestEffort;
+        c.read_roots.push(w.root.display().to_string());
+    });
+    assert!(
+        p.enforced().contains(&"metadata: chmod, chown, utime and extended attribute calls refused everywhere (seccomp; without a mount namespace it cannot tell the write roots apart)".to_owned()),
+        "{:?}",
+        p.enforced()
+    );
+    for words in [
+        "mount and PID namespaces: not available on this kernel",
+        "metadata inside the write roots: without a mount namespace, chmod, chown, utime and extended attribute changes are refused there too (`chmod +x` fails)",
+        "process visibility: without a PID namespace, /proc shows every process on this machine, command lines included",
+    ] {
+        assert!(
+            p.not_enforced().contains(&words.to_owned()),
+            "{words}: {:?}",
+            p.not_enforced()
+        );
+    }
+    assert!(
+        !p.enforced()
+            .iter()
+            .any(|e| e.contains("namespace of the run's own"))
+    );
+    for file in [w.outside.join("victim.txt"), w.ws.join("script.sh")] {
+        plain_file(&file);
+        let before = metadata_of(&file);
+        assert_eq!(
+            try_metadata(&p, &w, &file),
+            "chmod 1\nchown 1\nutime 1\nsetxattr 1\n",
+            "{}",
+            file.display()
+        );
+        assert_eq!(metadata_of(&file), before);
+    }
+}
+
+#[test]
+fn a_descriptor_to_an_outside_file_passed_as_9_to_sandbox_exec_cannot_be_written() {
+    let w = World::new();
+    let log = w.outside.join("outside.log");
+    std::fs::write(&log, "").unwrap();
+    let reasonix = env!("CARGO_BIN_EXE_reasonix");
+    let write_9 = "echo leak >&9; echo rc=$?";
+    // The control: a command that inherits descriptor 9 appends through it.
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!("exec 9>>{}; bash -c '{write_9}'", log.display()),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "rc=0\n");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "leak\n");
+    std::fs::write(&log, "").unwrap();
+    // Through the jail, descriptor 9 is gone.
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "exec 9>>{}; {reasonix} sandbox exec --workspace {} -- bash -c '{write_9}; ls /proc/self/fd'",
+                log.display(),
+                w.ws.display()
+            ),
+        ])
+        .env("HOME", &w.home)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.starts_with("rc=1\n") && stderr.contains("Bad file descriptor"),
+        "{stdout}{stderr}"
+    );
+    // Only 0, 1, 2 and the folder `ls` itself opened.
+    assert_eq!(&stdout["rc=1\n".len()..], "0\n1\n2\n3\n", "{stdout}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+}
+
+#[test]
+fn the_bash_tool_gets_dev_null_as_input_and_none_of_the_hosts_descriptors() {
+    use std::os::fd::AsRawFd;
+    if lacks_landlock() {
+        return;
+    }
+    let w = World::new();
+    // A descriptor of the host process that is not close-on-exec, as a library might leave one.
+    let held = std::fs::File::create(w.outside.join("host.log")).unwrap();
+    let fd = held.as_raw_fd();
+    nix::fcntl::fcntl(
+        &held,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+    )
+    .unwrap();
+    let script =
+        format!("readlink /proc/self/fd/0; test -e /proc/self/fd/{fd} && echo leaked; echo end");
+    // The control: a child of the host inherits it.
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("leaked"));
+
+    let set = PolicySet::from_yaml("p.yaml", "version: 1\ndefaults:\n  writer: allow\n").unwrap();
+    let gate = common::gate_over(Registry::with_builtins(), &set, &w.ws, Posture::Interactive);
+    let call = serde_json::json!({"name": "bash", "arguments": {"command": script}});
+    let admitted = match gate.admit_text(&call.to_string()) {
+        Judgement::Allowed(a) => a,
+        Judgement::Ask(p) => p.approve(),
+        Judgement::Refused(a) => panic!("{:?}", a.reasons),
+    };
+    let out = common::execute(admitted).unwrap();
+    assert_eq!(
+        out.text, "exit status 0\n--- stdout ---\n/dev/null\nend\n",
+        "{}",
+        out.text
+    );
+    drop(held);
+}
+
+/// Runs Python under `plan` to fill `n` bytes (touching every page); it prints `allocated N`
+/// when it could. Slow on this VM (filling 6 GiB takes over 10 s), so with a wall clock of its
+/// own: the plan's (120 s by default).
+fn allocate(plan: &Plan, n: u64) -> RunResult {
+    let script = format!(
+        "{} -c \"b = b'x' * {n}; print('allocated', len(b))\" 2>&1 | tail -1",
+        python()
+    );
+    danger::exec_unjudged(
+        plan,
+        &["bash".into(), "-c".into(), script],
+        None,
+        Capture::Bounded(64 * 1024),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_6_gib_allocation_fails_under_the_default_memory_limit_and_100_mib_works() {
+    if lacks_landlock() {
+        return;
+    }
+    let (big, small) = (6u64 << 30, 100u64 << 20);
+    let w = World::new();
+    // The control: with the jail off, 6 GiB are had.
+    let off = plan(&w, |c| c.mode = Mode::Off);
+    let r = allocate(&off, big);
+    assert_eq!(r.stdout, format!("allocated {big}\n"), "{r:?}");
+    // Under the default limit, with each mechanism: the memory cgroup (the process is killed
+    // when the run's memory reaches the limit) and RLIMIT_AS (the allocation fails).
+    let mut mechanisms = vec![(
+        without(|c| c.cgroup_memory = None),
+        "memory: at most 4294967296 bytes of address space per process (RLIMIT_AS; no memory cgroup can be made, so a run of several processes may use more in all)",
+    )];
+    if !skip_unless(
+        jail::capabilities().cgroup_memory.is_some(),
+        "a memory cgroup (the run's memory limit)",
+    ) {
+        mechanisms.push((
+            jail::capabilities().clone(),
+            "memory: at most 4294967296 bytes for the whole run, swap included (memory cgroup)",
+        ));
+    }
+    for (caps, words) in mechanisms {
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        assert_eq!(p.limits().memory_bytes, 4 << 30);
+        assert!(
+            p.enforced().contains(&words.to_owned()),
+            "{:?}",
+            p.enforced()
+        );
+        let r = allocate(&p, big);
+        assert!(!r.stdout.contains("allocated"), "{words}: {r:?}");
+        let r = allocate(&p, small);
+        assert_eq!(r.stdout, format!("allocated {small}\n"), "{words}: {r:?}");
+    }
+}
+
+#[test]
+fn inside_the_jail_proc_shows_only_the_jails_processes() {
+    if lacks_landlock() || lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let me = std::process::id();
+    // Bash lists /proc itself (a glob, no process of its own), then the pids it knows: its own
+    // inside and the background sleep's.
+    let script = format!(
+        "sleep 30.4242 & echo /proc/[0-9]*; echo /proc/1 /proc/$!; tr '\\0' ' ' < /proc/1/cmdline; echo; test -e /proc/{me} && echo sees-reasonix; kill %1"
+    );
+    // The control: without a PID namespace, the jail sees Reasonix and the machine's init.
+    let p = plan_for(&w, without(|c| c.namespaces = false), |c| {
+        c.mode = Mode::BestEffort
+    });
+    let r = sh(&p, &script);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].split(' ').count() > 3, "{r:?}");
+    assert!(!lines[2].contains("30.4242"), "{r:?}");
+    assert_eq!(lines.get(3), Some(&"sees-reasonix"), "{r:?}");
+    // Jailed: bash, pid 1 with this script as its command line, and the sleep; nothing else.
+    let p = plan(&w, |_| {});
+    let r = sh(&p, &script);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], lines[1], "{r:?}");
+    assert!(lines[2].starts_with("bash -c sleep 30.4242 &"), "{r:?}");
+    assert_eq!(lines.len(), 3, "{r:?}");
+}
+
+/// Finds, from outside, the file `a` in the TMPDIR a run printed (its own, or the folder its
+/// own is bound over inside a mount namespace).
+fn real_tmp_file(printed: &Path) -> std::path::PathBuf {
+    if printed.join("a").exists() {
+        return printed.join("a");
+    }
+    std::fs::read_dir(printed)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("a"))
+        .find(|a| a.exists())
+        .unwrap_or_else(|| panic!("no run folder with `a` under {}", printed.display()))
+}
+
+/// Run A writes a secret to its TMPDIR and waits; run B, of the same plan, at the same time, tries
+/// to read it and to write beside it. Returns B's output and whether B's file appeared.
+fn tmpdir_race(p: &Plan, w: &World) -> (RunResult, bool) {
+    std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            sh(
+                p,
+                "echo SECRET > $TMPDIR/a; echo $TMPDIR > tmpdir.txt; sleep 3",
+            )
+        });
+        let printed = w.ws.join("tmpdir.txt");
+        let started = Instant::now();
+        while std::fs::read_to_string(&printed).map_or(true, |t| !t.ends_with('\n')) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "run A did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let printed = std::fs::read_to_string(&printed).unwrap();
+        let file = real_tmp_file(Path::new(printed.trim()));
+        let dir = file.parent().unwrap().to_path_buf();
+        let b = sh(
+            p,
+            &format!(
+                "cat {0}/a; echo planted > {0}/b; ls {0}; ls $TMPDIR",
+                dir.display()
+            ),
+        );
+        let planted = dir.join("b").exists();
+        let _ = a.join();
+        (b, planted)
+    })
+}
+
+#[test]
+fn two_concurrent_runs_cannot_read_or_write_each_others_tmpdir() {
+    if lacks_landlock() {
+        return;
+    }
+    // The control: with the jail off, B reads A's secret and writes beside it.
+    let w = World::new();
+    let off = plan(&w, |c| c.mode = Mode::Off);
+    let (b, planted) = tmpdir_race(&off, &w);
+    assert!(b.stdout.contains("SECRET") && planted, "{b:?}");
+    // Jailed, with a mount namespace and without (Landlock grants each run its own folder).
+    for caps in with_and_without_namespaces() {
+        let w = World::new();
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        assert!(
+            p.enforced()
+                .iter()
+                .any(|e| e.starts_with("TMPDIR: the run's own")),
+            "{:?}",
+            p.enforced()
+        );
+        let (b, planted) = tmpdir_race(&p, &w);
+        assert!(!b.stdout.contains("SECRET") && !planted, "{b:?}");
+        assert!(
+            b.stdout.is_empty(),
+            "B's own TMPDIR is empty, A's unseen: {b:?}"
+        );
+    }
+}
+
+#[test]
+fn a_runs_tmpdir_is_new_and_empty_whatever_the_run_before_it_left_there() {
+    // A plan keeps the TMPDIR of a finished run for its next one (making a folder is slow on
+    // some filesystems); the next run must find nothing of the last.
+    if lacks_landlock() {
+        return;
+    }
+    for caps in with_and_without_namespaces() {
+        let w = World::new();
+        let reused = caps.cgroup_pids.is_some() && !caps.namespaces;
+        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        // (Without namespaces, seccomp refuses `chmod`.)
+        let leave = "cd $TMPDIR && echo secret > a && mkdir -p d/e && echo f > d/e/f && \
+                     ln -s /etc l && { chmod 0 d; chmod 777 .; } 2>/dev/null; echo left";
+        let look = "ls -A $TMPDIR; stat -c %a $TMPDIR; echo looked";
+        let mut folders = std::collections::BTreeSet::new();
+        for _ in 0..3 {
+            let r = sh(&p, &format!("echo $TMPDIR; {leave}"));
+            let (folder, rest) = r.stdout.split_once('\n').unwrap();
+            assert_eq!(rest, "left\n", "{r:?}");
+            folders.insert(folder.to_owned());
+            let r = sh(&p, look);
+            assert_eq!(r.stdout, "700\nlooked\n", "{r:?}");
+        }
+        // Outside a mount namespace the folder's own path shows: with cgroups, one kept.
+        if reused {
+            assert_eq!(folders.len(), 1, "{folders:?}");
+        }
+    }
+}
+
+#[test]
+fn the_hosts_files_in_the_workspace_survive_find_delete_and_a_script_in_the_jail() {
+    if lacks_landlock() || lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let files = [
+        ".reasonix/record.jsonl",
+        "reasonix.yaml",
+        "config/policies/p.yaml",
+    ];
+    for f in files {
+        w.file(f, "HOST\n");
+    }
+    w.file("notes.txt", "scratch\n");
+    let host = reasonix::HostFiles::for_workspace(&w.ws.canonicalize().unwrap())
+        .with_files([w.ws.join("config/policies/p.yaml")]);
+    let p = plan(&w, |_| {}).with_host_files(host.all());
+    assert!(
+        p.enforced()
+            .iter()
+            .any(|e| e.starts_with("the host's own files inside the write roots")),
+        "{:?}",
+        p.enforced()
+    );
+    let attack = "rm -rf .reasonix; rm -f reasonix.yaml; echo forged > config/policies/p.yaml; \
+                  mv config config.old; mv config/policies elsewhere; \
+                  echo forged >> .reasonix/record.jsonl; find . -delete; echo end";
+    // The control: the same script, unjailed, on a copy, destroys them all.
+    let copy = World::new();
+    for f in files {
+        copy.file(f, "HOST\n");
+    }
+    std::process::Command::new("bash")
+        .args(["-c", attack])
+        .current_dir(&copy.ws)
+        .output()
+        .unwrap();
+    assert!(files.iter().all(|f| !copy.ws.join(f).exists()));
+
+    let r = sh(&p, attack);
+    assert!(r.stdout.ends_with("end\n"), "{r:?}");
+    for f in files {
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join(f)).unwrap(),
+            "HOST\n",
+            "{f}"
+        );
+    }
+    // Everything else went: the command did run.
+    assert!(!w.ws.join("notes.txt").exists());
+    // The host itself still writes its record.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(w.ws.join(".reasonix/record.jsonl"))
+        .unwrap()
+        .write_all(b"line\n")
+        .unwrap();
+}
+
+#[test]
+fn as_another_user_the_namespaces_are_made_in_a_user_namespace() {
+    // Reasonix run by `nobody`: no CAP_SYS_ADMIN, so the mount and PID namespaces come inside a
+    // user namespace of its own; the same attacks fail.
+    let caps = jail::capabilities();
+    if skip_unless(caps.uid == 0, "root, to start Reasonix as nobody") {
+        return;
+    }
+    let Some(setpriv) = setpriv() else { return };
+    let w = World::new();
+    for d in [&w.root, &w.ws, &w.outside] {
+        nix::unistd::chown(
+            d.as_path(),
+            Some(nix::unistd::Uid::from_raw(65534)),
+            Some(nix::unistd::Gid::from_raw(65534)),
+        )
+        .unwrap();
+    }
+    std::fs::set_permissions(&w.root, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        let out = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_reasonix"))
+            .args(args)
+            .env("HOME", &w.home)
+            .current_dir(&w.ws)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let ws = w.ws.to_str().unwrap();
+    let (code, probe, stderr) = as_nobody(&["sandbox", "probe", "--workspace", ws]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
+    if skip_unless(
+        probe["machine"]["namespaces"] == true,
+        "unprivileged user namespaces (the kernel or a security module refuses them)",
+    ) {
+        return;
+    }
+    assert_eq!(probe["machine"]["user_namespace"], true, "{probe}");
+    assert_eq!(probe["plan"]["refusal"], serde_json::Value::Null, "{probe}");
+    let outside = w.outside.join("x");
+    let script = format!(
+        "id -u; echo /proc/[0-9]*; echo in > in.txt && cat in.txt; echo out > {}",
+        outside.display()
+    );
+    let (code, stdout, stderr) = as_nobody(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--",
+        "bash",
+        "-c",
+        &script,
+    ]);
+    // Its processes only: bash, pid 1, lists /proc by its own glob.
+    assert_eq!(stdout, "65534\n/proc/1\nin\n", "{stderr}");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert_eq!(code, Some(1));
+    assert!(!outside.exists());
+}
+
+#[test]
+fn the_system_secrets_stay_hidden_by_the_mount_namespace_alone() {
+    // Landlock taken away (best_effort), the empty file over /etc/shadow still hides it.
+    if lacks_namespaces() {
+        return;
+    }
+    let shadow = Path::new("/etc/shadow");
+    if skip_unless(
+        std::fs::read(shadow).is_ok_and(|s| !s.is_empty()),
+        "a readable, non-empty /etc/shadow (root), to show it hidden",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let p = plan_for(
+        &w,
+        without(|c| {
+            c.landlock_fs = false;
+            c.landlock_abi = None;
+        }),
+        |c| c.mode = Mode::BestEffort,
+    );
+    // The control: without Landlock and without namespaces, root reads it.
+    let flat = plan_for(
+        &w,
+        without(|c| {
+            c.landlock_fs = false;
+            c.landlock_abi = None;
+            c.namespaces = false;
+        }),
+        |c| c.mode = Mode::BestEffort,
+    );
+    let r = sh(&flat, "cat /etc/shadow | wc -c");
+    assert_ne!(r.stdout.trim(), "0", "{r:?}");
+    let r = sh(
+        &p,
+        "cat /etc/shadow | wc -c; ls -A /etc/ssh | wc -l; echo x > /etc/shadow",
+    );
+    assert_eq!(r.stdout, "0\n0\n", "{r:?}");
+    assert!(r.stderr.contains("Read-only file system"), "{r:?}");
+}
+
+#[test]
+fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so_under_best_effort()
+{
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let (argv, marker) = leaves_a_marker(&w);
+    let parent = w.root.join("not-a-memory-cgroup");
+    let caps = without(|c| c.cgroup_memory = Some(parent.clone()));
+    let p = plan_for(&w, caps.clone(), |c| c.mode = Mode::Enforce);
+    assert_eq!(p.refusal(), None);
+    match danger::exec_unjudged(&p, &argv, None, Capture::Bounded(1024)) {
+        Err(RunError::Refused(why)) => assert!(
+            why.starts_with(&format!(
+                "sandbox.bash is enforce, and the memory cgroup the plan promises could not be made in {} (",
+                parent.display()
+            )) && why.ends_with("RLIMIT_AS, the fallback, bounds each process's address space rather than the run's memory"),
+            "{why}"
+        ),
+        other => panic!("ran without its memory cgroup: {other:?}"),
+    }
+    assert!(!marker.exists(), "nothing ran");
+    // best_effort: RLIMIT_AS instead, said in the run's result.
+    let p = plan_for(&w, caps, |c| {
+        c.mode = Mode::BestEffort;
+        c.limits.memory_bytes = 3 << 30;
+    });
+    let r = sh(&p, "grep '^Max address space' /proc/self/limits");
+    assert!(r.stdout.contains(&(3u64 << 30).to_string()), "{r:?}");
+    assert_eq!(r.not_enforced.len(), 1, "{:?}", r.not_enforced);
+    assert!(
+        r.not_enforced[0].starts_with("memory: the memory cgroup could not be made in "),
+        "{:?}",
+        r.not_enforced
+    );
+    // The control: with the memory cgroup this machine has, no RLIMIT_AS and nothing to add.
+    if skip_unless(
+        jail::capabilities().cgroup_memory.is_some(),
+        "a memory cgroup (the control of this test runs in one)",
+    ) {
+        return;
+    }
+    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let r = sh(&p, "grep '^Max address space' /proc/self/limits");
+    assert!(
+        r.stdout.contains("unlimited") && r.not_enforced.is_empty(),
+        "{r:?}"
+    );
 }

@@ -680,3 +680,83 @@ fn record_arguments_digest_keeps_the_contents_out_of_the_record() {
         assert!(call["arguments_sha256"].as_str().unwrap().len() == 64);
     }
 }
+
+#[test]
+fn find_delete_and_a_script_that_removes_reasonix_leave_the_hosts_files_and_the_run_goes_on() {
+    // Issue 11: the gate refuses a command that names the host's files, but `find . -delete` and
+    // a script reach them without naming them. Inside the jail's mount namespace the record's
+    // folder, `reasonix.yaml` and the policy files are read-only, while the host goes on
+    // recording outside it.
+    let caps = reasonix::sandbox::jail::capabilities();
+    if common::skip_unless(
+        caps.namespaces && caps.landlock_fs,
+        "mount namespaces and Landlock (the jail that keeps the host's files)",
+    ) {
+        return;
+    }
+    let w = World::new();
+    let settings = "max_steps: 10\n";
+    let policy_text = "version: 1\ndefaults:\n  writer: allow\nrules:\n  - decision: allow\n    tools: [bash]\n    exact: [\"find . -delete\"]\n";
+    w.file("reasonix.yaml", settings);
+    let policy = w.file("policies/p.yaml", policy_text);
+    w.file("notes.txt", "scratch\n");
+    let clean = "rm -rf .reasonix; rm -f reasonix.yaml; echo forged > policies/p.yaml; \
+                 mv policies gone; echo forged >> .reasonix/record.jsonl; ls";
+    let session = w.root.join("session.json");
+    std::fs::write(
+        &session,
+        serde_json::json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "clean.sh", "content": clean}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "bash clean.sh"}}]},
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "find . -delete"}}]},
+            {"text": "Cleaned up."}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = w.run(
+        &[
+            "run",
+            "--provider",
+            &format!("script:{}", session.display()),
+            "--policy",
+            policy.to_str().unwrap(),
+            "--workspace",
+            w.ws.to_str().unwrap(),
+            "--unattended",
+            "clean up",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("Cleaned up."), "{stdout}");
+    // The host's files are as they were…
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("reasonix.yaml")).unwrap(),
+        settings
+    );
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), policy_text);
+    // …and the record holds every call, whole, forged by none.
+    let lines = record(&w);
+    let outcomes: Vec<&str> = lines.iter().filter_map(|l| l["outcome"].as_str()).collect();
+    // `bash clean.sh` ends with `ls` (status 0), `find . -delete` with the files it could not
+    // remove (status 1): both ran.
+    assert_eq!(outcomes, ["succeeded", "succeeded", "failed"], "{lines:?}");
+    let text = std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl")).unwrap();
+    assert!(!text.contains("\nforged"), "{text}");
+    // The commands did run: what is not the host's went.
+    assert!(!w.ws.join("notes.txt").exists() && !w.ws.join("clean.sh").exists());
+
+    // The control: the same script, unjailed, in a copy, removes them all.
+    let copy = World::new();
+    copy.file("reasonix.yaml", settings);
+    copy.file("policies/p.yaml", policy_text);
+    copy.file(".reasonix/record.jsonl", "{}\n");
+    Command::new("bash")
+        .args(["-c", clean])
+        .current_dir(&copy.ws)
+        .output()
+        .unwrap();
+    assert!(!copy.ws.join("reasonix.yaml").exists() && !copy.ws.join(".reasonix").exists());
+    assert!(!copy.ws.join("policies").exists());
+}

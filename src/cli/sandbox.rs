@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use reasonix::HostFiles;
+use reasonix::agent::config::RunConfig;
 use reasonix::sandbox::Roots;
 use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, danger};
 use serde_json::json;
@@ -46,6 +48,8 @@ pub struct ExecArgs {
     command: Vec<String>,
 }
 
+/// The plan a bash call would run under: the same configuration, and the same host files bound
+/// read-only (the workspace's record and settings, and the policy files given).
 fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let (canonical, settings) = super::settled(&workspace)?;
@@ -58,7 +62,15 @@ fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
         }
     }
     let roots = Roots::new(&canonical).context("cannot use the workspace")?;
-    Ok(Plan::new(&config, roots.workspace(), roots.home()))
+    let ws = roots.workspace();
+    let mut host = HostFiles::for_workspace(ws);
+    if let Some(record) = &settings.record.path {
+        host = host.with_record(ws.join(record));
+    }
+    let mut files = RunConfig::files(ws);
+    files.extend(chosen.files.iter().cloned());
+    let host = host.with_files(files);
+    Ok(Plan::new(&config, ws, roots.home()).with_host_files(host.all()))
 }
 
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {

@@ -49,7 +49,7 @@ mod target;
 mod validate;
 mod verdict;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -184,9 +184,13 @@ impl GateBuilder<'_, HostFiles> {
             roots.home().map(Path::to_path_buf),
             self.mode,
         );
-        let jail = SharedPlan::new(move || match mode {
-            Mode::Normal => Plan::new(&jail_config, &workspace, home.as_deref()),
-            Mode::Plan => Plan::read_only(&jail_config, &workspace, home.as_deref()),
+        let host_files: Vec<PathBuf> = self.host.all().map(Path::to_path_buf).collect();
+        let jail = SharedPlan::new(move || {
+            match mode {
+                Mode::Normal => Plan::new(&jail_config, &workspace, home.as_deref()),
+                Mode::Plan => Plan::read_only(&jail_config, &workspace, home.as_deref()),
+            }
+            .with_host_files(host_files)
         });
         let policy = Arc::new(self.policy.compile(&roots)?);
         let protected = self.host.resolve(roots.workspace(), roots.home());

@@ -16,7 +16,7 @@
 //! Landlock, seccomp, limits, a timeout; `best_effort`, so that a user namespace without a pids
 //! cgroup still runs — [`unavailable`] requires Landlock), snapshots again, and reads the log.
 //!
-//! - `bash` and `env` are *copies* of the real ones, kept in the oracle's own folder, outside
+//! - `bash`, `env` and `cat` are *copies* of the real ones, kept in the oracle's own folder, outside
 //!   the covered folders; so is everything the oracle writes (the log is outside the workspace).
 //! - The stub is a bash script (`#!<oracle>/bin/bash -p`: privileged mode reads no `BASH_ENV`
 //!   and imports no functions). It writes one log file per start — a kind, the path it was
@@ -35,7 +35,9 @@
 //!
 //! With `real` requests the copies of the real `sort`, `sed`, `tar`, `git` and `make` come first
 //! in `PATH` ([`RealRun`]): the line runs the real program in the jail, every other program is
-//! still a stub, so what the real program *started* (a shell, `gzip`, a recipe) is logged.
+//! still a stub, so what the real program *started* (a shell, `gzip`, a recipe) is logged. In
+//! such a batch a stub copies its stdin to its stdout before it exits, as a filter does: a
+//! real program writing into a stub through a pipe then never races the stub's exit.
 //!
 //! # What is judged ([`Judge`])
 //!
@@ -265,8 +267,8 @@ pub fn unavailable() -> Option<String> {
             return Some(format!("the `{tool}` program"));
         }
     }
-    if which("bash").is_none() || which("env").is_none() {
-        return Some("bash and env".into());
+    if ["bash", "env", "cat"].iter().any(|t| which(t).is_none()) {
+        return Some("bash, env and cat".into());
     }
     let probe = |user: bool| {
         let mut c = Process::new("unshare");
@@ -314,7 +316,7 @@ fn io(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> String {
 }
 
 impl Oracle {
-    /// Makes the oracle's folder: copies of bash and env, the stub trees, the seed; with
+    /// Makes the oracle's folder: copies of bash, env and cat, the stub trees, the seed; with
     /// `real_programs`, copies of [`REAL`] and their seed too.
     pub fn new(real_programs: bool) -> Result<Oracle, String> {
         let dir = tempfile::Builder::new()
@@ -334,7 +336,8 @@ impl Oracle {
         ] {
             std::fs::create_dir_all(root.join(d)).map_err(io(d))?;
         }
-        for tool in ["bash", "env"] {
+        // `cat` passes a stub's input on in batches of real programs (`stub_script`).
+        for tool in ["bash", "env", "cat"] {
             let from = which(tool).ok_or(format!("no {tool}"))?;
             std::fs::copy(&from, bin.join(tool)).map_err(io(tool))?;
         }
@@ -411,7 +414,9 @@ impl Oracle {
             std::fs::create_dir_all(batch.join(d)).unwrap();
         }
         let log = batch.join("log");
-        write_exec(&batch.join("stub"), &stub_script(&self.root, &log)).unwrap();
+        // A batch of real programs gets stubs that pass their input on (`stub_script`).
+        let filter = requests.iter().any(|r| r.real);
+        write_exec(&batch.join("stub"), &stub_script(&self.root, &log, filter)).unwrap();
         std::fs::write(batch.join("prelude.sh"), prelude(&log)).unwrap();
         let config = BatchConfig {
             timeout_ms: timeout.as_millis() as u64,
@@ -573,8 +578,24 @@ fn quote(p: &Path) -> String {
 }
 
 /// The stub, with its log folder baked in (the script cannot lose it from its environment).
-fn stub_script(root: &Path, log: &Path) -> String {
+///
+/// With `filter`, a stub copies its stdin to its stdout before it exits, as the filter it
+/// stands for would (for `gzip`, `gzip -d`, `sh -c gzip`, a `--to-command`: a compression that
+/// changes nothing). A real program that feeds a helper through a pipe otherwise races the
+/// stub's exit: `tar --use-compress-program=gzip` lost now and then, with a broken pipe (`tar:
+/// c.tar: Cannot write: Broken pipe`, exit 2), and `sort --compress-program` depended on
+/// losing it. Only batches of real programs filter: a script's own pipelines end when their
+/// stubs exit (`while :; do echo; done | head` would otherwise run to the timeout).
+fn stub_script(root: &Path, log: &Path, filter: bool) -> String {
     let bash = root.join("bin/bash");
+    let exit = if filter {
+        format!(
+            "\"{}\" 2>/dev/null; builtin exit 0",
+            root.join("bin/cat").display()
+        )
+    } else {
+        "builtin exit 0".to_owned()
+    };
     format!(
         r#"#!{bash} -p
 # A recording stub: logs how it was started, then exits 0. A shell given a command string or
@@ -586,7 +607,7 @@ until {{ builtin printf '%s\0' exec "$0" "$#" "$@" > "{log}/x.$$.$n"; }} 2>/dev/
 done
 case ${{0##*/}} in
   bash|sh|dash|rbash) ;;
-  *) builtin exit 0 ;;
+  *) {exit} ;;
 esac
 pass=1
 for (( i = 1; i <= $#; i++ )); do
@@ -600,7 +621,7 @@ for (( i = 1; i <= $#; i++ )); do
     *) pass=0; break ;;
   esac
 done
-(( pass )) || builtin exit 0
+(( pass )) || {{ {exit}; }}
 builtin exec -a "${{0##*/}}" {bash} "$@"
 "#,
         bash = bash.display(),

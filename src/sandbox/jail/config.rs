@@ -9,11 +9,17 @@
 //!   read_roots: ["~/.m2"]
 //!   network: ["github.com:443", "*:8080"]
 //!   limits: {cpu_seconds: 300, file_size: 1073741824, processes: 256, open_files: 1024,
-//!            timeout_ms: 120000, output_bytes: 65536}
+//!            memory_bytes: 4294967296, timeout_ms: 120000, output_bytes: 65536}
 //! ```
 //!
 //! Several files merge: the strictest mode wins, roots and network rules add up (each is a
-//! deliberate grant), and each limit takes the smallest value any file sets.
+//! deliberate grant), and each limit takes the smallest value any file sets (or its default, if
+//! that is smaller: a file can lower a limit, never raise it).
+//!
+//! `memory_bytes` bounds the memory of a whole run where a memory cgroup can be made for it
+//! (`memory.max`, or `memory.limit_in_bytes` on cgroup v1; swap is held to the same bound), and
+//! otherwise the address space of each process (`RLIMIT_AS`); the plan says which holds. Its
+//! default, 4 GiB, is [`DEFAULT_MEMORY_BYTES`].
 
 use std::fmt;
 use std::path::PathBuf;
@@ -89,6 +95,20 @@ impl fmt::Display for NetRule {
     }
 }
 
+/// The default of `sandbox.limits.memory_bytes`: 4 GiB for a whole run.
+///
+/// A `cargo build` fits in it with room to spare: a debug `cargo build -j2` of Reasonix itself
+/// (about 300 crates, from scratch, on the 2-core machine of the README's speed table) ran to
+/// its end inside a memory cgroup of 4 GiB, swap included, without once reaching it (`failcnt`
+/// 0, nothing killed). The whole process tree peaked at about 0.95 GiB resident (the largest
+/// process, rustc on Reasonix itself, at 1.0 GB) and 1.9 GiB with its page cache, which counts
+/// toward a cgroup's limit but is reclaimed before anything is killed. A bigger machine
+/// building with more jobs at once needs more, and a file cannot raise a limit above its
+/// default (see the module doc), so the default leaves room rather than fitting tightly; it
+/// stays below what an unbounded allocation on a small machine could take from everything
+/// else.
+pub const DEFAULT_MEMORY_BYTES: u64 = 4 << 30;
+
 /// Resource limits of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -101,6 +121,9 @@ pub struct Limits {
     pub processes: u64,
     /// Most open files (`RLIMIT_NOFILE`).
     pub open_files: u64,
+    /// Most memory, in bytes: of the whole run (a memory cgroup where one can be made), else
+    /// of each process's address space (`RLIMIT_AS`).
+    pub memory_bytes: u64,
     /// Wall-clock time before the whole process group is killed, in milliseconds.
     pub timeout_ms: u64,
     /// Output kept for the model, in bytes (head and tail; the true size is reported).
@@ -114,6 +137,7 @@ impl Default for Limits {
             file_size: 1 << 30,
             processes: 512,
             open_files: 1024,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
             timeout_ms: 120_000,
             output_bytes: 64 * 1024,
         }
@@ -128,6 +152,7 @@ pub(crate) struct LimitsSpec {
     pub file_size: Option<u64>,
     pub processes: Option<u64>,
     pub open_files: Option<u64>,
+    pub memory_bytes: Option<u64>,
     pub timeout_ms: Option<u64>,
     pub output_bytes: Option<usize>,
 }
@@ -205,6 +230,7 @@ impl JailConfig {
             l.file_size = min(l.file_size, s.file_size);
             l.processes = min(l.processes, s.processes);
             l.open_files = min(l.open_files, s.open_files);
+            l.memory_bytes = min(l.memory_bytes, s.memory_bytes);
             l.timeout_ms = min(l.timeout_ms, s.timeout_ms);
             l.output_bytes = s
                 .output_bytes
@@ -262,10 +288,26 @@ mod tests {
             ..SandboxSpec::default()
         };
         let c = JailConfig::merge([&a, &b]);
+        assert_eq!(c.limits.memory_bytes, DEFAULT_MEMORY_BYTES);
         assert_eq!(c.mode, Mode::BestEffort);
         assert_eq!(c.limits.timeout_ms, 5000);
         assert_eq!(c.limits.processes, 10);
         assert_eq!(c.write_roots, ["/a", "/b"]);
         assert_eq!(JailConfig::merge([]).mode, Mode::Enforce);
+    }
+
+    #[test]
+    fn memory_bytes_is_parsed_and_the_smallest_value_wins_over_the_default() {
+        let lower: SandboxSpec =
+            yaml_serde::from_str("limits: {memory_bytes: 1073741824}").unwrap();
+        let higher: SandboxSpec =
+            yaml_serde::from_str("limits: {memory_bytes: 17179869184}").unwrap();
+        assert_eq!(lower.limits.memory_bytes, Some(1 << 30));
+        assert_eq!(JailConfig::merge([&higher]).limits.memory_bytes, 4 << 30);
+        assert_eq!(
+            JailConfig::merge([&higher, &lower]).limits.memory_bytes,
+            1 << 30
+        );
+        assert!(yaml_serde::from_str::<SandboxSpec>("limits: {memory: 1}").is_err());
     }
 }

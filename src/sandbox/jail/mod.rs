@@ -1,57 +1,107 @@
 //! The OS jail every process Reasonix starts runs in: Landlock, seccomp, resource limits, a
-//! process group and (where it can be made) a pids cgroup, a wall-clock timeout, a private
-//! temporary folder and a bounded capture of its output.
+//! private mount namespace and a PID namespace of its own (where the kernel lets Reasonix make
+//! them), a process group and (where they can be made) pids and memory cgroups, a wall-clock
+//! timeout, a private temporary folder and a bounded capture of its output.
 //!
-//! A [`Plan`] is computed once per gate from the `sandbox:` configuration, the workspace and the
-//! kernel's capabilities ([`probe`]): the folders a process may read and run programs from, those
-//! it may write, the TCP ports it may reach, its limits — and what of that will be enforced and
-//! what will not. Under `enforce`, a plan that cannot be enforced in full refuses to run anything
-//! ([`Plan::refusal`]); under `best_effort` it applies what it can and lists the rest in
-//! [`Plan::not_enforced`]. A plan is frozen: its fields are private, and what a run applies comes
-//! from the same computation as its words.
+//! A [`Plan`] is computed once per gate from the `sandbox:` configuration, the workspace, the
+//! host's own files ([`Plan::with_host_files`]) and the kernel's capabilities ([`probe`]): the
+//! folders a process may read and run programs from, those it may write, the TCP ports it may
+//! reach, its limits — and what of that will be enforced and what will not. Under `enforce`, a
+//! plan that cannot be enforced in full refuses to run anything ([`Plan::refusal`]); under
+//! `best_effort` it applies what it can and lists the rest in [`Plan::not_enforced`]. A plan is
+//! frozen: its fields are private, and what a run applies comes from the same computation as its
+//! words.
 //!
 //! A process is started under a plan in two ways only: an admitted bash call (the bash tool runs
 //! it under its admission's plan; the function is crate-private), or
 //! [`danger::exec_unjudged`], which runs a command no gate judged — for `reasonix sandbox exec`
 //! and tests.
 //!
+//! # Two layers over the filesystem
+//!
+//! Landlock decides by path what a process may read, write and run, but it does not mediate
+//! metadata: `chmod`, `chown`, `utime` and extended attributes of a file it may read. Where
+//! Reasonix may make namespaces (root, or a kernel that lets any user make a user namespace),
+//! each run therefore gets a mount namespace of its own in which the whole tree is read-only but
+//! for the write roots and the run's TMPDIR, the host's own files inside the write roots are
+//! bound read-only over themselves, the system secrets Landlock hides are covered by an empty
+//! file or folder, and `/proc` is mounted fresh for a PID namespace of the run's own (the steps
+//! and their order are in `mounts`). Landlock and seccomp stay on top: each layer holds without
+//! the other. Where no namespace can be made, `enforce` refuses; `best_effort` runs with seccomp
+//! refusing the metadata calls everywhere (it cannot tell the workspace apart, so `chmod +x`
+//! fails too) and lists what is then not enforced.
+//!
 //! # Between fork and exec
 //!
-//! Everything is built before the fork, most of it once per plan: the Landlock ruleset (each run
-//! restricts itself with a duplicate of its descriptor), the seccomp program, the way
-//! capabilities are dropped (with the highest capability number, read from
-//! `/proc/sys/kernel/cap_last_cap`); per run only the private temporary folder (under the plan's,
-//! which the ruleset grants) and the cgroup. The child then only makes system calls, in this
-//! order, and nothing is allocated there:
+//! Everything is built before the fork: the Landlock rules (opened once per plan; each run gets
+//! a ruleset of its own, built ahead of it, that grants its own TMPDIR), the seccomp program,
+//! the way capabilities are dropped (with the highest capability number, read from
+//! `/proc/sys/kernel/cap_last_cap`), and per run the private temporary folder, the cgroups and
+//! the mount layout as C strings. The child then only makes system calls, in this order, and
+//! nothing is allocated there:
 //!
-//! 1. join the cgroup (one write to its `cgroup.procs`);
-//! 2. set the limits (`RLIMIT_NPROC` only where the run has no pids cgroup);
-//! 3. drop capabilities: where Reasonix holds `CAP_SETPCAP`, empty the bounding set
+//! 1. mark every descriptor but 0, 1 and 2 close-on-exec (`close_range`): the command inherits
+//!    none of Reasonix's, nor one its caller passed (`3>>file`); its standard input is
+//!    `/dev/null`;
+//! 2. where the run has namespaces: `clone` into new mount and PID namespaces (and a user
+//!    namespace when Reasonix lacks `CAP_SYS_ADMIN`); the process std forked stays outside,
+//!    waits, and exits as the command did (`run::namespace`); the clone goes on as pid 1 of its
+//!    namespace, and dies with it (`PR_SET_PDEATHSIG`);
+//! 3. join the cgroups (one write to each `tasks` on cgroup v1, `cgroup.procs` on v2: the
+//!    process has one thread here);
+//! 4. where the run has namespaces: map the user namespace (if any), lay out the mounts, mount
+//!    `/proc`, and enter the workspace again;
+//! 5. set the limits (`RLIMIT_NPROC` only where the run has no pids cgroup, `RLIMIT_AS` only
+//!    where it has no memory cgroup);
+//! 6. drop capabilities: where Reasonix holds `CAP_SETPCAP`, empty the bounding set
 //!    (`PR_CAPBSET_DROP` for every capability) and lock `SECBIT_NOROOT`; in every case empty the
 //!    permitted, effective and inheritable sets with `capset` (which empties the ambient set) —
 //!    root keeps uid 0 but no capability;
-//! 4. `restrict_self` (which also sets `no_new_privs`; without a ruleset, `no_new_privs` alone);
-//! 5. install the seccomp filter.
+//! 7. set `no_new_privs`; add the fresh `/proc` to the run's ruleset (a new inode, which no rule
+//!    built beforehand names) and `landlock_restrict_self`;
+//! 8. install the seccomp filter, last: it refuses `mount`, `unshare` and the like to the
+//!    command, not to the steps above.
 //!
 //! Any step that fails fails the spawn: nothing runs, and the run returns the error.
 //!
 //! # Test strategy
 //!
-//! `tests/jail.rs` runs real processes on this kernel: writes outside the write roots fail with
-//! `EACCES` and leave nothing, TCP connect and bind are refused (a live listener proves the
-//! connection would otherwise succeed), UDP, `/dev/tcp` and `ptrace` are refused, a fork bomb is
-//! contained, a child that ignores `SIGTERM` dies at the timeout with its whole group, output
-//! past the bound is cut with the true size, a setuid program gains nothing, root in the jail
-//! shows empty capability sets and bounding set in `/proc/self/status` (and
-//! `noroot,noroot_locked` securebits), and a Reasonix started without `CAP_SETPCAP` still leaves
-//! its command without capabilities.
+//! `tests/jail.rs` runs real processes on this kernel, each attack beside a control that shows
+//! it succeeding without the jail: writes outside the write roots fail and leave nothing — with
+//! `EROFS` from the read-only mount and, namespaces taken away, with `EACCES` from Landlock
+//! alone; `chmod`, `chown`, `utime` and `setxattr` on a file outside fail and change nothing,
+//! while inside the workspace they work (`chmod +x script.sh`); a descriptor to an outside file
+//! passed to `sandbox exec` as 9 cannot be written, and the bash tool gets `/dev/null` and none
+//! of the host's descriptors; a 6 GiB allocation fails under the default memory limit (with the
+//! memory cgroup and with `RLIMIT_AS`) and 100 MiB works; `/proc` shows only the jail's
+//! processes and `/proc/1/cmdline` is the command's own; `find . -delete`, `rm -rf .reasonix`
+//! and a folder renamed away leave the host's files as they were (and `tests/run_cli.rs` does
+//! it in an allowed bash call of an agent run, which goes on to its end with its record whole);
+//! two concurrent runs cannot read or write each other's TMPDIR, with and without namespaces;
+//! with Landlock taken away, `/etc/shadow` still reads empty (its cover);
+//! a Reasonix run by `nobody` makes its namespaces in a user namespace. Then the older ones: TCP
+//! connect and bind are refused (a live listener proves the connection would otherwise
+//! succeed), UDP, `/dev/tcp` and `ptrace` are refused, a fork bomb is contained, a child that
+//! ignores `SIGTERM` dies at the timeout with its whole group and background processes do not
+//! outlive their command (with and without a PID namespace), output past the bound is cut with
+//! the true size, a setuid program gains nothing, root in the jail shows empty capability sets
+//! and bounding set in `/proc/self/status` (and `noroot,noroot_locked` securebits), and a
+//! Reasonix started without `CAP_SETPCAP` still leaves its command without capabilities.
 //!
 //! The refusals are tested on every machine: a plan can be computed for capabilities with a part
 //! taken away ([`Plan::with_capabilities`]), so each refusal of `enforce` (no Landlock
-//! filesystem rules, TCP rules or scoping, no seccomp) is shown to refuse in its words and to
-//! start nothing, while `best_effort` lists the part and runs; a pids cgroup parent that cannot
-//! be used shows a run refused under `enforce` and reported in [`RunResult::not_enforced`]
-//! under `best_effort`. The unit tests cover a plan without a private temporary folder.
+//! filesystem rules, TCP rules or scoping, no seccomp, no namespaces) is shown to refuse in its
+//! words and to start nothing, while `best_effort` lists the part and runs — without namespaces,
+//! with the metadata calls refused everywhere, as its words say; a pids cgroup parent that
+//! cannot be used shows a run refused under `enforce` and reported in
+//! [`RunResult::not_enforced`] under `best_effort`. `sandbox probe` and `check --format json`
+//! list each part (read-only world, covered secrets, PID namespace, descriptors, memory and its
+//! mechanism, the run's own TMPDIR, the host's files) as enforced and show one plan; and
+//! Reasonix run inside its own jail — where seccomp refuses namespaces and the read-only world
+//! refuses cgroups, so nothing is faked — finds them missing: its `probe`, `check` and `sandbox
+//! exec` refuse under `enforce` in the plan's words, and under `best_effort` list each part as
+//! it then stands and run. The unit tests cover a plan without a private temporary folder, the
+//! host files a run binds, and the memory cgroup's parents.
 //!
 //! A test that needs a feature this machine lacks prints a `SKIPPED` line and returns; with
 //! `REASONIX_NO_SKIP=1` (set by `.ci/run`) it fails instead, so CI cannot pass by skipping.
@@ -60,31 +110,55 @@
 //!
 //! - Landlock allows by folder; it cannot hide one file of a readable folder. Reasonix grants
 //!   `/etc` entry by entry, leaving out the shadow and sudoers files and the ssh and ssl private
-//!   keys, but a secret inside the workspace stays readable to a jailed process: keep secrets
-//!   out of the workspace or deny them by policy.
+//!   keys (and covers them in the mount namespace), but a secret inside the workspace stays
+//!   readable to a jailed process: keep secrets out of the workspace or deny them by policy.
 //! - Landlock filters TCP by port, never by host: `github.com:443` allows port 443 to anywhere.
 //!   UDP cannot be filtered by port on this ABI; it is refused unless network rules exist (DNS).
-//! - Pathname UNIX sockets (`/run/docker.sock`) are not mediated by Landlock before ABI 9.
+//! - Pathname UNIX sockets (`/run/docker.sock`) are not mediated by Landlock before ABI 9, and a
+//!   read-only mount does not stop a `connect` either.
+//! - The host's files are bound read-only if they exist when a run starts: a workspace without
+//!   `reasonix.yaml` lets a command create one (the gate still refuses a command that names
+//!   it). A host file reached through a symlink is bound where the link points; the link
+//!   itself can be replaced.
+//! - The command is pid 1 of its PID namespace: a signal from inside the namespace that it does
+//!   not handle does not reach it (`kill 1`), and when it exits, everything it started dies.
+//! - Without namespaces (`best_effort` only), metadata calls are refused everywhere but for
+//!   setting a file's times to now (`touch` needs it; it can do so outside the workspace too),
+//!   `/proc` shows every process of the machine, and the host's files inside the workspace are
+//!   kept only by the gate (a command that does not name them is not stopped).
+//! - In a user namespace (Reasonix run by a user other than root), files of other users show as
+//!   owned by `nobody`, and the cgroups are usually not writable: the limits fall back to
+//!   `RLIMIT_NPROC` and `RLIMIT_AS`, as the plan says.
+//! - `RLIMIT_AS` bounds each process's address space, not the run's memory: several processes
+//!   may use more together, and a program that reserves much address space (a JIT, a sanitizer)
+//!   may fail below the limit. The memory cgroup, where one can be made, counts the whole run,
+//!   page cache included (reclaimed before anything is killed); a command past its limit is
+//!   killed by the kernel (`SIGKILL`).
 //! - `RLIMIT_NPROC` does not bind root; the pids cgroup does, where one can be made. A plan
-//!   that promises a pids cgroup keeps its word for every run: where one run's cgroup cannot be
-//!   made, `enforce` refuses that run and `best_effort` runs it under `RLIMIT_NPROC` and says
-//!   so in the run's result. Where no pids cgroup can be made at all, a root plan lists the
-//!   process count as not enforced, under `enforce` too.
+//!   that promises a cgroup keeps its word for every run: where one run's cgroup cannot be made,
+//!   `enforce` refuses that run and `best_effort` runs it under the rlimit and says so in the
+//!   run's result. Where no pids cgroup can be made at all, a root plan lists the process count
+//!   as not enforced, under `enforce` too.
 //! - Without `CAP_SETPCAP` (any user but root, usually) the bounding set cannot be emptied and
 //!   stays as it is; the capability sets are still emptied, and `no_new_privs` keeps exec — of
 //!   a setuid program or one with file capabilities — from granting any. The plan says which.
 //! - A plan computed with [`Plan::with_capabilities`] believes what it is given: taking a part
 //!   away is safe (it is neither applied nor claimed); claiming a part the kernel lacks makes a
 //!   plan whose words the kernel may not keep. The gate uses [`Plan::new`], the probed value.
-//! - Each run's temporary folder is private from other sessions and from the rest of `/tmp`,
-//!   but the runs of one plan share the grant on their parent folder: two commands of one
-//!   session running at once could reach each other's. (One ruleset per plan, instead of one
-//!   per run, saves about 0.5 ms per spawn: `/etc` alone is over a hundred rules.)
+//! - A run's ruleset costs about 0.5 ms of kernel time to build (`/etc` alone is over a hundred
+//!   rules); a plan builds the next one on a thread of its own while a run goes on, so runs that
+//!   start faster than that (several at once) build theirs on the spawn path. Likewise a plan
+//!   keeps the emptied cgroups and TMPDIRs of finished runs for its next ones (`run::idle`:
+//!   making and removing a cgroup costs about 0.1 ms per controller, a folder in `/tmp` up to
+//!   2.6 ms on this machine's ext4); the memory a run left charged to them (page cache) is
+//!   reclaimed as the next run needs it. A TMPDIR is kept only from a run whose cgroups show
+//!   every process gone, emptied whole: without cgroups, each run gets a new folder.
 
 pub mod cgroup;
 pub mod config;
 pub mod danger;
 mod landlock_rules;
+mod mounts;
 pub mod probe;
 #[allow(unsafe_code)]
 mod run;
@@ -172,12 +246,66 @@ pub struct Plan {
     refusal: Option<String>,
     /// How a child loses its capabilities (decided from `capabilities.cap_setpcap`).
     cap_drop: CapDrop,
-    /// The Landlock ruleset, built once; each run restricts itself with a duplicate of it.
-    ruleset: Option<landlock::RulesetCreated>,
+    /// The Landlock rules, opened once, and a ruleset built ahead for the next run.
+    rulesets: Option<landlock_rules::Rulesets>,
     /// The seccomp program, compiled once.
     filter: Option<seccompiler::BpfProgram>,
-    /// The parent of every run's private temporary folder (removed with the plan).
-    tmp: Option<tempfile::TempDir>,
+    /// The runs' temporary folders and the empty file and folder that cover secrets (removed
+    /// with the plan).
+    tmp: Option<Tmp>,
+    /// A run's own namespaces, when it gets them.
+    namespaces: Option<Namespaces>,
+    /// The host's own files (as given): bound read-only in each run's mount namespace.
+    host_files: Vec<PathBuf>,
+    /// The cgroups of finished runs, emptied, for the next ones.
+    idle_cgroups: run::IdleCgroups,
+    /// The TMPDIRs of finished runs, emptied, for the next ones.
+    idle_tmpdirs: run::IdleTmpdirs,
+}
+
+/// What a plan gives each run's namespaces.
+#[derive(Debug)]
+struct Namespaces {
+    /// The user namespace's ids, when one is needed (Reasonix lacks `CAP_SYS_ADMIN`).
+    users: Option<mounts::Users>,
+    /// Each secret that exists here (canonical), with the empty file or folder that covers it.
+    covers: Vec<(PathBuf, PathBuf)>,
+}
+
+/// A plan's own temporary folder: `runs/` holds each run's TMPDIR (the Landlock ruleset grants
+/// it), `void/` an empty file and an empty folder to cover secrets with.
+#[derive(Debug)]
+struct Tmp {
+    /// Removes it all on drop.
+    _dir: tempfile::TempDir,
+    /// The parent of each run's TMPDIR (canonical).
+    runs: PathBuf,
+    /// Empty, read-only.
+    empty_file: PathBuf,
+    /// Empty, read-only.
+    empty_dir: PathBuf,
+}
+
+impl Tmp {
+    fn new(dir: tempfile::TempDir) -> std::io::Result<Tmp> {
+        use std::os::unix::fs::PermissionsExt;
+        let root = dir.path().canonicalize()?;
+        let runs = root.join("runs");
+        let void = root.join("void");
+        let (empty_file, empty_dir) = (void.join("file"), void.join("dir"));
+        std::fs::create_dir(&runs)?;
+        std::fs::create_dir(&void)?;
+        std::fs::write(&empty_file, "")?;
+        std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))?;
+        std::fs::create_dir(&empty_dir)?;
+        std::fs::set_permissions(&empty_dir, std::fs::Permissions::from_mode(0o555))?;
+        Ok(Tmp {
+            _dir: dir,
+            runs,
+            empty_file,
+            empty_dir,
+        })
+    }
 }
 
 /// The plan as shown in verdicts and `sandbox probe`.
@@ -246,7 +374,7 @@ impl Plan {
         Plan::build(config, workspace, home, caps, tmp, true)
     }
 
-    /// The plan, given the parent of its runs' temporary folders (or why none could be made).
+    /// The plan, given the folder for its runs' temporary folders (or why none could be made).
     /// Unless `writable`, the workspace and the write roots are granted for reading only.
     fn build(
         config: &JailConfig,
@@ -258,7 +386,12 @@ impl Plan {
     ) -> Plan {
         let (extra_write, extra_read) = config.roots(home);
         let mut roots = vec![workspace.to_path_buf()];
-        roots.extend(extra_write.into_iter().filter(|p| p.exists()));
+        // Canonical: a mount namespace binds them by path, and does not follow a last symlink.
+        for root in extra_write.iter().filter_map(|p| p.canonicalize().ok()) {
+            if !roots.contains(&root) {
+                roots.push(root);
+            }
+        }
         let (write, read_only_roots) = if writable {
             (roots, Vec::new())
         } else {
@@ -280,6 +413,7 @@ impl Plan {
         let jailed = config.mode != Mode::Off;
         let enforce = config.mode == Mode::Enforce;
         let cap_drop = CapDrop::for_capabilities(&caps);
+        let namespaced = jailed && caps.namespaces;
 
         let mut enforced = Vec::new();
         let mut not_enforced = Vec::new();
@@ -349,11 +483,39 @@ impl Plan {
             } else {
                 missing.push("seccomp");
             }
+            if namespaced {
+                enforced.push("filesystem read-only outside the write roots and the run's TMPDIR (mount namespace): there no file can be written, nor its mode, owner, times or extended attributes changed".into());
+                enforced.push("system secrets covered by an empty file or folder (mount namespace), besides Landlock's refusal".into());
+                enforced.push("processes: a PID namespace of the run's own, so /proc shows its processes only, and none outlives the first".into());
+                if caps.user_namespace {
+                    enforced.push(format!("namespaces made inside a user namespace that maps only uid {} and gid {}: files of other users show as owned by nobody", caps.uid, nix::unistd::getgid().as_raw()));
+                }
+            } else {
+                missing.push("mount and PID namespaces");
+                if caps.seccomp {
+                    enforced.push("metadata: chmod, chown, utime and extended attribute calls refused everywhere (seccomp; without a mount namespace it cannot tell the write roots apart)".into());
+                    not_enforced.push("metadata inside the write roots: without a mount namespace, chmod, chown, utime and extended attribute changes are refused there too (`chmod +x` fails)".into());
+                    not_enforced.push("file times outside the write roots: without a mount namespace, setting them to the current time is let through (`touch` needs it), to no other time".into());
+                } else {
+                    not_enforced.push("metadata outside the write roots: Landlock does not mediate chmod, chown, utime or extended attributes, and neither a mount namespace nor seccomp refuses them".into());
+                }
+                not_enforced.push("process visibility: without a PID namespace, /proc shows every process on this machine, command lines included".into());
+            }
+            match (namespaced, caps.landlock_fs) {
+                (true, _) => enforced.push("TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder; the mount namespace hides the others)".into()),
+                (false, true) => enforced.push("TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder)".into()),
+                (false, false) => not_enforced.push("per-run TMPDIR: without Landlock or a mount namespace, a run can reach another's".into()),
+            }
+            enforced.push("descriptors: the command gets standard input from /dev/null, standard output and error, and no other descriptor (close_range)".into());
             let limits = config.limits;
             enforced.push(format!(
                 "limits: {} s CPU, {} bytes per file, {} open files, {} ms wall clock (whole process group killed)",
                 limits.cpu_seconds, limits.file_size, limits.open_files, limits.timeout_ms
             ));
+            enforced.push(match &caps.cgroup_memory {
+                Some(_) => format!("memory: at most {} bytes for the whole run, swap included (memory cgroup)", limits.memory_bytes),
+                None => format!("memory: at most {} bytes of address space per process (RLIMIT_AS; no memory cgroup can be made, so a run of several processes may use more in all)", limits.memory_bytes),
+            });
             enforced.push(cap_drop.words(caps.uid));
             match (&caps.cgroup_pids, caps.uid) {
                 (Some(_), _) => enforced.push(format!("at most {} processes (pids cgroup)", limits.processes)),
@@ -373,7 +535,7 @@ impl Plan {
                 not_enforced.push(format!("{m}: not available on this kernel"));
             }
         }
-        let tmp = match tmp {
+        let tmp = match tmp.and_then(Tmp::new) {
             Ok(tmp) => Some(tmp),
             Err(e) => {
                 // Every mode: a run's TMPDIR is made under it, and the ruleset grants it.
@@ -392,16 +554,16 @@ impl Plan {
                 not_enforced.push(why);
             }
         };
-        let ruleset = match (&tmp, jailed && caps.landlock_fs) {
-            (Some(tmp), true) => {
+        let rulesets = match (&tmp, jailed && caps.landlock_fs) {
+            (Some(_), true) => {
                 let rules = landlock_rules::Rules::open(&read, &write, &devices, &secrets);
-                match rules.ruleset(
-                    tmp.path(),
-                    &config.network,
-                    enforce,
-                    caps.landlock_net,
-                    caps.landlock_scope,
-                ) {
+                let spec = landlock_rules::Spec {
+                    network: config.network.clone(),
+                    strict: enforce,
+                    net: caps.landlock_net,
+                    scope: caps.landlock_scope,
+                };
+                match landlock_rules::Rulesets::new(rules, spec) {
                     Ok(r) => Some(r),
                     Err(e) => {
                         broken(format!("the Landlock ruleset could not be built: {e}"));
@@ -411,15 +573,37 @@ impl Plan {
             }
             _ => None,
         };
-        let filter =
-            match (jailed && caps.seccomp).then(|| seccomp::program(!config.network.is_empty())) {
-                Some(Ok(program)) => Some(program),
-                Some(Err(e)) => {
-                    broken(format!("the seccomp filter could not be built: {e}"));
-                    None
-                }
-                None => None,
-            };
+        let filter = match (jailed && caps.seccomp)
+            .then(|| seccomp::program(!config.network.is_empty(), !namespaced))
+        {
+            Some(Ok(program)) => Some(program),
+            Some(Err(e)) => {
+                broken(format!("the seccomp filter could not be built: {e}"));
+                None
+            }
+            None => None,
+        };
+        let namespaces = match &tmp {
+            Some(tmp) if namespaced => Some(Namespaces {
+                users: caps.user_namespace.then(|| mounts::Users {
+                    uid: caps.uid,
+                    gid: nix::unistd::getgid().as_raw(),
+                }),
+                covers: secrets
+                    .iter()
+                    .filter_map(|s| s.canonicalize().ok())
+                    .map(|s| {
+                        let cover = if s.is_dir() {
+                            &tmp.empty_dir
+                        } else {
+                            &tmp.empty_file
+                        };
+                        (s, cover.clone())
+                    })
+                    .collect(),
+            }),
+            _ => None,
+        };
         Plan {
             mode: config.mode,
             workspace: workspace.to_path_buf(),
@@ -432,10 +616,58 @@ impl Plan {
             not_enforced,
             refusal,
             cap_drop,
-            ruleset,
+            rulesets,
             filter,
             tmp,
+            namespaces,
+            host_files: Vec::new(),
+            idle_cgroups: run::IdleCgroups::default(),
+            idle_tmpdirs: run::IdleTmpdirs::default(),
         }
+    }
+
+    /// The same plan, protecting the host's own files (the record and its folder, the settings,
+    /// the policy and data files — [`crate::HostFiles::all`]): in each run's mount namespace,
+    /// those that exist when the run starts and lie inside a write root are bound read-only over
+    /// themselves, and the folders between them and their write root cannot be renamed or
+    /// removed. Their words join [`Plan::enforced`], or [`Plan::not_enforced`] where a run has
+    /// no mount namespace. The host itself (the recorder) still writes them: they are read-only
+    /// inside the jail only.
+    ///
+    /// ```
+    /// use reasonix::sandbox::jail::{JailConfig, Plan};
+    ///
+    /// let ws = std::env::temp_dir();
+    /// let plan = Plan::new(&JailConfig::default(), &ws, None)
+    ///     .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")]);
+    /// let words = [plan.enforced(), plan.not_enforced()].concat();
+    /// assert!(words.iter().any(|w| w.contains("the host's own files")));
+    /// ```
+    pub fn with_host_files<P: AsRef<Path>>(mut self, files: impl IntoIterator<Item = P>) -> Plan {
+        for f in files {
+            let f = f.as_ref().to_path_buf();
+            if !self.host_files.contains(&f) {
+                self.host_files.push(f);
+            }
+        }
+        if self.mode == Mode::Off || self.host_files.is_empty() {
+            return self;
+        }
+        let (words, list) = if self.namespaces.is_some() {
+            (
+                "the host's own files inside the write roots (record, settings, policy and data files that exist when a run starts) bound read-only over themselves, the folders above them pinned (mount namespace)",
+                &mut self.enforced,
+            )
+        } else {
+            (
+                "the host's own files inside the write roots: without a mount namespace only the gate keeps a command from changing them, and a command that does not name them is not stopped (the recorder notices a changed record afterwards)",
+                &mut self.not_enforced,
+            )
+        };
+        if !list.iter().any(|w| w == words) {
+            list.push(words.to_owned());
+        }
+        self
     }
 
     /// How strictly.
@@ -487,8 +719,18 @@ impl Plan {
             if caps.seccomp {
                 backend.push("seccomp".into());
             }
+            if self.namespaces.is_some() {
+                backend.push("mount-namespace".into());
+                backend.push("pid-namespace".into());
+                if caps.user_namespace {
+                    backend.push("user-namespace".into());
+                }
+            }
             if caps.cgroup_pids.is_some() {
                 backend.push("pids-cgroup".into());
+            }
+            if caps.cgroup_memory.is_some() {
+                backend.push("memory-cgroup".into());
             }
             backend.push("rlimits".into());
         }

@@ -1,7 +1,8 @@
 //! What this machine can enforce, found by asking the kernel (once per process): the Landlock
-//! ABI and which of its parts work, whether a seccomp filter can be installed, and whether a
-//! pids cgroup can be made for a run, and whether Reasonix may empty a child's capability
-//! bounding set.
+//! ABI and which of its parts work, whether a seccomp filter can be installed, whether a run can
+//! have mount and PID namespaces of its own (tried in a throwaway child, with the very steps a
+//! run takes), whether a pids and a memory cgroup can be made for a run, and whether Reasonix
+//! may empty a child's capability bounding set.
 //!
 //! [`capabilities`] is the probed value, once per process; a [`Capabilities`] is a plain value
 //! too, so a plan can be computed for capabilities this machine lacks
@@ -31,8 +32,17 @@ pub struct Capabilities {
     pub landlock_scope: bool,
     /// A seccomp filter can be installed (checked in a throwaway thread).
     pub seccomp: bool,
+    /// A run can have a private mount namespace and a PID namespace of its own (tried: the
+    /// filesystem made read-only, folders bound over themselves, `/proc` mounted fresh).
+    pub namespaces: bool,
+    /// Those namespaces are made inside a new user namespace, which maps only Reasonix's own user
+    /// and group: Reasonix lacks `CAP_SYS_ADMIN` (any user but root, usually), and this kernel
+    /// lets an unprivileged user make user namespaces.
+    pub user_namespace: bool,
     /// Where a pids cgroup can be made for a run, if anywhere.
     pub cgroup_pids: Option<PathBuf>,
+    /// Where a memory cgroup can be made for a run, if anywhere.
+    pub cgroup_memory: Option<PathBuf>,
     /// The user id Reasonix runs as (`RLIMIT_NPROC` does not bind root).
     pub uid: u32,
     /// Reasonix holds `CAP_SETPCAP` (in its effective set): it can empty a child's capability
@@ -59,6 +69,29 @@ fn probe() -> Capabilities {
     ]
     .into_iter()
     .find(|abi| supports_fs(*abi));
+    let effective = std::fs::read_to_string("/proc/thread-self/status")
+        .ok()
+        .and_then(|status| effective_set(&status))
+        .unwrap_or(0);
+    // Without CAP_SYS_ADMIN, the namespaces can only be had inside a user namespace.
+    let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
+    // The slow probes (a child process, cgroups made and removed, a filter loaded on a thread)
+    // run side by side: a `check` pays for the slowest, not for their sum.
+    let (seccomp, namespaces, (cgroup_pids, cgroup_memory)) = std::thread::scope(|s| {
+        let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
+        let cgroups = s.spawn(|| {
+            (
+                super::cgroup::available(),
+                super::cgroup::available_memory(),
+            )
+        });
+        let seccomp = super::seccomp::works();
+        (
+            seccomp,
+            namespaces.join().unwrap_or(false),
+            cgroups.join().unwrap_or((None, None)),
+        )
+    });
     Capabilities {
         kernel: nix::sys::utsname::uname()
             .map(|u| u.release().to_string_lossy().into_owned())
@@ -67,21 +100,18 @@ fn probe() -> Capabilities {
         landlock_fs: abi.is_some(),
         landlock_net: supports_net(),
         landlock_scope: supports_scope(),
-        seccomp: super::seccomp::works(),
-        cgroup_pids: super::cgroup::available(),
+        seccomp,
+        namespaces,
+        user_namespace,
+        cgroup_pids,
+        cgroup_memory,
         uid: nix::unistd::getuid().as_raw(),
-        cap_setpcap: holds_cap_setpcap(),
+        cap_setpcap: effective & (1 << CAP_SETPCAP) != 0,
     }
 }
 
-/// `CAP_SETPCAP` in the effective set of the calling thread, read from `/proc`.
-fn holds_cap_setpcap() -> bool {
-    const CAP_SETPCAP: u32 = 8;
-    std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|status| effective_set(&status))
-        .is_some_and(|set| set & (1 << CAP_SETPCAP) != 0)
-}
+const CAP_SETPCAP: u32 = 8;
+const CAP_SYS_ADMIN: u32 = 21;
 
 /// The `CapEff:` line of a `/proc/<pid>/status`, as a bit set.
 fn effective_set(status: &str) -> Option<u64> {

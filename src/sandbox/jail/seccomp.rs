@@ -12,10 +12,11 @@
 //! | `unshare`, `setns`, `clone` with `CLONE_NEWUSER`; `clone3` (refused with `ENOSYS` so libc falls back to `clone`, whose flags can be seen) | new namespaces, user namespaces above all |
 //! | module loading, `kexec_*`, `reboot`, `swapon`/`swapoff`, `open_by_handle_at` | the machine itself |
 //! | the x32 syscall ABI (numbers with bit 30 set, on x86_64) | a second syscall table a deny list would miss |
+//! | only where a run has no mount namespace: the `chmod`, `chown` and `setxattr`/`removexattr` families, the `utime` family but for setting the times to now, `file_setattr`, and the `FS_IOC_SETFLAGS`/`FS_IOC_FSSETXATTR` ioctls | Landlock does not mediate metadata; a read-only mount does, but without one the filter cannot tell the write roots from the rest, so it refuses them everywhere |
 
 use std::collections::BTreeMap;
 
-use nix::libc;
+use nix::libc::{self, c_long};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
     SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch, sock_filter,
@@ -56,6 +57,50 @@ const REFUSED: &[i64] = &[
     libc::SYS_swapoff,
     libc::SYS_open_by_handle_at,
 ];
+
+/// Syscalls that change a file's metadata (mode, owner, times, extended attributes, inode
+/// flags), refused when a run has no mount namespace to make the rest of the tree read-only.
+const METADATA: &[c_long] = &[
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_chown,
+    libc::SYS_fchown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
+    SYS_FILE_SETATTR,
+];
+
+/// The `utime` family, with the index of the argument that points to the new times: refused
+/// unless it is null, which sets them to the current time (what `touch` does to a file it has
+/// just created — refusing that would make `touch` fail everywhere).
+const TIMES: &[(c_long, u8)] = &[
+    (libc::SYS_utime, 1),
+    (libc::SYS_utimes, 1),
+    (libc::SYS_futimesat, 2),
+    (libc::SYS_utimensat, 2),
+];
+
+/// `setxattrat(2)` (Linux 6.13), `removexattrat(2)` (6.13) and `file_setattr(2)` (6.17): numbers
+/// shared by every architecture, not yet in the `libc` crate.
+const SYS_SETXATTRAT: c_long = 463;
+const SYS_REMOVEXATTRAT: c_long = 466;
+const SYS_FILE_SETATTR: c_long = 469;
+
+/// `ioctl` requests that change inode flags (`chattr`; the 32-bit spelling too) or the
+/// attributes of `struct fsxattr`.
+const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
 
 fn cond(arg: u8, op: Op, value: u64) -> Cond {
     // Arguments, operators and values here are constants; `new` only fails on an argument
@@ -107,11 +152,27 @@ fn socket_rules(udp: bool) -> Vec<SeccompRule> {
     rules
 }
 
-/// Builds the filter. `udp` lets UDP sockets through (for DNS when network rules exist).
-pub fn program(udp: bool) -> Result<BpfProgram, seccompiler::BackendError> {
+/// Builds the filter. `udp` lets UDP sockets through (for DNS when network rules exist);
+/// `metadata` refuses the calls that change a file's metadata (for a run without a mount
+/// namespace).
+pub fn program(udp: bool, metadata: bool) -> Result<BpfProgram, seccompiler::BackendError> {
     let eperm = SeccompAction::Errno(libc::EPERM as u32);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         REFUSED.iter().map(|&nr| (nr, Vec::new())).collect();
+    if metadata {
+        rules.extend(METADATA.iter().map(|&nr| (nr, Vec::new())));
+        for &(nr, times) in TIMES {
+            let set = Cond::new(times, Len::Qword, Op::Ne, 0)
+                .unwrap_or_else(|_| unreachable!("argument index {times}"));
+            rules.insert(nr, vec![rule(vec![set])]);
+        }
+        rules.insert(
+            libc::SYS_ioctl,
+            [FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR]
+                .map(|request| rule(vec![cond(1, Op::Eq, request)]))
+                .to_vec(),
+        );
+    }
     rules.insert(libc::SYS_socket, socket_rules(udp));
     rules.insert(
         libc::SYS_clone,
@@ -207,7 +268,7 @@ fn enosys_first(program: BpfProgram) -> BpfProgram {
 /// Whether a filter can be installed here: tried on a throwaway thread, which it confines
 /// alone.
 pub fn works() -> bool {
-    let Ok(program) = program(false) else {
+    let Ok(program) = program(false, false) else {
         return false;
     };
     std::thread::spawn(move || seccompiler::apply_filter(&program).is_ok())
@@ -221,7 +282,9 @@ mod tests {
 
     #[test]
     fn the_filter_compiles_with_and_without_udp() {
-        assert!(program(false).unwrap().len() > 40);
-        assert!(program(true).is_ok());
+        assert!(program(false, false).unwrap().len() > 40);
+        assert!(program(true, false).is_ok());
+        let with_metadata = program(false, true).unwrap().len();
+        assert!(with_metadata > program(false, false).unwrap().len());
     }
 }

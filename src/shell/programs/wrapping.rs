@@ -7,9 +7,18 @@
 //! on this machine). The valued options are complete (from each program's `--help`): a valued
 //! option the spec missed would make its value look like the inner command.
 
-use super::spec::{Opt, Role, Spec, Syntax};
+use super::spec::{Opt, Risk, Role, Spec, Syntax};
 
 const STOP: Syntax = Syntax::GNU_STOP;
+
+/// A login or interactive shell (`bash -l`, `--login`, `-i`, `--rcfile F`, `exec -l bash`):
+/// before the script it runs its startup files — `/etc/profile`, `~/.profile`, `~/.bashrc` or
+/// the file named — code the analysis does not see (the oracle watched `bash -lc` run `id -u`
+/// from `/etc/profile`).
+pub const STARTUP: Risk = Risk {
+    id: "loads_code",
+    why: "a login or interactive shell first runs its startup files (/etc/profile, ~/.profile, ~/.bashrc), code outside the script",
+};
 
 /// The wrapper specs.
 #[rustfmt::skip]
@@ -39,7 +48,7 @@ pub const SPECS: &[Spec] = &[
         Opt::flag(&["-p"]), Opt::flag(&["-v"]).role(Role::Quiet), Opt::flag(&["-V"]).role(Role::Quiet),
     ]),
     Spec::new(&["builtin"], Syntax::EXACT_STOP, &[]),
-    Spec::new(&["exec"], Syntax::EXACT_STOP, &[Opt::flag(&["-c"]), Opt::flag(&["-l"]), Opt::value(&["-a"])]),
+    Spec::new(&["exec"], Syntax::EXACT_STOP, &[Opt::flag(&["-c"]), Opt::flag(&["-l"]).risk(&STARTUP), Opt::value(&["-a"])]),
     // GNU time (`/usr/bin/time`); bash's `time` keyword takes only `-p`.
     Spec::new(&["time"], STOP, &[
         Opt::value(&["-f", "--format"]), Opt::value(&["-o", "--output"]).role(Role::Writes).risk(&super::files::OUTPUT_FILE),
@@ -115,9 +124,9 @@ pub const SPECS: &[Spec] = &[
     // The shells: `-c` is a flag whose script is the first operand; `-o`/`+o` and `-O`/`+O`
     // take a value; long options are exact (`bash --nor` is refused here).
     Spec::new(&["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"], SHELL, &[
-        Opt::flag(&["-c"]), Opt::flag(&["-s"]), Opt::flag(&["-i"]), Opt::flag(&["-l", "--login"]),
+        Opt::flag(&["-c"]), Opt::flag(&["-s"]), Opt::flag(&["-i"]).risk(&STARTUP), Opt::flag(&["-l", "--login"]).risk(&STARTUP),
         Opt::flag(&["-r", "--restricted"]), Opt::value(&["-o"]), Opt::value(&["+o"]), Opt::value(&["-O"]),
-        Opt::value(&["+O"]), Opt::value(&["--rcfile", "--init-file"]), Opt::flag(&["--norc"]),
+        Opt::value(&["+O"]), Opt::value(&["--rcfile", "--init-file"]).risk(&STARTUP), Opt::flag(&["--norc"]),
         Opt::flag(&["--noprofile"]), Opt::flag(&["--posix"]), Opt::flag(&["--verbose"]),
         Opt::flag(&["--noediting"]), Opt::flag(&["--debugger"]), Opt::flag(&["--version"]), Opt::flag(&["--help"]),
     ]),

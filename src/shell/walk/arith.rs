@@ -254,7 +254,8 @@ impl Walker<'_> {
         self.code(what, ARITHMETIC, command);
     }
 
-    fn code(&mut self, what: &str, why: &str, command: Option<usize>) {
+    /// Records the hazard `dynamic_code`: `what` may run code, for the reason `why`.
+    pub(super) fn code(&mut self, what: &str, why: &str, command: Option<usize>) {
         self.out.hazards.push(Hazard {
             id: "dynamic_code",
             command,

@@ -39,13 +39,20 @@ impl Walker<'_> {
     /// Analyses a script found inside a command (`bash -c`, `env -S`, `watch`): its commands
     /// become inner commands of `parent`.
     fn nested(&mut self, parent: usize, script: &str, how: &str) {
+        self.out.features.insert(Feature::NestedShell);
+        self.reread(Some(parent), script, how);
+    }
+
+    /// Analyses `script` one level deeper, in the context `how`, and records what it found:
+    /// its commands become inner commands of `parent`, or commands of this level when there is
+    /// none (a backtick body bash parses again, [`Walker::substitution`]).
+    pub(super) fn reread(&mut self, parent: Option<usize>, script: &str, how: &str) {
         let mut context = self.context.clone();
         context.push(how.to_owned());
         let inner = analyse(script, self.depth + 1, &context);
-        self.out.features.insert(Feature::NestedShell);
         let offset = self.out.commands.len();
         for mut c in inner.commands {
-            c.parent = Some(c.parent.map_or(parent, |p| p + offset));
+            c.parent = c.parent.map(|p| p + offset).or(parent);
             self.out.commands.push(c);
         }
         for mut r in inner.redirects {

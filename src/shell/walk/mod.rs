@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use super::word::{Dynamic, Word};
+use super::word::{Dynamic, Piece, Word};
 use super::{
     Analysis, Assignment, Command, DynamicWord, Feature, Hazard, MAX_DEPTH, MAX_SCRIPT,
     environment, parse,
@@ -204,9 +204,14 @@ impl Walker<'_> {
                 if node.child(0).is_some_and(|c| c.kind() == "((") {
                     self.arithmetic(node);
                 }
+                self.reserved_words_apart(node, &["{", "}"]);
                 self.in_context("group", |w| w.statements(node))
             }
-            "negated_command" => self.in_context("negation", |w| w.statements(node)),
+            "negated_command" => {
+                // `!{x`: a program named `!{x` to bash.
+                self.reserved_words_apart(node, &["!"]);
+                self.in_context("negation", |w| w.statements(node))
+            }
             "if_statement" => self.in_context("if", |w| w.statements(node)),
             "while_statement" => self.in_context("loop", |w| w.statements(node)),
             "c_style_for_statement" => {
@@ -230,6 +235,7 @@ impl Walker<'_> {
             "variable_assignments" => self.statements(node),
             "declaration_command" | "unset_command" => self.declaration(node),
             "test_command" => {
+                self.reserved_words_apart(node, &["[", "[[", "]", "]]"]);
                 self.test_expression(node);
                 self.scan(node)
             }
@@ -249,6 +255,27 @@ impl Walker<'_> {
         }
     }
 
+    /// `{`, `}`, `[[`, `]]`, `!` (and the `[`, `]` of a test) are words of their own to bash only
+    /// when a metacharacter or the end of the script follows (here also the backtick that ends
+    /// a substitution): `{}` runs a program named `{}`, `[a]` is a glob whose match runs.
+    /// tree-sitter takes them for a group or a test all the same, so one glued to what follows
+    /// is not understood.
+    fn reserved_words_apart(&mut self, node: Node, tokens: &[&str]) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.is_named() || !tokens.contains(&child.kind()) {
+                continue;
+            }
+            let next = self.src.as_bytes().get(child.end_byte());
+            if next.is_some_and(|b| !b" \t\n|&;()<>`".contains(b)) {
+                self.problem(format!(
+                    "`{}` glued to what follows is a word to bash, not a reserved word",
+                    self.text(child)
+                ));
+            }
+        }
+    }
+
     /// Visits every named child (words, expressions, nested statements) of a node.
     fn scan(&mut self, node: Node) {
         let mut cursor = node.walk();
@@ -260,12 +287,28 @@ impl Walker<'_> {
     }
 
     /// `$(...)`, backticks, `<(...)`, `>(...)`: their statements, in their own context.
+    ///
+    /// Inside backticks bash first removes the backslash before `$`, `` ` `` and `\` (and
+    /// before `"` when the backticks are inside double quotes), then parses what is left:
+    /// ``echo `echo \`rm x\``` `` runs `rm x`. tree-sitter parses the text as written, so a
+    /// backtick body holding a backslash is analysed again from that text, one level deeper,
+    /// and the tree's own reading of it is set aside.
     fn substitution(&mut self, node: Node) {
         let name = if node.kind() == "process_substitution" {
             "process_substitution"
         } else {
             "substitution"
         };
+        let raw = self.text(node);
+        if let Some(body) = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`'))
+            && body.contains('\\')
+        {
+            let in_quotes = in_double_quotes(node);
+            let script = backtick_body(body, in_quotes);
+            self.visited += count_commands(node);
+            self.reread(None, &script, name);
+            return;
+        }
         self.in_context(name, |w| w.statements(node));
     }
 
@@ -290,6 +333,77 @@ impl Walker<'_> {
             self.in_context("loop", |w| w.visit(body));
         }
     }
+}
+
+/// What bash parses of a backtick substitution's body: the backslash removed before `$`, `` ` ``
+/// and `\`, and before `"` when the backticks stand inside double quotes; kept before anything
+/// else.
+fn backtick_body(body: &str, in_quotes: bool) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && (matches!(next, '$' | '`' | '\\') || (in_quotes && next == '"'))
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether `node` stands inside double quotes (`"a `x` b"`, `"${v:-`x`}"`), looking up to the
+/// nearest substitution, heredoc or the script itself.
+fn in_double_quotes(node: Node) -> bool {
+    let mut at = node.parent();
+    while let Some(n) = at {
+        match n.kind() {
+            "string" => return true,
+            "command_substitution" | "process_substitution" | "heredoc_body" | "program" => {
+                return false;
+            }
+            _ => at = n.parent(),
+        }
+    }
+    false
+}
+
+/// Whether a command name as written is an assignment to bash: `NAME=`, `NAME+=` or
+/// `NAME[...]=` with NAME a variable name, unquoted.
+fn looks_assigned(raw: &str) -> bool {
+    let name_end = raw
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(raw.len());
+    let (name, rest) = raw.split_at(name_end);
+    let rest = match rest.strip_prefix('[') {
+        Some(r) => r.split_once(']').map_or("", |(_, after)| after),
+        None => rest,
+    };
+    words::is_name(name) && (rest.starts_with('=') || rest.starts_with("+="))
+}
+
+/// The last token of a subtree.
+fn last_leaf(node: Node) -> Option<Node> {
+    let mut at = node;
+    while at.child_count() > 0 {
+        at = at.child(at.child_count() - 1)?;
+    }
+    Some(at)
+}
+
+/// How many simple-command nodes a subtree holds (what the command query counts in it).
+fn count_commands(node: Node) -> usize {
+    let mut count = 0;
+    let mut cursor = node.walk();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        count += usize::from(n.kind() == "command");
+        stack.extend(n.children(&mut cursor));
+    }
+    count
 }
 
 /// The node kinds that are words or expressions (evaluated, scanned for substitutions).
@@ -343,9 +457,26 @@ impl Walker<'_> {
         match node.child_by_field_name("body") {
             Some(body) if body.kind() == "command" => self.command(body, &redirects),
             Some(body) => {
+                if redirects.first().is_some_and(|r| {
+                    r.start_byte() == body.end_byte()
+                        && r.child_by_field_name("descriptor").is_none()
+                        && last_leaf(body).is_some_and(|leaf| {
+                            leaf.is_named() && redirects::is_descriptor(self.text(leaf))
+                        })
+                }) {
+                    // `a | b 0< f`: the `0` tree-sitter gave to `b` is the descriptor of a
+                    // redirection it gave to the whole pipeline.
+                    self.problem(format!(
+                        "tree-sitter split the redirection at {:?}",
+                        self.text(node)
+                    ));
+                }
                 self.visit(body);
                 for r in redirects {
-                    if !redirects::extra_words(r).is_empty() {
+                    let dash_word = redirects::closes(r, self.src) == redirects::Close::Dash
+                        && r.child_by_field_name("destination")
+                            .is_some_and(|d| self.text(d) != "-");
+                    if dash_word || !redirects::extra_words(r, self.src).is_empty() {
                         // `{ ls; } > out extra`: bash refuses the script.
                         self.problem(format!(
                             "words after the redirection `{}` of a compound command: bash refuses this",
@@ -356,8 +487,28 @@ impl Walker<'_> {
                 }
             }
             None => {
-                for r in redirects {
-                    self.redirect(r, None);
+                // `> out 2>&1 ls -la`: tree-sitter files the command's words under the last
+                // redirection; bash runs them.
+                let mut words = Vec::new();
+                for r in &redirects {
+                    words.extend(self.redirect_arguments(*r));
+                }
+                if words.is_empty() {
+                    for r in redirects {
+                        self.redirect(r, None);
+                    }
+                } else {
+                    let assigns = words[0].text.split_once('=').is_some_and(|(name, _)| {
+                        words::is_name(name.strip_suffix('+').unwrap_or(name)) || name.contains('[')
+                    });
+                    if assigns {
+                        // `> out a=1 ls`: an assignment or a command name; not read here.
+                        self.problem(format!(
+                            "the words after `{}` are not understood",
+                            self.text(node)
+                        ));
+                    }
+                    self.simple(words, Vec::new(), redirects);
                 }
             }
         }
@@ -375,7 +526,7 @@ impl Walker<'_> {
         for (i, &(field, child)) in children.iter().enumerate() {
             if i > 0
                 && child.start_byte() == end
-                && field == Some("argument")
+                && matches!(field, Some("argument" | "name"))
                 && children[i - 1].1.kind() != "$"
             {
                 // Two words with nothing between them are one word to bash: tree-sitter split
@@ -389,6 +540,14 @@ impl Walker<'_> {
             end = child.end_byte();
             match field {
                 Some("name") => {
+                    if looks_assigned(self.text(child)) {
+                        // `_=x rm -rf /`: tree-sitter takes the assignment to `_` for the
+                        // command's name; bash assigns and runs `rm`.
+                        self.problem(format!(
+                            "tree-sitter took the assignment {:?} for a command name",
+                            self.text(child)
+                        ));
+                    }
                     let word = match child.named_child(0) {
                         Some(inner) => self.word(inner),
                         None => Word::with(self.text(child), Dynamic::Variable),
@@ -402,11 +561,18 @@ impl Walker<'_> {
                         && children.get(i + 1).is_some_and(|(_, next)| {
                             next.kind() == "string" && next.start_byte() == child.end_byte()
                         }) => {}
+                Some("argument") if !child.is_named() && child.kind() == "$" => {
+                    words.push(words::dollar(self.text(child)));
+                }
                 Some("argument") if !child.is_named() => {
                     words.push(Word::fixed(self.text(child)));
                 }
                 Some("argument") => words.push(self.word(child)),
                 Some("redirect") => {
+                    if i > 0 && self.names_descriptor(children[i - 1], child) {
+                        words.pop();
+                        self.descriptor_variable(children[i - 1].1);
+                    }
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
                 }
@@ -421,11 +587,50 @@ impl Walker<'_> {
                 _ => {}
             }
         }
-        for r in outer_redirects {
+        for (i, r) in outer_redirects.iter().enumerate() {
+            if i == 0
+                && let Some(&last) = children.last()
+                && self.names_descriptor(last, *r)
+            {
+                words.pop();
+                self.descriptor_variable(last.1);
+            }
             words.extend(self.skipped(end, r.start_byte()));
             end = r.end_byte();
             words.extend(self.redirect_arguments(*r));
         }
+        redirects.extend(outer_redirects);
+        self.simple(words, assignments, redirects);
+    }
+
+    /// Whether `before`, an argument glued to the redirection `redirect`, is its descriptor:
+    /// digits (`-v 0< f`) or the `{NAME}` that names a new one (`ls {fd}>&2`), which
+    /// tree-sitter took for a word.
+    fn names_descriptor(&self, before: (Option<&str>, Node), redirect: Node) -> bool {
+        let (field, node) = before;
+        field == Some("argument")
+            && matches!(node.kind(), "word" | "concatenation" | "number")
+            && node.end_byte() == redirect.start_byte()
+            && redirect.child_by_field_name("descriptor").is_none()
+            && redirects::is_descriptor(self.text(node))
+    }
+
+    /// `{NAME}>file` sets the shell variable NAME to the new descriptor's number (`{PATH}>&2`
+    /// changes where commands are found): checked as any variable the script sets.
+    fn descriptor_variable(&mut self, node: Node) {
+        let Some(name) = self
+            .text(node)
+            .strip_prefix('{')
+            .and_then(|n| n.strip_suffix('}'))
+        else {
+            return;
+        };
+        let hazards = self.shell_variable(name, None);
+        self.out.hazards.extend(hazards);
+    }
+
+    /// Records a simple command from its words, assignments and redirections.
+    fn simple(&mut self, words: Vec<Word>, assignments: Vec<Assignment>, redirects: Vec<Node>) {
         // Brace expansion makes words of argv, as it does for the program; the other expansions
         // make each word's values, the paths it may name.
         let mut argv = Vec::with_capacity(words.len());
@@ -440,8 +645,9 @@ impl Walker<'_> {
             }
         }
         let words = argv;
+        self.time_keyword(&words);
         let index = self.push(words, assignments);
-        for r in redirects.into_iter().chain(outer_redirects.iter().copied()) {
+        for r in redirects {
             self.redirect(r, Some(index));
         }
         self.filled_variables(index);
@@ -450,12 +656,84 @@ impl Walker<'_> {
         self.unwrap(index);
     }
 
-    /// The words of a command that tree-sitter filed under one of its redirections.
+    /// bash's `time` keyword (the word `time`, unquoted, where a pipeline starts) takes only
+    /// `-p`, then `--`: in `time -o f make` it times a command named `-o`. tree-sitter and the
+    /// wrapper table read `/usr/bin/time`, whose `-o f` writes `f`, as bash also does after a
+    /// `|` or in POSIX mode. Both run the same command unless an option other than `-p`
+    /// follows, which is then not understood.
+    fn time_keyword(&mut self, words: &[Word]) {
+        let keyword = |w: &Word, text: &str| matches!(w.pieces.as_slice(), [Piece::Unquoted(raw)] if raw == text);
+        if !words.first().is_some_and(|w| keyword(w, "time")) {
+            return;
+        }
+        let mut rest = words.iter().skip_while(|w| keyword(w, "time")).peekable();
+        if rest.peek().is_some_and(|w| keyword(w, "-p")) {
+            rest.next();
+        }
+        if rest.peek().is_some_and(|w| keyword(w, "--")) {
+            rest.next();
+        }
+        if let Some(option) = rest.next().filter(|w| w.text.starts_with('-')) {
+            self.problem(format!(
+                "`time {}`: bash's `time` keyword runs {:?} as a command, /usr/bin/time reads it as an option",
+                option.text, option.text
+            ));
+        }
+    }
+
+    /// The words of a command that tree-sitter filed under one of its redirections (or took for
+    /// its descriptor).
     fn redirect_arguments(&mut self, node: Node) -> Vec<Word> {
-        redirects::extra_words(node)
-            .into_iter()
-            .map(|w| self.word(w))
-            .collect()
+        let mut out = Vec::new();
+        if let Some(fd) = node.child_by_field_name("descriptor")
+            && !redirects::is_descriptor(self.text(fd))
+        {
+            // `head -5>out`: tree-sitter takes `-5` for the descriptor; bash passes the word
+            // `-5`, then redirects stdout.
+            out.push(Word::unquoted(self.text(fd)));
+        }
+        if redirects::closes(node, self.src) == redirects::Close::Dash
+            && let Some(rest) = self.after_dash(node)
+        {
+            out.push(rest);
+        }
+        for w in redirects::extra_words(node, self.src) {
+            out.push(self.word(w));
+        }
+        out
+    }
+
+    /// In `>& -x`, the word bash reads after the `-` that closes the descriptor (`x`), if any.
+    /// Its parts are read from tree-sitter's target (`-x`, `-"x"`, `-$v`), less the `-`.
+    fn after_dash(&mut self, node: Node) -> Option<Word> {
+        let dest = node.child_by_field_name("destination")?;
+        let mut parts: Vec<Node> = if dest.kind() == "concatenation" {
+            let mut cursor = dest.walk();
+            dest.children(&mut cursor).collect()
+        } else {
+            vec![dest]
+        };
+        let first = parts.remove(0);
+        let mut word = Word::default();
+        match first.kind() {
+            "word" => {
+                let rest = self.text(first).get(1..).unwrap_or("");
+                if !rest.is_empty() {
+                    word.push(Word::unquoted(rest));
+                }
+            }
+            _ => {
+                self.problem(format!(
+                    "the closing redirection `{}` is not understood",
+                    self.text(node)
+                ));
+                return None;
+            }
+        }
+        for part in parts {
+            word.push(self.word(part));
+        }
+        (!word.text.is_empty() || !word.pieces.is_empty()).then_some(word)
     }
 
     /// Text between two nodes of one command that tree-sitter left out of the tree. It drops a
@@ -539,6 +817,15 @@ impl Walker<'_> {
         let mut assignments = false;
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
+        if let [keyword, next, ..] = children.as_slice()
+            && keyword.end_byte() == next.start_byte()
+        {
+            // `export}x`: one word, a program's name, to bash.
+            self.problem(format!(
+                "tree-sitter split the word at {:?} in two",
+                self.text(*next)
+            ));
+        }
         for child in children {
             if !child.is_named() {
                 words.push(Word::fixed(self.text(child)));

@@ -26,6 +26,18 @@ impl Walker<'_> {
             .child_by_field_name("name")
             .map(|n| self.text(n).to_owned())
             .unwrap_or_default();
+        let variable = node.child_by_field_name("name").map(|n| match n.kind() {
+            "subscript" => n.child_by_field_name("name").map_or("", |v| self.text(v)),
+            _ => self.text(n),
+        });
+        if !variable.is_some_and(is_name) {
+            // `1=x ls`, `é=1 ls`: no assignment to bash, which runs the program `1=x`.
+            self.problem(format!(
+                "`{}` is no assignment to bash ({:?} is not a variable name): it is a command word",
+                self.text(node),
+                variable.unwrap_or("")
+            ));
+        }
         let values: Vec<Word> = match node.child_by_field_name("value") {
             Some(v) if v.kind() == "array" => {
                 let mut cursor = v.walk();
@@ -55,6 +67,12 @@ impl Walker<'_> {
         let raw = self.text(node);
         match node.kind() {
             "word" => {
+                if has_blank(raw) && !in_expansion(node) {
+                    // `ls ] }`: one word to tree-sitter, two to bash.
+                    self.problem(format!(
+                        "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
+                    ));
+                }
                 let mut w = Word::unquoted(raw);
                 if w.dynamic.contains(&Dynamic::Glob) {
                     self.out.features.insert(Feature::Glob);
@@ -77,7 +95,18 @@ impl Walker<'_> {
             ),
             "ansi_c_string" => Word::fixed(word::decode_ansi_c(raw)),
             "string_content" => Word::fixed(word::decode_double(raw)),
-            "string" | "translated_string" => {
+            "string" => {
+                let parts = self.quoted_parts(node);
+                if parts.is_empty() {
+                    return Word::fixed("");
+                }
+                let mut w = Word::default();
+                for part in parts {
+                    w.push(part);
+                }
+                w.into_quoted()
+            }
+            "translated_string" => {
                 let parts = self.parts(node);
                 if parts.is_empty() {
                     // `""`: no text, but a word all the same.
@@ -90,6 +119,18 @@ impl Walker<'_> {
                 w.into_quoted()
             }
             "concatenation" => {
+                let mut cursor = node.walk();
+                let mut end = node.start_byte();
+                for child in node.children(&mut cursor) {
+                    if child.start_byte() != end && !in_expansion(node) {
+                        // ``x ` ` y``: blanks inside one word to tree-sitter; bash splits there.
+                        self.problem(format!(
+                            "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
+                        ));
+                        break;
+                    }
+                    end = child.end_byte();
+                }
                 let mut w = Word::default();
                 for (i, mut part) in self.parts(node).into_iter().enumerate() {
                     if i > 0 {
@@ -100,6 +141,20 @@ impl Walker<'_> {
                 }
                 self.note_braces(&mut w);
                 w
+            }
+            // `"a $ b"`, `$ sed`: tree-sitter reads `$ b` as a variable named "b"; to bash a
+            // `$` before a blank starts nothing. Inside quotes that is text; outside, two words.
+            "simple_expansion"
+                if raw
+                    .get(1..)
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_whitespace())) =>
+            {
+                if node.parent().is_none_or(|p| p.kind() != "string") {
+                    self.problem(format!(
+                        "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
+                    ));
+                }
+                Word::fixed(raw)
             }
             "simple_expansion" | "expansion" => {
                 self.scan(node);
@@ -271,9 +326,9 @@ impl Walker<'_> {
 }
 
 impl Walker<'_> {
-    /// The parts of a string or concatenation: its named children, and a `$` that stands for
-    /// itself (`a$`, `"$"`; tree-sitter keeps it as an anonymous token). A `$` before a string
-    /// is the `$"..."` of a translated string.
+    /// The parts of a concatenation: its named children, and a `$` that stands for itself
+    /// (`a$`; tree-sitter keeps it as an anonymous token) or for the shell's process id (`b$$`:
+    /// one anonymous token `$$`). A `$` before a string is the `$"..."` of a translated string.
     fn parts(&mut self, node: Node) -> Vec<Word> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
@@ -286,9 +341,98 @@ impl Walker<'_> {
                     next.kind() == "string" && next.start_byte() == child.end_byte()
                 })
             {
-                out.push(Word::fixed("$"));
+                out.push(dollar(self.text(*child)));
             }
         }
         out
+    }
+
+    /// The parts of a double-quoted string. Everything between the quotes that is not an
+    /// expansion is text, whether tree-sitter made it a `string_content`, an anonymous token or
+    /// nothing at all: it leaves a newline between two contents out of the tree (`"a<newline>b"`
+    /// holds the contents `a` and `b`) and gives the blanks before the closing quote to that
+    /// quote's token (`" "`), while bash keeps both. So the text is read from the source
+    /// between the expansions, not from the contents.
+    fn quoted_parts(&mut self, node: Node) -> Vec<Word> {
+        let raw = self.text(node);
+        let start = node.start_byte() + usize::from(raw.starts_with('"'));
+        let end = node.end_byte() - usize::from(raw.len() > 1 && raw.ends_with('"'));
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let mut out = Vec::with_capacity(children.len());
+        let mut run = start;
+        for child in children {
+            let expansion = if child.is_named() {
+                child.kind() != "string_content"
+            } else {
+                child.kind() == "$" && self.text(child) != "$"
+            };
+            if !expansion || child.start_byte() < run {
+                continue;
+            }
+            if let Some(text) = self.src.get(run..child.start_byte())
+                && !text.is_empty()
+            {
+                out.push(Word::fixed(word::decode_double(text)));
+            }
+            out.push(if child.is_named() {
+                self.word(child)
+            } else {
+                dollar(self.text(child))
+            });
+            run = child.end_byte();
+        }
+        if let Some(text) = self.src.get(run..end.max(run))
+            && !text.is_empty()
+        {
+            out.push(Word::fixed(word::decode_double(text)));
+        }
+        out
+    }
+}
+
+/// A bash variable name: a letter or `_`, then letters, digits and `_` (ASCII only).
+pub(super) fn is_name(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether `node` is part of the operand of a parameter expansion (`${v:+-p "$P"}`, `${v:- }`),
+/// where blanks belong to the word.
+fn in_expansion(node: Node) -> bool {
+    let mut at = node.parent();
+    while let Some(n) = at {
+        match n.kind() {
+            "expansion" => return true,
+            "command" | "command_substitution" | "process_substitution" | "program" => {
+                return false;
+            }
+            _ => at = n.parent(),
+        }
+    }
+    false
+}
+
+/// True when unquoted text holds a blank no backslash escapes: bash ends a word there.
+fn has_blank(raw: &str) -> bool {
+    let mut escaped = false;
+    for c in raw.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ' ' | '\t' | '\n' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// An anonymous `$` token: itself, or `$$`, the shell's process id (tree-sitter gives `$$` at
+/// the end of a word as one token).
+pub(super) fn dollar(text: &str) -> Word {
+    if text == "$" {
+        Word::fixed("$")
+    } else {
+        Word::with(text, Dynamic::Variable)
     }
 }

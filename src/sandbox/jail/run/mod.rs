@@ -5,24 +5,33 @@
 //!
 //! The child leads a new process group. When the main process exits — or the wall clock runs
 //! out — the whole group is killed with `SIGKILL`, and, where the run has a pids cgroup, every
-//! process still in it too (even one that left the group with `setsid`). So a jailed command
-//! never leaves a background process behind.
+//! process still in it too (even one that left the group with `setsid`). With a PID namespace,
+//! the command is its pid 1, and the kernel kills everything in the namespace when it exits. So
+//! a jailed command never leaves a background process behind.
+//!
+//! With namespaces, the child std forked is the launcher and the command its child
+//! ([`namespace`]); without, the child std forked execs the command itself.
 
-use std::collections::VecDeque;
-use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{Resource, setrlimit};
-use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::cgroup::{self, Cgroup};
+use super::mounts::{self, Layout};
 use super::{Mode, Plan};
+
+mod idle;
+mod namespace;
+mod watch;
+
+pub(super) use idle::{IdleCgroups, IdleTmpdirs};
+pub(super) use namespace::namespaces_work;
+use namespace::{Exec, Prepared};
+use watch::Watch;
 
 /// What to do with the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,75 +121,6 @@ pub enum RunError {
         /// The OS error.
         source: std::io::Error,
     },
-}
-
-/// Head and tail of a stream, with its true size.
-struct Bounded {
-    head_limit: usize,
-    tail_limit: usize,
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-    total: u64,
-}
-
-impl Bounded {
-    fn new(limit: usize) -> Bounded {
-        let head_limit = limit / 2;
-        Bounded {
-            head_limit,
-            tail_limit: limit - head_limit,
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            total: 0,
-        }
-    }
-
-    fn push(&mut self, mut data: &[u8]) {
-        self.total += data.len() as u64;
-        let room = self.head_limit.saturating_sub(self.head.len());
-        let (to_head, rest) = data.split_at(room.min(data.len()));
-        self.head.extend_from_slice(to_head);
-        data = rest;
-        self.tail.extend(data);
-        while self.tail.len() > self.tail_limit {
-            let excess = self.tail.len() - self.tail_limit;
-            self.tail.drain(..excess);
-        }
-    }
-
-    fn finish(self) -> (String, u64) {
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        let kept = (self.head.len() + self.tail.len()) as u64;
-        if kept < self.total {
-            out.push_str(&format!(
-                "\n[… {} bytes elided; the output was {} bytes in all …]\n",
-                self.total - kept,
-                self.total
-            ));
-        }
-        let tail: Vec<u8> = self.tail.into_iter().collect();
-        out.push_str(&String::from_utf8_lossy(&tail));
-        (out, self.total)
-    }
-}
-
-fn read_bounded(
-    mut stream: impl Read + Send + 'static,
-    limit: usize,
-) -> std::thread::JoinHandle<(String, u64)> {
-    std::thread::spawn(move || {
-        let mut bounded = Bounded::new(limit);
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => bounded.push(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        bounded.finish()
-    })
 }
 
 /// The environment a jailed process gets: nothing of Reasonix's own (API keys stay out) but
@@ -385,6 +325,263 @@ fn without_pids_cgroup(
     })
 }
 
+/// What this run applies instead of the memory cgroup its plan promised, when the cgroup cannot
+/// be made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_AS`, and the
+/// words for the run's result.
+fn without_memory_cgroup(
+    plan: &Plan,
+    parent: &std::path::Path,
+    error: &std::io::Error,
+) -> Result<String, RunError> {
+    let parent = parent.display();
+    if plan.mode == Mode::Enforce {
+        return Err(RunError::Refused(format!(
+            "sandbox.bash is enforce, and the memory cgroup the plan promises could not be made in {parent} ({error}); RLIMIT_AS, the fallback, bounds each process's address space rather than the run's memory"
+        )));
+    }
+    Ok(format!(
+        "memory: the memory cgroup could not be made in {parent} ({error}); RLIMIT_AS bounded each process's address space instead, so this run's processes together could use more"
+    ))
+}
+
+/// The cgroups of one run, as the plan promised them, and what could not be had.
+#[derive(Debug)]
+pub(super) struct RunCgroups {
+    /// Made (removed on drop, after killing what is left in them).
+    groups: Vec<Cgroup>,
+    /// The run has no pids cgroup: `RLIMIT_NPROC` instead.
+    nproc: bool,
+    /// The run has no memory cgroup: `RLIMIT_AS` instead.
+    address_space: bool,
+}
+
+/// Makes a run's pids and memory cgroups where its plan promises them — one cgroup with both
+/// limits when both controllers share a hierarchy. Under `enforce`, one that cannot be made
+/// refuses the run; under `best_effort` its fallback is used and the words join `not_enforced`.
+fn run_cgroups(plan: &Plan, not_enforced: &mut Vec<String>) -> Result<RunCgroups, RunError> {
+    if let Some(ready) = plan.idle_cgroups.take() {
+        return Ok(ready);
+    }
+    let caps = &plan.capabilities;
+    let limits = plan.limits;
+    let mut out = RunCgroups {
+        groups: Vec::new(),
+        nproc: true,
+        address_space: true,
+    };
+    let shared = caps.cgroup_pids.is_some() && caps.cgroup_pids == caps.cgroup_memory;
+    if let Some(parent) = &caps.cgroup_pids {
+        match Cgroup::create(parent, limits.processes) {
+            Ok(cg) => {
+                out.nproc = false;
+                if shared {
+                    match cg.limit_memory(limits.memory_bytes) {
+                        Ok(()) => out.address_space = false,
+                        Err(e) => not_enforced.push(without_memory_cgroup(plan, parent, &e)?),
+                    }
+                }
+                out.groups.push(cg);
+            }
+            Err(e) => {
+                not_enforced.push(without_pids_cgroup(plan, parent, &e)?);
+                if shared {
+                    not_enforced.push(without_memory_cgroup(plan, parent, &e)?);
+                }
+            }
+        }
+    }
+    if let Some(parent) = caps.cgroup_memory.as_ref().filter(|_| !shared) {
+        let made =
+            Cgroup::make(parent).and_then(|cg| cg.limit_memory(limits.memory_bytes).map(|()| cg));
+        match made {
+            Ok(cg) => {
+                out.address_space = false;
+                out.groups.push(cg);
+            }
+            Err(e) => not_enforced.push(without_memory_cgroup(plan, parent, &e)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Marks every descriptor but 0, 1 and 2 close-on-exec: the command inherits none of
+/// Reasonix's (nor one its caller passed, such as `3>>file`). Between fork and exec: one
+/// `close_range`, or, on a kernel without it, `fcntl` on each descriptor up to `open_max`.
+fn close_inherited(open_max: i32) -> std::io::Result<()> {
+    use nix::libc;
+    // SAFETY: close_range with integer arguments only; CLOSE_RANGE_CLOEXEC closes nothing now,
+    // so the descriptors this hook still needs (ruleset, cgroup) stay usable until exec.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if !matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+        return Err(err);
+    }
+    for fd in 3..open_max {
+        // SAFETY: fcntl with integer arguments only; a descriptor that is not open fails with
+        // EBADF, which is nothing to close.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(())
+}
+
+/// What the command's process applies last before exec, in this order: it joins the cgroups,
+/// sets the limits, drops capabilities, sets `no_new_privs`, restricts itself with its Landlock
+/// ruleset (adding the `/proc` of its PID namespace first, if it has one) and installs the
+/// seccomp filter. Built before the fork; `apply` makes system calls only.
+struct Confine {
+    procs: Vec<OwnedFd>,
+    limits: super::Limits,
+    nproc: bool,
+    address_space: bool,
+    cap_drop: CapDrop,
+    ruleset: Option<OwnedFd>,
+    /// The access rights to grant on a freshly mounted `/proc` (with a PID namespace).
+    fresh_proc: Option<u64>,
+    filter: Option<seccompiler::BpfProgram>,
+}
+
+impl Confine {
+    fn apply(&self) -> std::io::Result<()> {
+        let errno = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
+        let limits = self.limits;
+        for fd in &self.procs {
+            cgroup::join(fd)?;
+        }
+        setrlimit(Resource::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds).map_err(errno)?;
+        setrlimit(Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size).map_err(errno)?;
+        setrlimit(
+            Resource::RLIMIT_NOFILE,
+            limits.open_files,
+            limits.open_files,
+        )
+        .map_err(errno)?;
+        setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(errno)?;
+        if self.nproc {
+            setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
+        }
+        if self.address_space {
+            setrlimit(
+                Resource::RLIMIT_AS,
+                limits.memory_bytes,
+                limits.memory_bytes,
+            )
+            .map_err(errno)?;
+        }
+        drop_capabilities(self.cap_drop)?;
+        nix::sys::prctl::set_no_new_privs().map_err(errno)?;
+        if let Some(ruleset) = &self.ruleset {
+            if let Some(access) = self.fresh_proc {
+                grant_fresh_proc(ruleset, access)?;
+            }
+            restrict_self(ruleset)?;
+        }
+        if let Some(filter) = &self.filter {
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
+        }
+        Ok(())
+    }
+}
+
+/// Where `program` is found: itself if it names a path, else the first executable file of that
+/// name on the `PATH` of `env` (as `execvp` would search it); if none, the name as given, which
+/// exec then refuses with `ENOENT`.
+fn find_program(program: &str, env: &[(String, String)]) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('/') {
+        return program.into();
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or("", |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| std::path::Path::new(if dir.is_empty() { "." } else { dir }).join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| program.into())
+}
+
+/// `landlock_path_beneath_attr`: packed, as the kernel declares it.
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds to the run's own `ruleset` the right to read the `/proc` just mounted for its PID
+/// namespace (a new inode, which no rule built beforehand names). Between fork and exec.
+fn grant_fresh_proc(ruleset: &OwnedFd, access: u64) -> std::io::Result<()> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: the path is a NUL-terminated literal.
+    let proc_fd = unsafe {
+        libc::open(
+            c"/proc".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if proc_fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: proc_fd,
+    };
+    // SAFETY: `attr` is a live, packed `struct landlock_path_beneath_attr` the kernel reads;
+    // the ruleset descriptor is open for the life of `ruleset`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0 as libc::c_uint,
+        )
+    };
+    let result = if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    };
+    // SAFETY: `proc_fd` was opened above and is used no more.
+    unsafe { libc::close(proc_fd) };
+    result
+}
+
+/// Restricts the calling process with `ruleset` (`no_new_privs` is set already). Between fork
+/// and exec.
+fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    // SAFETY: landlock_restrict_self with a descriptor open for the life of `ruleset` and no
+    // flags; no memory is passed to the kernel.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_restrict_self,
+            ruleset.as_raw_fd(),
+            0 as libc::c_uint,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
 /// capturing output as asked. Crate-private: a bash call reaches it with an admission (the bash
 /// tool), anything else through [`super::danger::exec_unjudged`].
@@ -408,55 +605,94 @@ pub(crate) fn run(
     let parent = plan
         .tmp
         .as_ref()
-        .map(|t| t.path().to_path_buf())
+        .map(|t| t.runs.clone())
         .unwrap_or_else(std::env::temp_dir);
-    let tmp = tempfile::Builder::new()
-        .prefix("run-")
-        .tempdir_in(&parent)
-        .map_err(|source| RunError::Setup {
-            what: "private temporary folder",
-            source,
-        })?;
-    let caps = &plan.capabilities;
+    let tmp = match plan.idle_tmpdirs.take() {
+        Some(tmp) => tmp,
+        None => tempfile::Builder::new()
+            .prefix("run-")
+            .rand_bytes(12)
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&parent)
+            .map_err(|source| RunError::Setup {
+                what: "private temporary folder",
+                source,
+            })?,
+    };
     let jailed = plan.mode != Mode::Off;
     let mut not_enforced = Vec::new();
 
-    let ruleset = match &plan.ruleset {
-        Some(r) if jailed => Some(r.try_clone().map_err(|source| RunError::Setup {
-            what: "Landlock ruleset",
-            source,
-        })?),
+    // The run's own ruleset: the plan's rules and this run's TMPDIR (and, added by the child of
+    // a PID namespace, its fresh /proc). `None` also where best_effort found Landlock missing.
+    let ruleset: Option<OwnedFd> = match &plan.rulesets {
+        Some(r) if jailed => r
+            .take(tmp.path())
+            .map_err(|source| RunError::Setup {
+                what: "Landlock ruleset",
+                source,
+            })?
+            .into(),
         _ => None,
     };
+    let proc_access = super::landlock_rules::read_access_bits();
     let filter = if jailed { plan.filter.clone() } else { None };
-    // The plan promised a pids cgroup wherever the capabilities name a parent for one.
-    let cgroup = match (&caps.cgroup_pids, jailed) {
-        (Some(parent), true) => match Cgroup::create(parent, plan.limits.processes) {
-            Ok(cg) => Some(cg),
-            Err(e) => {
-                not_enforced.push(without_pids_cgroup(plan, parent, &e)?);
-                None
-            }
-        },
-        _ => None,
+    // The plan promised a pids (memory) cgroup wherever the capabilities name a parent for one.
+    let cgroups = if jailed {
+        run_cgroups(plan, &mut not_enforced)?
+    } else {
+        RunCgroups {
+            groups: Vec::new(),
+            nproc: false,
+            address_space: false,
+        }
     };
-    let procs = match &cgroup {
-        Some(cg) => Some(cg.procs().map_err(|source| RunError::Setup {
-            what: "pids cgroup",
+    let procs = cgroups
+        .groups
+        .iter()
+        .map(Cgroup::procs)
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|source| RunError::Setup {
+            what: "cgroup",
             source,
-        })?),
-        None => None,
+        })?;
+    // Inside its mount namespace, the run's TMPDIR is bound over the folder of every run's.
+    let (mut namespace, tmpdir) = match &plan.namespaces {
+        Some(ns) if jailed => {
+            let (pins, read_only) = mounts::host_binds(&plan.host_files, &plan.write);
+            let layout = Layout {
+                write_roots: plan.write.clone(),
+                covers: ns.covers.clone(),
+                pins,
+                read_only,
+                tmp_run: tmp.path().to_path_buf(),
+                tmp_at: parent.clone(),
+                workspace: plan.workspace.clone(),
+            };
+            let prepared = Prepared::new(&layout, ns.users).map_err(|source| RunError::Setup {
+                what: "mount namespace",
+                source,
+            })?;
+            (Some(prepared), parent.clone())
+        }
+        _ => (None, tmp.path().to_path_buf()),
     };
     let limits = plan.limits;
-    let nproc = cgroup.is_none();
+    let (nproc, address_space) = (cgroups.nproc, cgroups.address_space);
     let cap_drop = plan.cap_drop;
+    let open_max = nix::sys::resource::getrlimit(Resource::RLIMIT_NOFILE)
+        .map_or(65_536, |(soft, _)| soft.min(65_536) as i32);
 
-    let mut command = Command::new(program);
+    let environment = environment(&tmpdir);
+    // Found on the jail's PATH here, as `execvp` would find it in the child, so that the child
+    // does not try each folder of the PATH in turn (an `execve` each, through the filter).
+    let found = find_program(program, &environment);
+    let mut command = Command::new(&found);
     command
+        .arg0(program)
         .args(args)
         .current_dir(&plan.workspace)
         .env_clear()
-        .envs(environment(tmp.path()))
+        .envs(environment.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .process_group(0);
     match capture {
@@ -467,47 +703,46 @@ pub(crate) fn run(
             command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
         }
     }
-    let mut ruleset = ruleset;
+    let confine = Confine {
+        procs,
+        limits,
+        nproc,
+        address_space,
+        cap_drop,
+        ruleset,
+        fresh_proc: namespace.as_ref().map(|_| proc_access),
+        filter,
+    };
+    // With namespaces, the command's process execs itself (see `namespace`): its program is
+    // found on the jail's PATH here, before the fork, as std would find it after.
+    let exec = match &namespace {
+        Some(_) => Some(
+            Exec::new(&found, program, args, &environment).map_err(|source| RunError::Spawn {
+                program: program.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
     let hook = move || -> std::io::Result<()> {
         if !jailed {
             return Ok(());
         }
-        let errno = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
-        if let Some(fd) = &procs {
-            cgroup::join(fd)?;
+        close_inherited(open_max)?;
+        match (&mut namespace, &exec) {
+            // Returns only if the command could not be started; see `namespace::launch`.
+            (Some(ns), Some(exec)) => namespace::launch(ns, exec, &|| confine.apply()),
+            _ => confine.apply(),
         }
-        setrlimit(Resource::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds).map_err(errno)?;
-        setrlimit(Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size).map_err(errno)?;
-        setrlimit(
-            Resource::RLIMIT_NOFILE,
-            limits.open_files,
-            limits.open_files,
-        )
-        .map_err(errno)?;
-        setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(errno)?;
-        if nproc {
-            setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
-        }
-        drop_capabilities(cap_drop)?;
-        match ruleset.take() {
-            Some(r) => {
-                // `restrict_self` also sets no_new_privs.
-                r.restrict_self()
-                    .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
-            }
-            None => nix::sys::prctl::set_no_new_privs().map_err(errno)?,
-        }
-        if let Some(filter) = &filter {
-            seccompiler::apply_filter(filter)
-                .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
-        }
-        Ok(())
     };
-    // SAFETY: the hook runs in the forked child before exec. It makes only system calls (write,
-    // setrlimit, prctl, capset, landlock_restrict_self, seccomp, close) on values built before
-    // the fork (the highest capability number included), allocates nothing, takes no lock, and
-    // touches no state shared with other threads; errors are returned as `io::Error` from raw
-    // OS codes, which does not allocate.
+    // SAFETY: the hook runs in the forked child before exec. It makes only system calls
+    // (close_range, clone, wait4, mount and the new mount API, chdir, write, setrlimit, prctl,
+    // capset, landlock_add_rule, landlock_restrict_self, seccomp, execve, close) on values built
+    // before the fork (the highest capability number, the mount layout, program, arguments and
+    // environment as C strings, and the room for the clones' descriptors included), allocates
+    // nothing, takes no lock, and touches no state shared with other threads; errors are
+    // returned as `io::Error` from raw OS codes, which does not allocate. The process it clones
+    // shares this child's memory (not Reasonix's) until it execs (`namespace`).
     unsafe {
         command.pre_exec(hook);
     }
@@ -517,52 +752,40 @@ pub(crate) fn run(
         source,
     })?;
     let pgid = Pid::from_raw(child.id() as i32);
+    // The next run's ruleset is built while this one runs.
+    if let Some(rulesets) = plan.rulesets.as_ref().filter(|_| jailed) {
+        rulesets.refill();
+    }
 
-    let readers = match capture {
-        Capture::Bounded(limit) => {
-            let out = child.stdout.take().map(|s| read_bounded(s, limit));
-            let err = child.stderr.take().map(|s| read_bounded(s, limit));
-            Some((out, err))
-        }
+    // Watched on this thread until it exits, its output read as it comes; at the wall clock,
+    // its group is killed (see `watch`).
+    let limit = match capture {
+        Capture::Bounded(limit) => Some(limit),
         Capture::Inherit => None,
     };
-
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let (stop, stopped) = mpsc::channel::<()>();
-    let watchdog = {
-        let timed_out = Arc::clone(&timed_out);
-        std::thread::spawn(move || {
-            if stopped.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
-                timed_out.store(true, Ordering::SeqCst);
-                let _ = killpg(pgid, Signal::SIGKILL);
-            }
-        })
-    };
-    let status = child.wait();
-    let _ = stop.send(());
-    let _ = watchdog.join();
-    // Nothing outlives the run: the rest of the group, then the rest of the cgroup.
-    let _ = killpg(pgid, Signal::SIGKILL);
-    drop(cgroup);
+    let mut watch = Watch::new(&mut child, limit, started + timeout);
+    let exited = watch.until_exit(&mut child, pgid);
+    // Nothing outlives the run: the rest of the group is killed (by `until_exit`, before the
+    // process is reaped), then the rest of the cgroups. What is known to be empty of the run
+    // is kept for the next one (see `idle`).
+    if plan
+        .idle_cgroups
+        .give_back(cgroups, not_enforced.is_empty())
+    {
+        plan.idle_tmpdirs.give_back(tmp);
+    }
     let duration = started.elapsed();
-    let status = status.map_err(|source| RunError::Spawn {
+    let spawn_error = |source| RunError::Spawn {
         program: program.clone(),
         source,
-    })?;
-
-    let (stdout, stdout_bytes, stderr, stderr_bytes) = match readers {
-        Some((out, err)) => {
-            let join = |h: Option<std::thread::JoinHandle<(String, u64)>>| {
-                h.and_then(|h| h.join().ok()).unwrap_or_default()
-            };
-            let (o, ob) = join(out);
-            let (e, eb) = join(err);
-            (o, ob, e, eb)
-        }
-        None => (String::new(), 0, String::new(), 0),
     };
+    let exited = exited.map_err(spawn_error)?;
+    // Nothing holds the pipes open now; what is left in them is read.
+    watch.drain().map_err(spawn_error)?;
+    let ((stdout, stdout_bytes), (stderr, stderr_bytes)) = watch.finish();
+    let (status, timed_out) = (exited.status, exited.timed_out);
     use std::os::unix::process::ExitStatusExt;
-    let outcome = if timed_out.load(Ordering::SeqCst) {
+    let outcome = if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
         Exit::Exited(code)
@@ -582,7 +805,8 @@ pub(crate) fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Bounded, CapDrop, Duration, Exit, RunResult};
+    use super::watch::Bounded;
+    use super::{CapDrop, Duration, Exit, RunResult};
     use crate::sandbox::jail::capabilities;
 
     #[test]

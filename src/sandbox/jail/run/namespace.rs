@@ -1,0 +1,610 @@
+//! Entering a run's own namespaces between fork and exec: the system calls that carry out a
+//! [`Layout`] (see `super::super::mounts` for the order and why), and the process structure
+//! that a PID namespace needs.
+//!
+//! # Two processes
+//!
+//! A new PID namespace applies to the children of the process that makes it, so the process
+//! that execs the command must be a child of the one std forked:
+//!
+//! ```text
+//! reasonix ──fork (std)──► launcher ──clone(CLONE_VM | CLONE_VFORK | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])──► the command (pid 1 inside)
+//! ```
+//!
+//! The launcher — the child std forked, running the `pre_exec` hook — clones the command's
+//! process straight into the new namespaces ([`launch`]). That process shares the launcher's
+//! memory (a private copy of Reasonix's, made by std's fork) and runs on a stack of its own
+//! until it execs, while the launcher is suspended (`CLONE_VFORK`): no page table is copied a
+//! second time. It lays out the mounts, confines itself and execs the command with the
+//! program, arguments and environment prepared before the fork ([`Exec`]). If any step fails,
+//! it leaves the error in the launcher's memory and exits; the launcher then returns it from
+//! the hook, and std reports it as the spawn's error. Once it has exec'd, the launcher blocks
+//! every signal, closes every descriptor (std's error pipe with them, so that `spawn` returns),
+//! waits for the command and exits as it did: with its status, or killed by its signal. The
+//! command dies with the launcher (`PR_SET_PDEATHSIG`), and everything in its PID namespace
+//! dies with the command. Both are in the process group std made, so the wall clock's `killpg`
+//! ends them all.
+//!
+//! Everything here runs after a fork: system calls only, on values prepared before it
+//! ([`Prepared`], [`Exec`]), no allocation, no lock.
+
+use std::cell::UnsafeCell;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use nix::libc::{self, c_int, c_long, c_uint, c_ulong};
+
+use super::super::mounts::{Layout, Users};
+
+const OPEN_TREE_CLONE: c_uint = 1;
+const AT_RECURSIVE: c_uint = 0x8000;
+const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 0x4;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// A [`Layout`] (and the user namespace's maps) as C strings, made before the fork; the child
+/// reads them and writes only into `fds`, whose room is made here too.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// `clone` flags of the command's process.
+    flags: c_ulong,
+    /// The files written to map the user namespace (`setgroups`, `uid_map`, `gid_map`).
+    maps: Vec<(&'static CStr, Vec<u8>)>,
+    write_roots: Vec<CString>,
+    /// Each empty file or folder of the plan's, with the secrets it covers: one clone of it is
+    /// attached over the first, and bound from there over the rest.
+    covers: Vec<(CString, Vec<CString>)>,
+    pins: Vec<CString>,
+    read_only: Vec<CString>,
+    tmp_run: CString,
+    tmp_at: CString,
+    workspace: CString,
+    /// The clones' descriptors: one per write root, one per cover, then the TMPDIR's.
+    fds: Vec<c_int>,
+}
+
+fn c_path(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} holds a NUL byte", p.display()),
+        )
+    })
+}
+
+impl Prepared {
+    /// Prepares `layout`, inside a user namespace mapping `users` when given.
+    pub(crate) fn new(layout: &Layout, users: Option<Users>) -> io::Result<Prepared> {
+        let all = |paths: &[std::path::PathBuf]| -> io::Result<Vec<CString>> {
+            paths.iter().map(|p| c_path(p)).collect()
+        };
+        let mut flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID) as c_ulong;
+        let mut maps = Vec::new();
+        if let Some(Users { uid, gid }) = users {
+            flags |= libc::CLONE_NEWUSER as c_ulong;
+            maps = vec![
+                (c"/proc/self/setgroups", b"deny".to_vec()),
+                (c"/proc/self/uid_map", format!("{uid} {uid} 1").into_bytes()),
+                (c"/proc/self/gid_map", format!("{gid} {gid} 1").into_bytes()),
+            ];
+        }
+        let mut covers: Vec<(CString, Vec<CString>)> = Vec::new();
+        for (target, source) in &layout.covers {
+            let (source, target) = (c_path(source)?, c_path(target)?);
+            match covers.iter_mut().find(|(s, _)| *s == source) {
+                Some((_, targets)) => targets.push(target),
+                None => covers.push((source, vec![target])),
+            }
+        }
+        Ok(Prepared {
+            flags,
+            maps,
+            fds: vec![-1; layout.write_roots.len() + covers.len() + 1],
+            write_roots: all(&layout.write_roots)?,
+            covers,
+            pins: all(&layout.pins)?,
+            read_only: all(&layout.read_only)?,
+            tmp_run: c_path(&layout.tmp_run)?,
+            tmp_at: c_path(&layout.tmp_at)?,
+            workspace: c_path(&layout.workspace)?,
+        })
+    }
+
+    /// In the command's process, first in its namespaces: maps the user namespace (if any),
+    /// lays out the mounts and enters the working folder again.
+    fn enter(&mut self) -> io::Result<()> {
+        for (file, content) in &self.maps {
+            write_file(file, content)?;
+        }
+        mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
+        let (roots, rest) = self.fds.split_at_mut(self.write_roots.len());
+        let (covers, tmp) = rest.split_at_mut(self.covers.len());
+        for (fd, root) in roots.iter_mut().zip(&self.write_roots) {
+            *fd = open_tree(root, true)?;
+        }
+        for (fd, (source, _)) in covers.iter_mut().zip(&self.covers) {
+            *fd = open_tree(source, false)?;
+            let sealed =
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+            set_attributes(*fd, c"", libc::AT_EMPTY_PATH as c_uint, sealed)?;
+        }
+        tmp[0] = open_tree(&self.tmp_run, true)?;
+        set_attributes(
+            libc::AT_FDCWD,
+            c"/",
+            AT_RECURSIVE,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+        )?;
+        for (fd, root) in roots.iter().zip(&self.write_roots) {
+            move_mount(*fd, root)?;
+            close(*fd);
+        }
+        for (fd, (_, targets)) in covers.iter().zip(&self.covers) {
+            let Some((first, rest)) = targets.split_first() else {
+                close(*fd);
+                continue;
+            };
+            move_mount(*fd, first)?;
+            close(*fd);
+            // A bind keeps the flags of the mount it copies: read-only, nosuid, nodev, noexec.
+            for target in rest {
+                mount(Some(first), target, None, libc::MS_BIND)?;
+            }
+        }
+        // A host file that vanished since the parent looked has nothing left to protect.
+        let gone = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT);
+        for pin in &self.pins {
+            match mount(Some(pin), pin, None, libc::MS_BIND | libc::MS_REC) {
+                Err(e) if !gone(&e) => return Err(e),
+                _ => {}
+            }
+        }
+        for file in &self.read_only {
+            match mount(Some(file), file, None, libc::MS_BIND | libc::MS_REC) {
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(e),
+                Ok(()) => {}
+            }
+            set_attributes(
+                libc::AT_FDCWD,
+                file,
+                AT_RECURSIVE,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            )?;
+        }
+        move_mount(tmp[0], &self.tmp_at)?;
+        close(tmp[0]);
+        mount(
+            Some(c"proc"),
+            c"/proc",
+            Some(c"proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
+        )?;
+        // SAFETY: `workspace` is a NUL-terminated path that lives across the call.
+        check(unsafe { libc::chdir(self.workspace.as_ptr()) } as c_long)?;
+        Ok(())
+    }
+}
+
+/// A program, its arguments and its environment as `execve` takes them, prepared before the
+/// fork.
+pub(crate) struct Exec {
+    program: CString,
+    _strings: Vec<CString>,
+    /// Null-terminated pointers into `_strings`: the arguments, the environment, and the
+    /// arguments of `/bin/sh` running the program as a script (as `execvp` does when the kernel
+    /// does not know its format).
+    argv: Vec<*const c_char>,
+    envp: Vec<*const c_char>,
+    script: Vec<*const c_char>,
+}
+
+// SAFETY: the pointers point into the `CString`s the same value owns, which never change or
+// move (their buffers are on the heap) while it lives; nothing writes through them.
+unsafe impl Send for Exec {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Exec {}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exec {
+    /// `program` (a path), run as `name` (its first argument, as given) with `args`, in `env`.
+    pub(crate) fn new(
+        program: &Path,
+        name: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> io::Result<Exec> {
+        let c = |s: &str| {
+            CString::new(s).map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a NUL byte in an argument or the environment",
+                )
+            })
+        };
+        let mut strings = Vec::with_capacity(1 + args.len() + env.len());
+        let mut argv = Vec::with_capacity(args.len() + 2);
+        let mut envp = Vec::with_capacity(env.len() + 1);
+        for a in std::iter::once(name).chain(args.iter().map(String::as_str)) {
+            let s = c(a)?;
+            argv.push(s.as_ptr());
+            strings.push(s);
+        }
+        for (k, v) in env {
+            let s = c(&format!("{k}={v}"))?;
+            envp.push(s.as_ptr());
+            strings.push(s);
+        }
+        let program = c_path(program)?;
+        let mut script = vec![c"/bin/sh".as_ptr(), program.as_ptr()];
+        script.extend_from_slice(&argv[1..]);
+        argv.push(std::ptr::null());
+        envp.push(std::ptr::null());
+        script.push(std::ptr::null());
+        Ok(Exec {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+            script,
+        })
+    }
+
+    /// Replaces this process with the program (or, if the kernel does not know its format, with
+    /// `/bin/sh` running it, as `execvp` does); returns only the error.
+    fn exec(&self) -> io::Error {
+        // SAFETY: the paths are NUL-terminated and `argv`, `script` and `envp` null-terminated
+        // arrays of NUL-terminated strings, all owned by `self` (or static) and alive across the
+        // calls.
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            );
+            if io::Error::last_os_error().raw_os_error() == Some(libc::ENOEXEC) {
+                libc::execve(
+                    c"/bin/sh".as_ptr(),
+                    self.script.as_ptr(),
+                    self.envp.as_ptr(),
+                );
+                return io::Error::from_raw_os_error(libc::ENOEXEC);
+            }
+        }
+        io::Error::last_os_error()
+    }
+}
+
+/// The stack the command's process runs on until it execs. Only ever written by that process,
+/// in the launcher's private copy of this memory (each run's launcher is a process of its own,
+/// forked by std), never in Reasonix itself.
+struct Stack(UnsafeCell<[u8; STACK_SIZE]>);
+
+const STACK_SIZE: usize = 256 * 1024;
+
+// SAFETY: Reasonix's own threads never touch it (see the type's doc); each launcher has its own
+// copy and one command process at a time on it.
+unsafe impl Sync for Stack {}
+
+static STACK: Stack = Stack(UnsafeCell::new([0; STACK_SIZE]));
+
+/// What the command's process reads and writes in the launcher's memory.
+struct Launch<'a> {
+    ns: &'a mut Prepared,
+    exec: &'a Exec,
+    confine: &'a dyn Fn() -> io::Result<()>,
+    /// The error that stopped it before exec (0: it exec'd).
+    error: c_int,
+}
+
+/// The command's process: first in its namespaces, it dies with the launcher, lays out its
+/// mounts, confines itself and execs; on an error, it leaves the error code and exits.
+extern "C" fn command(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Launch` that `launch` passed to clone; it lives in the launcher's
+    // memory, which this process shares while the launcher is suspended (CLONE_VFORK), so no
+    // one else accesses it until this process execs or exits.
+    let launch = unsafe { &mut *arg.cast::<Launch<'_>>() };
+    let started = (|| -> io::Result<()> {
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+            .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+        launch.ns.enter()?;
+        (launch.confine)()?;
+        Err(launch.exec.exec())
+    })();
+    launch.error = started
+        .err()
+        .and_then(|e| e.raw_os_error())
+        .filter(|&e| e != 0)
+        .unwrap_or(libc::EIO);
+    127
+}
+
+/// In the launcher (std's forked child): starts the command in its namespaces, applying
+/// `confine` there before exec. Returns only if the command could not be started, with why;
+/// once it has exec'd, the launcher waits for it and exits as it did.
+pub(super) fn launch(
+    ns: &mut Prepared,
+    exec: &Exec,
+    confine: &dyn Fn() -> io::Result<()>,
+) -> io::Result<()> {
+    let mut launch = Launch {
+        ns,
+        exec,
+        confine,
+        error: 0,
+    };
+    let flags = launch.ns.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // The top of the stack, 16-byte aligned as the ABI asks.
+    let top = (STACK.0.get() as usize + STACK_SIZE) & !0xf;
+    // SAFETY: `command` runs on `STACK` (this launcher's own copy, unused by anything else)
+    // sharing this process's memory; CLONE_VFORK suspends this process until it execs or
+    // exits, so `launch` is not touched by both at once, and outlives its use there.
+    let pid = unsafe {
+        libc::clone(
+            command,
+            top as *mut c_void,
+            flags,
+            (&mut launch as *mut Launch<'_>).cast::<c_void>(),
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if launch.error != 0 {
+        let mut status: c_int = 0;
+        // SAFETY: `status` is a live `c_int` the kernel writes; reaps the process that failed.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        return Err(io::Error::from_raw_os_error(launch.error));
+    }
+    relay(pid)
+}
+
+/// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
+/// child makes them over a small layout in a temporary folder — every kind of step a run takes
+/// — and exits.
+pub(crate) fn namespaces_work(user: bool) -> bool {
+    try_namespaces(user).is_ok()
+}
+
+fn try_namespaces(user: bool) -> io::Result<()> {
+    let dir = tempfile::Builder::new()
+        .prefix("reasonix-probe-")
+        .tempdir()?;
+    let root = dir.path().canonicalize()?;
+    let (ws, runs, run, empty) = (
+        root.join("ws"),
+        root.join("runs"),
+        root.join("run"),
+        root.join("empty"),
+    );
+    for d in [&ws, &ws.join("pinned"), &runs, &run] {
+        std::fs::create_dir_all(d)?;
+    }
+    for f in [&empty, &ws.join("secret"), &ws.join("pinned/host")] {
+        std::fs::write(f, "")?;
+    }
+    let layout = Layout {
+        write_roots: vec![ws.clone()],
+        covers: vec![(ws.join("secret"), empty)],
+        pins: vec![ws.join("pinned")],
+        read_only: vec![ws.join("pinned/host")],
+        tmp_run: run,
+        tmp_at: runs,
+        workspace: ws,
+    };
+    let users = user.then(|| Users {
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+    });
+    let mut prepared = Prepared::new(&layout, users)?;
+    let pid = clone(prepared.flags)?;
+    if pid == 0 {
+        let code = match prepared.enter() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(1).clamp(1, 255),
+        };
+        // SAFETY: `_exit` ends this child at once, running nothing of the parent's.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `status` is a live `c_int` the kernel writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, code) => Err(io::Error::from_raw_os_error(code)),
+        _ => Err(io::Error::other("the probe child was killed")),
+    }
+}
+
+fn check(rc: c_long) -> io::Result<c_long> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// `clone` with fork semantics (no `CLONE_VM`, no new stack: the child continues on a copy of
+/// this one) into the namespaces of `flags`: 0 in the child, its pid in the parent.
+fn clone(flags: c_ulong) -> io::Result<libc::pid_t> {
+    let flags = flags | libc::SIGCHLD as c_ulong;
+    // SAFETY: without CLONE_VM and with a null stack pointer, clone is fork: the child runs on a
+    // copy of this process's memory and stack, and returns here with 0. Its callers run in a
+    // single-threaded process (std's forked child) or make only system calls in the child and
+    // `_exit` (the probe), so no lock held by another thread can be left locked in the copy.
+    // The null pointers are the unused parent/child tid and tls arguments.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<c_int>(),
+            std::ptr::null_mut::<c_int>(),
+            0 as c_ulong,
+        )
+    };
+    check(pid).map(|pid| pid as libc::pid_t)
+}
+
+/// The launcher's part: waits for the command and exits as it did. Never returns.
+fn relay(pid: libc::pid_t) -> ! {
+    use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
+    // No handler inherited from Reasonix runs here; SIGKILL (the wall clock's) still ends it.
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::all()), None);
+    // Std's error pipe among them: spawn returns once the command has exec'd.
+    // SAFETY: close_range with integer arguments only; this process uses no descriptor after it.
+    unsafe { libc::syscall(libc::SYS_close_range, 0 as c_uint, c_uint::MAX, 0 as c_uint) };
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `status` is a live `c_int` the kernel writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: `_exit` ends this process at once.
+            unsafe { libc::_exit(127) }
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+        // SAFETY: signal, sigprocmask and kill with integer arguments and a set built on the
+        // stack: restore the default action of the command's signal, unblock it and take it,
+        // so that Reasonix sees the launcher end as the command did.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+        }
+        // SAFETY: `_exit` ends this process at once (a signal that did not kill it).
+        unsafe { libc::_exit(128 + signal) }
+    }
+    // SAFETY: `_exit` ends this process at once, with the command's status.
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
+fn mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: c_ulong,
+) -> io::Result<()> {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: each pointer is null or a NUL-terminated string that lives across the call; the
+    // data argument is null.
+    let rc = unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    check(rc as c_long).map(drop)
+}
+
+/// A detached clone of the mount at `path` (and those below it when `recursive`).
+fn open_tree(path: &CStr, recursive: bool) -> io::Result<c_int> {
+    let mut flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as c_uint;
+    if recursive {
+        flags |= AT_RECURSIVE;
+    }
+    // SAFETY: `path` is a NUL-terminated string that lives across the call.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
+    check(fd).map(|fd| fd as c_int)
+}
+
+/// Attaches the detached tree `fd` over `target`.
+fn move_mount(fd: c_int, target: &CStr) -> io::Result<()> {
+    // SAFETY: both paths are NUL-terminated strings that live across the call; `fd` is a
+    // descriptor this process opened.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            fd,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    check(rc).map(drop)
+}
+
+/// Sets mount attributes on the mount at `dirfd`/`path`.
+fn set_attributes(dirfd: c_int, path: &CStr, flags: c_uint, set: u64) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is a NUL-terminated string and `attr` a `struct mount_attr` of the size
+    // given, both live across the call; the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(rc).map(drop)
+}
+
+fn close(fd: c_int) {
+    // SAFETY: `fd` is a descriptor this process opened and uses no more.
+    unsafe { libc::close(fd) };
+}
+
+/// Writes `content` to `file` in one `write`.
+fn write_file(file: &CStr, content: &[u8]) -> io::Result<()> {
+    // SAFETY: `file` is a NUL-terminated string that lives across the call.
+    let fd = unsafe { libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    check(fd as c_long)?;
+    // SAFETY: `content` is a live buffer of `content.len()` bytes the kernel reads.
+    let n = unsafe { libc::write(fd, content.as_ptr().cast(), content.len()) };
+    let written = check(n as c_long);
+    close(fd);
+    match written {
+        Ok(n) if n as usize == content.len() => Ok(()),
+        Ok(_) => Err(io::Error::from_raw_os_error(libc::EIO)),
+        Err(e) => Err(e),
+    }
+}
