@@ -409,7 +409,7 @@ impl Gate {
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
-            sandbox: class.bash.as_ref().map(|_| self.jail.get().view()),
+            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };
