@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Spawning `true` under bubblewrap, for comparison with `cargo bench --bench jail`.
-# Installs Debian's bubblewrap when it is missing, then times, N times each and in pairs (one
-# of each in turn, so that a change in the machine's load falls on both):
-#   bare      /bin/true
-#   bwrap     bwrap with a read-only root, a private /tmp, /proc, /dev, every namespace
-#             unshared and every capability dropped
-#   reasonix  `reasonix sandbox exec -- /bin/true` (the whole CLI process: start-up, probe,
-#             plan, jail)
+# Spawning `true` under bubblewrap, side by side with `reasonix sandbox exec`, for comparison with
+# `cargo bench --bench jail`. Installs Debian's bubblewrap when it is missing, then times, N times
+# each and in turns (one of each in turn, so that a change in the machine's load falls on all):
+#   bare           /bin/true
+#   bwrap          bwrap with a read-only root, a private /tmp, /proc, /dev, every namespace
+#                  unshared and every capability dropped
+#   reasonix-off   `reasonix sandbox exec -- true` with `sandbox.bash: off` (the whole CLI process:
+#                  start-up, probe, plan — no jail)
+#   reasonix       `reasonix sandbox exec -- true` (the same, jailed: mount and PID namespaces,
+#                  Landlock, seccomp, cgroups)
+#   reasonix-user  the same run by `nobody` (as root, with setpriv): the namespaces are made in a
+#                  user namespace, and no cgroup can be made
 # and prints the median, the fastest and the 90th percentile per spawn. Each run is timed by
 # bash's $EPOCHREALTIME (a builtin: no `date` process inside the interval). The in-process cost
-# of the jail alone is what the criterion bench measures (`spawn true, jailed`).
+# of the jail alone, with and without namespaces, is what the criterion bench measures (`spawn
+# true, jailed…`).
 #
 # Usage: benches/bubblewrap.sh [N]   (default 200; REASONIX=path to use another binary)
 set -euo pipefail
@@ -23,21 +28,30 @@ if ! command -v bwrap >/dev/null; then
 fi
 if [ -z "${REASONIX:-}" ]; then
     cargo build -q --release
-    REASONIX=target/release/reasonix
+    REASONIX=$PWD/target/release/reasonix
 fi
 WS=$(mktemp -d)
 trap 'rm -rf "$WS"' EXIT
 printf 'version: 1\nsandbox:\n  bash: off\n' > "$WS/off.yaml"
-mkdir "$WS/ws"
+mkdir "$WS/ws" "$WS/times"
 
-BARE=(/bin/true)
-BWRAP=(bwrap --ro-bind / / --tmpfs /tmp --proc /proc --dev /dev --unshare-all --cap-drop ALL --die-with-parent /bin/true)
-JAIL=("$REASONIX" sandbox exec --workspace "$WS" -- /bin/true)
+ROWS=(bare bwrap reasonix-off reasonix)
+bare=(/bin/true)
+bwrap=(bwrap --ro-bind / / --tmpfs /tmp --proc /proc --dev /dev --unshare-all --cap-drop ALL --die-with-parent /bin/true)
+reasonix_off=("$REASONIX" sandbox exec --workspace "$WS/ws" --policy "$WS/off.yaml" -- /bin/true)
+reasonix=("$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    chmod 755 "$WS" && chown 65534:65534 "$WS/ws"
+    reasonix_user=(env HOME="$WS" setpriv --reuid=65534 --regid=65534 --clear-groups --
+        "$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
+    ROWS+=(reasonix-user)
+fi
 
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; N=$N in pairs"
-for cmd in BARE BWRAP JAIL; do
-    declare -n c=$cmd
-    "${c[@]}" >/dev/null 2>&1 || { echo "$cmd: the command fails here: ${c[*]}" >&2; exit 1; }
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; N=$N in turns"
+for row in "${ROWS[@]}"; do
+    declare -n c=${row//-/_}
+    "${c[@]}" >/dev/null 2>&1 || { echo "$row: the command fails here: ${c[*]}" >&2; exit 1; }
+    : >"$WS/times/$row"
 done
 
 # One run of a command, in microseconds.
@@ -49,18 +63,19 @@ once() {
     echo $(( ${e/./} - ${s/./} ))
 }
 
-: >"$WS/bare"; : >"$WS/bwrap"; : >"$WS/reasonix"
 for _ in $(seq "$N"); do
-    once "${BARE[@]}" >>"$WS/bare"
-    once "${BWRAP[@]}" >>"$WS/bwrap"
-    once "${JAIL[@]}" >>"$WS/reasonix"
+    for row in "${ROWS[@]}"; do
+        declare -n c=${row//-/_}
+        once "${c[@]}" >>"$WS/times/$row"
+    done
 done
-for name in bare bwrap reasonix; do
-    sort -n "$WS/$name" | awk -v name="$name" '
+for row in "${ROWS[@]}"; do
+    sort -n "$WS/times/$row" | awk -v name="$row" '
         { t[NR] = $1 }
         END {
             med = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
-            printf "%-9s median %6.2f ms   min %6.2f ms   p90 %6.2f ms\n", name, med / 1000, t[1] / 1000, t[int(NR * 0.9)] / 1000
+            p90 = t[int(NR * 0.9) > 0 ? int(NR * 0.9) : 1]
+            printf "%-14s median %6.2f ms   min %6.2f ms   p90 %6.2f ms\n", name, med / 1000, t[1] / 1000, p90 / 1000
         }'
 done
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,12 +1,23 @@
 //! Admission cost, excluding process start: a `read_file` and a `move_file` call judged by a
 //! gate built once over the embedded default policy, from JSON text to admission; then the same
-//! `read_file` and a short `bash` call with the example Rego policies (`policies/examples/`)
+//! `read_file` and a short `bash` call with the five example Rego policies of issue 12
+//! (`policies/examples/`: claude-code-bash, git-push-origin, network-allowlist, read-size-limit,
+//! workflows-ask)
 //! loaded beside the YAML default, to measure what Rego adds.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 use std::hint::black_box;
 use std::path::PathBuf;
+
+/// The five example Rego policies the speed figures are given for.
+const FIVE: [&str; 5] = [
+    "claude-code-bash",
+    "git-push-origin",
+    "network-allowlist",
+    "read-size-limit",
+    "workflows-ask",
+];
 
 fn admission(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -23,7 +34,13 @@ fn admission(c: &mut Criterion) {
     let yaml = gate(&PolicySet::embedded_default());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
     let with_rego = gate(
-        &PolicySet::load(&[root.join("default.yaml"), root.join("examples")]).expect("policies"),
+        &PolicySet::load(
+            &[root.join("default.yaml")]
+                .into_iter()
+                .chain(FIVE.iter().map(|e| root.join("examples").join(e)))
+                .collect::<Vec<_>>(),
+        )
+        .expect("policies"),
     );
 
     let read = r#"{"id":"1","name":"read_file","arguments":{"path":"src/deep/lib.rs"}}"#;

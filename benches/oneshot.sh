@@ -13,6 +13,8 @@
 #   true            /bin/true (the cost of starting any process here)
 #   bash, YAML      a 100-byte bash call, --policy policies/default.yaml (the issue's row)
 #   bash, +Rego     the same call, default.yaml and the five example Rego policies
+#                   (claude-code-bash, git-push-origin, network-allowlist, read-size-limit,
+#                   workflows-ask)
 #   read, YAML      a read_file call, --policy policies/default.yaml
 #
 # Usage: benches/oneshot.sh [N]   (default 200; REASONIX=path to use another binary)
@@ -33,7 +35,8 @@ printf 'fn main() {}\n' >"$WS/src/deep/lib.rs"
 BASH_CALL='{"id":"3","name":"bash","arguments":{"command":"git status --short && git diff --stat HEAD~1 | head -20 2>/dev/null; cargo test -q --lib >> logs.txt"}}'
 READ_CALL='{"id":"1","name":"read_file","arguments":{"path":"src/deep/lib.rs"}}'
 YAML=(--policy policies/default.yaml)
-REGO=(--policy policies/default.yaml --policy policies/examples)
+# The five example Rego policies the issue 12 figures are given for.
+REGO=(--policy policies/default.yaml --policy policies/examples/claude-code-bash --policy policies/examples/git-push-origin --policy policies/examples/network-allowlist --policy policies/examples/read-size-limit --policy policies/examples/workflows-ask)
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); N=$N"
 

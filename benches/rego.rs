@@ -1,5 +1,6 @@
 //! What Rego costs a call, piece by piece, with the five example policies of
-//! `policies/examples/` loaded: making the input document regorus evaluates (as JSON text parsed
+//! `policies/examples/` loaded (claude-code-bash, git-push-origin, network-allowlist,
+//! read-size-limit, workflows-ask): making the input document regorus evaluates (as JSON text parsed
 //! back, the route before issue 12, and serialized straight into regorus' values), and the
 //! votes on a ready document, for the 100-byte `bash` call of `benches/check.rs` and a
 //! `read_file` call. `cargo bench --bench check` measures the same calls through the whole gate.
@@ -17,7 +18,17 @@ fn rego(c: &mut Criterion) {
     std::fs::create_dir_all(ws.join("src/deep")).expect("folders");
     std::fs::write(ws.join("src/deep/lib.rs"), "fn main() {}\n").expect("file");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let policy = PolicySet::load(&[root.join("examples")]).expect("policies");
+    let five: Vec<PathBuf> = [
+        "claude-code-bash",
+        "git-push-origin",
+        "network-allowlist",
+        "read-size-limit",
+        "workflows-ask",
+    ]
+    .iter()
+    .map(|e| root.join("examples").join(e))
+    .collect();
+    let policy = PolicySet::load(&five).expect("policies");
     let rego = policy.rego().expect("Rego policies");
     let gate = Gate::builder(Registry::with_builtins(), &policy, ws)
         .posture(Posture::Interactive)

@@ -8,7 +8,8 @@
 #
 # Rows:
 #   YAML      --policy policies/default.yaml (the row)
-#   +Rego     --policy policies/default.yaml --policy policies/examples
+#   +Rego     default.yaml and the five example Rego policies (claude-code-bash, git-push-origin,
+#             network-allowlist, read-size-limit, workflows-ask)
 #
 # Usage: benches/stream.sh [REPEATS]   (default 1200; REASONIX=path to use another binary)
 set -euo pipefail
@@ -50,5 +51,6 @@ rate() {
 }
 
 rate YAML "$REASONIX" check --policy policies/default.yaml --workspace "$WS" --format json
-rate +Rego "$REASONIX" check --policy policies/default.yaml --policy policies/examples --workspace "$WS" --format json
+rate +Rego "$REASONIX" check --policy policies/default.yaml --policy policies/examples/claude-code-bash --policy policies/examples/git-push-origin --policy policies/examples/network-allowlist --policy policies/examples/read-size-limit --policy policies/examples/workflows-ask \
+    --workspace "$WS" --format json
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -209,6 +209,64 @@ fn a_long_stream_keeps_its_order_and_line_numbers() {
     }
 }
 
+/// Issue 12: a dry run computes and shows the jail's plan, and builds none of it: it makes no
+/// folder (with TMPDIR a file, where no folder can be made, a run's plan refuses — `sandbox
+/// probe` shows it — and the dry run's does not, for it never tries), and on a working machine
+/// what it shows is what a run is planned with.
+#[test]
+fn checking_a_bash_call_shows_the_plan_and_makes_no_folder() {
+    let w = World::new();
+    let not_a_folder = w.root.join("tmp-is-a-file");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let ws = w.ws.to_str().unwrap();
+    let run = |args: &[&str], tmpdir: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+            .args(args)
+            .env("HOME", &w.home)
+            .env("TMPDIR", tmpdir)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let check = [
+        "check",
+        "--format",
+        "json",
+        "--workspace",
+        ws,
+        r#"{"name":"bash","arguments":{"command":"ls -la"}}"#,
+    ];
+    let probe = ["sandbox", "probe", "--workspace", ws];
+    let v = run(&check, &not_a_folder);
+    assert_eq!(v["sandbox"]["refusal"], Value::Null, "{v}");
+    let refused = run(&probe, &not_a_folder);
+    // (The probe's own trial of the namespaces needs a folder too, so a run's plan lacks them
+    // as well: its refusal names what fails first.)
+    assert!(refused["plan"]["refusal"].is_string(), "{refused}");
+    // With a usable TMPDIR, the dry run shows what a run is planned with.
+    let tmp = tempfile::tempdir().unwrap();
+    let (shown, planned) = (run(&check, tmp.path()), run(&probe, tmp.path()));
+    let (shown, planned) = (&shown["sandbox"], &planned["plan"]);
+    for field in [
+        "mode",
+        "backend",
+        "read_roots",
+        "write_roots",
+        "network",
+        "limits",
+        "refusal",
+    ] {
+        assert_eq!(shown[field], planned[field], "{field}");
+    }
+    assert!(
+        shown["enforced"].as_array().is_some_and(|e| e
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("Landlock")))),
+        "{shown}"
+    );
+}
+
 #[test]
 fn exit_status_is_the_worst_verdict() {
     let w = World::new();

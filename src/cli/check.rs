@@ -78,6 +78,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         posture,
         mode: args.mode.into(),
         explain: args.explain,
+        dry_run: true,
     })?;
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()

@@ -440,6 +440,8 @@ struct GateSpec<'a> {
     mode: Mode,
     /// `--explain`.
     explain: bool,
+    /// A dry run (`check`): the jail is planned, not built ([`reasonix::GateBuilder::dry_run`]).
+    dry_run: bool,
 }
 
 /// A gate, its settings, and which policies it judges with.
@@ -485,6 +487,7 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         .posture(spec.posture)
         .mode(spec.mode)
         .explain(spec.explain)
+        .dry_run(spec.dry_run)
         .host_files(host.with_files(files))
         .build()
         .context("cannot set up the gate")?;

@@ -463,6 +463,7 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
             posture: case.posture.unwrap_or_default(),
             mode: case.mode.unwrap_or_default(),
             explain: false,
+            dry_run: false,
         })
         .with_context(|| format!("{} {name}", file.display()))?;
         let admission = built

@@ -99,6 +99,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         posture: Posture::Unattended,
         mode: Mode::Normal,
         explain: false,
+        dry_run: false,
     })?;
     let gate = built.gate;
     let workspace = gate.roots().workspace().to_path_buf();

@@ -175,6 +175,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         posture,
         mode: Mode::Normal,
         explain: false,
+        dry_run: false,
     };
     let built = super::gate(spec)?;
     if let Some(notice) = built.chosen.default_notice() {

@@ -49,7 +49,7 @@ mod target;
 mod validate;
 mod verdict;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -107,6 +107,7 @@ pub struct GateBuilder<'p, H> {
     posture: Posture,
     mode: Mode,
     explain: bool,
+    dry_run: bool,
     host: H,
 }
 
@@ -128,6 +129,7 @@ impl Gate {
             posture: Posture::default(),
             mode: Mode::default(),
             explain: false,
+            dry_run: false,
             host: NeedsHostFiles,
         }
     }
@@ -155,6 +157,15 @@ impl<'p, H> GateBuilder<'p, H> {
         self
     }
 
+    /// A gate for a dry run (`reasonix check`), whose admissions never execute: the jail plan it
+    /// shows is [`Plan::dry`], computed from what the machine says it offers, with nothing
+    /// built and no part of the kernel's sandbox tried (default: false). An admission of such a
+    /// gate runs nothing: its plan refuses.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
     /// The host's own files, which no call may change ([`crate::host`]).
     pub fn host_files(self, host: HostFiles) -> GateBuilder<'p, HostFiles> {
         GateBuilder {
@@ -164,6 +175,7 @@ impl<'p, H> GateBuilder<'p, H> {
             posture: self.posture,
             mode: self.mode,
             explain: self.explain,
+            dry_run: self.dry_run,
             host,
         }
     }
@@ -179,16 +191,20 @@ impl GateBuilder<'_, HostFiles> {
         let roots = roots.with(&write, &read);
         // In plan mode the jail holds commands to what the plan stage admits them as: readers.
         // Planned when a call first needs it ([`SharedPlan`]).
-        let (workspace, home, mode) = (
+        let (workspace, home, mode, dry) = (
             roots.workspace().to_path_buf(),
             roots.home().map(Path::to_path_buf),
             self.mode,
+            self.dry_run,
         );
-        let host_files: Vec<std::path::PathBuf> = self.host.all().map(Path::to_path_buf).collect();
+        let host_files: Vec<PathBuf> = self.host.all().map(Path::to_path_buf).collect();
         let jail = SharedPlan::new(move || {
-            match mode {
-                Mode::Normal => Plan::new(&jail_config, &workspace, home.as_deref()),
-                Mode::Plan => Plan::read_only(&jail_config, &workspace, home.as_deref()),
+            let (config, ws, home) = (&jail_config, &workspace, home.as_deref());
+            match (mode, dry) {
+                (Mode::Normal, false) => Plan::new(config, ws, home),
+                (Mode::Plan, false) => Plan::read_only(config, ws, home),
+                (Mode::Normal, true) => Plan::dry(config, ws, home),
+                (Mode::Plan, true) => Plan::dry_read_only(config, ws, home),
             }
             .with_host_files(host_files)
         });
@@ -393,7 +409,7 @@ impl Gate {
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
             input: ruled.input.filter(|_| self.explain),
-            sandbox: class.bash.as_ref().map(|_| self.jail.get().view()),
+            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };

@@ -19,6 +19,7 @@
 //!   command with a hazard is allowed.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
@@ -97,8 +98,9 @@ enum WordMatch {
     /// A word without glob syntax: equal text, which is all its glob would match; no regex is
     /// built for it (a policy's start-up cost, issue 12).
     Text,
-    /// A glob.
-    Glob(GlobMatcher),
+    /// A glob, checked when the policy loads and compiled the first time a word reaches it
+    /// (a deny pattern's later words only for a command its name matches).
+    Glob(Glob, OnceLock<GlobMatcher>),
 }
 
 /// One word of a compiled pattern.
@@ -111,7 +113,7 @@ struct PatternWord {
 impl PatternWord {
     fn new(raw: &str) -> Option<PatternWord> {
         let matcher = if raw.contains(GLOB_SYNTAX) {
-            WordMatch::Glob(glob_of(raw).ok()?.compile_matcher())
+            WordMatch::Glob(glob_of(raw).ok()?, OnceLock::new())
         } else {
             WordMatch::Text
         };
@@ -124,7 +126,9 @@ impl PatternWord {
     fn is_match(&self, word: &str) -> bool {
         match &self.matcher {
             WordMatch::Text => self.raw == word,
-            WordMatch::Glob(glob) => glob.is_match(word),
+            WordMatch::Glob(glob, compiled) => compiled
+                .get_or_init(|| glob.compile_matcher())
+                .is_match(word),
         }
     }
 
@@ -294,7 +298,7 @@ mod tests {
         }
         for word in ["*", "mkfs.*", "/\\*", "[ab]", "{a,b}", "a?c"] {
             let ours = PatternWord::new(word).unwrap();
-            assert!(matches!(ours.matcher, WordMatch::Glob(_)), "{word}");
+            assert!(matches!(ours.matcher, WordMatch::Glob(..)), "{word}");
         }
     }
 

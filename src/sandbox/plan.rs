@@ -8,39 +8,53 @@
 //! computed, the plan is the same value for every call of the gate, as it was when the gate
 //! computed it up front.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
-use super::jail::Plan;
+use super::jail::{Plan, PlanView};
 
 /// How the plan is made when first needed.
 type MakePlan = Box<dyn FnOnce() -> Plan + Send>;
 
 /// A jail plan, shared, made on first use. Cloning shares it.
 #[derive(Clone)]
-pub struct SharedPlan(Arc<LazyLock<Plan, MakePlan>>);
+pub struct SharedPlan(Arc<Shared>);
+
+struct Shared {
+    plan: LazyLock<Plan, MakePlan>,
+    /// The plan as every bash call's verdict shows it, worded once.
+    view: OnceLock<PlanView>,
+}
 
 impl SharedPlan {
     /// The plan `make` makes ([`Plan::new`], or [`Plan::read_only`] in plan mode), once asked
     /// for.
     pub fn new(make: impl FnOnce() -> Plan + Send + 'static) -> SharedPlan {
         let make: MakePlan = Box::new(make);
-        SharedPlan(Arc::new(LazyLock::new(make)))
+        SharedPlan(Arc::new(Shared {
+            plan: LazyLock::new(make),
+            view: OnceLock::new(),
+        }))
     }
 
     /// The plan, made now if it was not yet.
     pub fn get(&self) -> &Plan {
-        &self.0
+        &self.0.plan
+    }
+
+    /// [`Plan::view`], worded once (a plan never changes).
+    pub fn view(&self) -> PlanView {
+        self.0.view.get_or_init(|| self.get().view()).clone()
     }
 
     /// Whether the plan has been made (for tests).
     pub fn is_made(&self) -> bool {
-        LazyLock::get(&self.0).is_some()
+        LazyLock::get(&self.0.plan).is_some()
     }
 }
 
 impl std::fmt::Debug for SharedPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match LazyLock::get(&self.0) {
+        match LazyLock::get(&self.0.plan) {
             Some(plan) => f.debug_tuple("SharedPlan").field(plan).finish(),
             None => f.write_str("SharedPlan(not made yet)"),
         }

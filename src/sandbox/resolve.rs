@@ -260,6 +260,35 @@ pub fn resolve_with(
     })
 }
 
+/// The matcher of one component of a shell glob (`**` is `*`: no globstar). Compiling one
+/// builds a regular expression; the same components come back call after call (`src/*.rs`), so
+/// each thread keeps the last [`GLOB_CACHE`] it compiled — a matcher depends on its text alone.
+fn component_glob(component: &str) -> Result<globset::GlobMatcher, String> {
+    thread_local! {
+        static COMPILED: std::cell::RefCell<HashMap<String, globset::GlobMatcher>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    if let Some(glob) = COMPILED.with(|c| c.borrow().get(component).cloned()) {
+        return Ok(glob);
+    }
+    let glob = globset::GlobBuilder::new(&component.replace("**", "*"))
+        .literal_separator(true)
+        .build()
+        .map_err(|e| e.to_string())?
+        .compile_matcher();
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= GLOB_CACHE {
+            c.clear();
+        }
+        c.insert(component.to_owned(), glob.clone());
+    });
+    Ok(glob)
+}
+
+/// How many compiled glob components a thread keeps.
+const GLOB_CACHE: usize = 64;
+
 /// Expands an unquoted shell glob as bash does by default: `*`, `?` and `[...]` within one
 /// component, no match for a leading `.` unless the pattern has one, `**` the same as `*` (no
 /// globstar). Relative patterns expand from `base`. Returns the matches as they would be
@@ -298,11 +327,7 @@ pub fn expand_glob(
                 .collect();
             continue;
         }
-        let glob = globset::GlobBuilder::new(&component.replace("**", "*"))
-            .literal_separator(true)
-            .build()
-            .map_err(|e| e.to_string())?
-            .compile_matcher();
+        let glob = component_glob(component)?;
         let mut next = Vec::new();
         for (written, dir) in current {
             let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -548,6 +573,12 @@ mod tests {
         assert_eq!(g("*/d/*"), ["src/d/e.rs"]);
         assert_eq!(g("*.none"), ["*.none"], "no match leaves the word as it is");
         assert!(expand_glob("*", &root, None, 2).is_err());
+        // Compiled components are kept, and dropped when too many: the answers stay the same.
+        for i in 0..GLOB_CACHE + 5 {
+            assert_eq!(g(&format!("*.x{i}")), [format!("*.x{i}")]);
+        }
+        assert_eq!(g("*.rs"), ["a.rs", "b.rs"]);
+        assert_eq!(g("src/*.rs"), ["src/c.rs"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use tree_sitter::{Node, Parser, Tree};
 
@@ -57,6 +58,44 @@ pub(super) const COMMAND: &str = "command";
 /// The feature a named node of this kind marks.
 fn feature_of(kind: &str) -> Option<Feature> {
     KINDS.iter().find(|(k, _)| *k == kind).map(|&(_, f)| f)
+}
+
+/// What a node says, by its kind's id in the grammar.
+#[derive(Clone, Copy)]
+enum Marks {
+    Nothing,
+    Command,
+    Feature(Feature),
+}
+
+/// [`Marks`] for every node kind of the grammar, indexed by kind id: [`KINDS`], [`COMMAND`] and
+/// [`BACKGROUND`] looked up once by name (a node's kind id names the same kind its `kind()`
+/// does, aliases included), so that the walk compares numbers.
+fn marks() -> &'static [Marks] {
+    static MARKS: OnceLock<Vec<Marks>> = OnceLock::new();
+    MARKS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+        (0..language.node_kind_count())
+            .map(|id| {
+                let id = u16::try_from(id).unwrap_or(u16::MAX);
+                language
+                    .node_kind_for_id(id)
+                    .map_or(Marks::Nothing, |kind| {
+                        mark_of(kind, language.node_kind_is_named(id))
+                    })
+            })
+            .collect()
+    })
+}
+
+/// What a node of this kind says.
+fn mark_of(kind: &str, named: bool) -> Marks {
+    match (named, kind) {
+        (true, COMMAND) => Marks::Command,
+        (true, kind) => feature_of(kind).map_or(Marks::Nothing, Marks::Feature),
+        (false, BACKGROUND) => Marks::Feature(Feature::Background),
+        (false, _) => Marks::Nothing,
+    }
 }
 
 /// Parses a script; `None` when tree-sitter gives no tree (it always should for bash).
@@ -191,19 +230,22 @@ fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
 /// Reads every node of the tree once: inserts the features found ([`KINDS`]) and returns how
 /// many simple-command nodes the tree holds.
 pub(super) fn features_and_commands(tree: &Tree, out: &mut BTreeSet<Feature>) -> usize {
+    let marks = marks();
     let mut commands = 0;
     let mut cursor = tree.walk();
     'walk: loop {
         let node = cursor.node();
-        let kind = node.kind();
-        if node.is_named() {
-            if kind == COMMAND {
-                commands += 1;
-            } else if let Some(feature) = feature_of(kind) {
+        // An id past the grammar's own kinds is tree-sitter's (`ERROR`): read by name.
+        let mark = match marks.get(usize::from(node.kind_id())) {
+            Some(mark) => *mark,
+            None => mark_of(node.kind(), node.is_named()),
+        };
+        match mark {
+            Marks::Command => commands += 1,
+            Marks::Feature(feature) => {
                 out.insert(feature);
             }
-        } else if kind == BACKGROUND {
-            out.insert(Feature::Background);
+            Marks::Nothing => {}
         }
         if cursor.goto_first_child() {
             continue;

@@ -69,6 +69,63 @@ fn memory_parents(own: &str) -> Vec<PathBuf> {
     all
 }
 
+/// Where a pids cgroup could be made, read without making one (a dry run's plan): the first
+/// candidate parent that exists, may be written, and gives a cgroup made in it the pids
+/// controller.
+pub fn expected() -> Option<PathBuf> {
+    PARENTS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| could_make(p, "pids"))
+}
+
+/// Where a memory cgroup could be made, read without making one (a dry run's plan), among the
+/// parents [`available_memory`] tries, in its order.
+pub fn expected_memory() -> Option<PathBuf> {
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    memory_parents(&own)
+        .into_iter()
+        .find(|p| could_make(p, "memory"))
+}
+
+/// `/proc/self/mountinfo`, read the first time a v1 hierarchy needs it (a dry run's plan is
+/// read once per process).
+fn mountinfo() -> &'static str {
+    static MOUNTS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MOUNTS.get_or_init(|| fs::read_to_string("/proc/self/mountinfo").unwrap_or_default())
+}
+
+/// Whether a cgroup made in `parent` would get `controller`, by what the system says: the
+/// parent is a cgroup that may be written, and either (v2) its `cgroup.subtree_control` names
+/// the controller, or (v1) the hierarchy it lies in is mounted with it.
+fn could_make(parent: &Path, controller: &str) -> bool {
+    use nix::unistd::{AccessFlags, access};
+    if !parent.join("cgroup.procs").exists() || access(parent, AccessFlags::W_OK).is_err() {
+        return false;
+    }
+    if let Ok(subtree) = fs::read_to_string(parent.join("cgroup.subtree_control")) {
+        return subtree.split_whitespace().any(|c| c == controller);
+    }
+    v1_hierarchy(mountinfo(), parent)
+        .is_some_and(|options| options.split(',').any(|o| o == controller))
+}
+
+/// The super options of the cgroup v1 mount `path` lies in (its longest mount point), from
+/// `/proc/self/mountinfo`.
+fn v1_hierarchy<'m>(mountinfo: &'m str, path: &Path) -> Option<&'m str> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (mount, fs) = line.split_once(" - ")?;
+            let point = mount.split(' ').nth(4)?;
+            let mut fs = fs.split(' ');
+            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
+            (kind == "cgroup" && path.starts_with(point)).then_some((point.len(), options))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, options)| options)
+}
+
 /// A folder where a pids cgroup can be made, if any: tried by making and removing one.
 pub fn available() -> Option<PathBuf> {
     PARENTS.iter().map(PathBuf::from).find(|p| {

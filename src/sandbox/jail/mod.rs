@@ -145,6 +145,12 @@
 //! - A plan computed with [`Plan::with_capabilities`] believes what it is given: taking a part
 //!   away is safe (it is neither applied nor claimed); claiming a part the kernel lacks makes a
 //!   plan whose words the kernel may not keep. The gate uses [`Plan::new`], the probed value.
+//! - A dry run (`reasonix check`, a gate built with `dry_run`) shows [`Plan::dry`]: the same
+//!   words, computed from what the machine says it offers ([`expected_capabilities`]) with
+//!   nothing built — no ruleset, no seccomp program, no folder, no probe child — and under it
+//!   nothing runs. Where the machine's settings allow a part that something around Reasonix then
+//!   refuses (an LSM; a seccomp filter is detected, and there the dry plan is probed as a run's
+//!   is), the dry run shows that part and a run's plan refuses or lists it as not enforced.
 //! - A run's ruleset costs about 0.5 ms of kernel time to build (`/etc` alone is over a hundred
 //!   rules); a plan builds the next one on a thread of its own while a run goes on, so runs that
 //!   start faster than that (several at once) build theirs on the spawn path. Likewise a plan
@@ -169,7 +175,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use config::{JailConfig, Limits, Mode, NetRule};
-pub use probe::{Capabilities, capabilities};
+pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
 pub(crate) use run::run;
 pub use run::{Capture, Exit, RunError, RunResult};
@@ -255,6 +261,11 @@ pub struct Plan {
     tmp: Option<Tmp>,
     /// A run's own namespaces, when it gets them.
     namespaces: Option<Namespaces>,
+    /// Whether a run gets its own namespaces (in a dry plan, which builds no [`Namespaces`],
+    /// whether it would).
+    namespaced: bool,
+    /// Computed for a dry run ([`Plan::dry`]): nothing was built, and nothing runs under it.
+    dry: bool,
     /// The host's own files (as given): bound read-only in each run's mount namespace.
     host_files: Vec<PathBuf>,
     /// The cgroups of finished runs, emptied, for the next ones.
@@ -345,7 +356,46 @@ impl Plan {
     /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
     pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, capabilities().clone(), tmp, false)
+        Plan::build(
+            config,
+            workspace,
+            home,
+            capabilities().clone(),
+            Some(tmp),
+            false,
+        )
+    }
+
+    /// The plan a dry run shows (`reasonix check`): what [`Plan::new`] plans, computed from what
+    /// this machine says it offers ([`expected_capabilities`]) and built no further — no
+    /// Landlock ruleset, no seccomp program, no temporary folder, no probe child (issue 12). Its
+    /// words are a run's words; nothing runs under it ([`RunError::Refused`]).
+    pub fn dry(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+        Plan::build(
+            config,
+            workspace,
+            home,
+            expected_capabilities().clone(),
+            None,
+            true,
+        )
+    }
+
+    /// [`Plan::dry`] for plan mode: what [`Plan::read_only`] plans.
+    pub fn dry_read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+        Plan::build(
+            config,
+            workspace,
+            home,
+            expected_capabilities().clone(),
+            None,
+            false,
+        )
+    }
+
+    /// Whether this is a dry run's plan ([`Plan::dry`]).
+    pub fn is_dry(&self) -> bool {
+        self.dry
     }
 
     /// Computes the plan as if the machine offered `caps`: what `caps` lacks, the plan neither
@@ -371,19 +421,21 @@ impl Plan {
         caps: Capabilities,
     ) -> Plan {
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, caps, tmp, true)
+        Plan::build(config, workspace, home, caps, Some(tmp), true)
     }
 
-    /// The plan, given the folder for its runs' temporary folders (or why none could be made).
-    /// Unless `writable`, the workspace and the write roots are granted for reading only.
+    /// The plan, given the folder for its runs' temporary folders (or why none could be made),
+    /// or `None` for a dry run's plan, which builds nothing. Unless `writable`, the workspace and
+    /// the write roots are granted for reading only.
     fn build(
         config: &JailConfig,
         workspace: &Path,
         home: Option<&Path>,
         caps: Capabilities,
-        tmp: std::io::Result<tempfile::TempDir>,
+        tmp: Option<std::io::Result<tempfile::TempDir>>,
         writable: bool,
     ) -> Plan {
+        let dry = tmp.is_none();
         let (extra_write, extra_read) = config.roots(home);
         let mut roots = vec![workspace.to_path_buf()];
         // Canonical: a mount namespace binds them by path, and does not follow a last symlink.
@@ -535,9 +587,10 @@ impl Plan {
                 not_enforced.push(format!("{m}: not available on this kernel"));
             }
         }
-        let tmp = match tmp.and_then(Tmp::new) {
-            Ok(tmp) => Some(tmp),
-            Err(e) => {
+        let tmp = match tmp.map(|t| t.and_then(Tmp::new)) {
+            None => None,
+            Some(Ok(tmp)) => Some(tmp),
+            Some(Err(e)) => {
                 // Every mode: a run's TMPDIR is made under it, and the ruleset grants it.
                 refusal.get_or_insert(format!(
                     "no private temporary folder can be made in {} ({e}); nothing runs without one",
@@ -573,7 +626,7 @@ impl Plan {
             }
             _ => None,
         };
-        let filter = match (jailed && caps.seccomp)
+        let filter = match (jailed && caps.seccomp && !dry)
             .then(|| seccomp::program(!config.network.is_empty(), !namespaced))
         {
             Some(Ok(program)) => Some(program),
@@ -618,6 +671,12 @@ impl Plan {
             cap_drop,
             rulesets,
             filter,
+            namespaced: if dry {
+                namespaced
+            } else {
+                namespaces.is_some()
+            },
+            dry,
             tmp,
             namespaces,
             host_files: Vec::new(),
@@ -653,7 +712,7 @@ impl Plan {
         if self.mode == Mode::Off || self.host_files.is_empty() {
             return self;
         }
-        let (words, list) = if self.namespaces.is_some() {
+        let (words, list) = if self.namespaced {
             (
                 "the host's own files inside the write roots (record, settings, policy and data files that exist when a run starts) bound read-only over themselves, the folders above them pinned (mount namespace)",
                 &mut self.enforced,
@@ -719,7 +778,7 @@ impl Plan {
             if caps.seccomp {
                 backend.push("seccomp".into());
             }
-            if self.namespaces.is_some() {
+            if self.namespaced {
                 backend.push("mount-namespace".into());
                 backend.push("pid-namespace".into());
                 if caps.user_namespace {
@@ -758,7 +817,49 @@ mod tests {
             mode,
             ..JailConfig::default()
         };
-        Plan::build(&config, ws, None, capabilities().clone(), tmp, true)
+        Plan::build(&config, ws, None, capabilities().clone(), Some(tmp), true)
+    }
+
+    /// Issue 12: a dry run shows the plan a run would have, and builds none of it.
+    #[test]
+    fn a_dry_plan_says_what_a_plan_says_builds_nothing_and_runs_nothing() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let marker = ws.join("ran.txt");
+        let argv = ["touch".to_owned(), marker.display().to_string()];
+        for mode in [Mode::Enforce, Mode::BestEffort, Mode::Off] {
+            let config = JailConfig {
+                mode,
+                network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
+                ..JailConfig::default()
+            };
+            for (dry, built) in [
+                (
+                    Plan::dry(&config, &ws, home.as_deref()),
+                    Plan::new(&config, &ws, home.as_deref()),
+                ),
+                (
+                    Plan::dry_read_only(&config, &ws, home.as_deref()),
+                    Plan::read_only(&config, &ws, home.as_deref()),
+                ),
+            ] {
+                let files = [ws.join("reasonix.yaml")];
+                let (dry, built) = (
+                    dry.with_host_files(files.clone()),
+                    built.with_host_files(files),
+                );
+                assert_eq!(dry.view(), built.view(), "{mode:?}");
+                assert!(dry.is_dry() && !built.is_dry());
+                assert!(dry.rulesets.is_none() && dry.filter.is_none(), "{mode:?}");
+                assert!(dry.tmp.is_none() && dry.namespaces.is_none(), "{mode:?}");
+                match run(&dry, &argv, None, Capture::Bounded(1024)) {
+                    Err(RunError::Refused(why)) => assert!(why.contains("dry run"), "{why}"),
+                    other => panic!("{mode:?}: {other:?}"),
+                }
+                assert!(!marker.exists(), "{mode:?}: nothing ran");
+            }
+        }
     }
 
     #[test]

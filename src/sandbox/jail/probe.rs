@@ -8,6 +8,15 @@
 //! too, so a plan can be computed for capabilities this machine lacks
 //! ([`super::Plan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
 //! machine that has everything.
+//!
+//! [`expected_capabilities`] is what the machine says it offers, read without trying anything:
+//! the plan a dry run shows (`reasonix check`, [`super::Plan::dry`]) is computed from it, so that
+//! a dry run never touches the kernel's sandbox or makes a folder (issue 12). Where the two
+//! differ — settings that allow what a confinement around Reasonix then refuses — a run's plan,
+//! probed, is the true one: it refuses under `enforce`, or lists the part as not enforced.
+//! `the_expected_capabilities_are_the_probed_ones_here` holds them to each other on the machine
+//! the tests run on. A process already under a seccomp filter cannot read what the filter
+//! refuses: there the dry run's plan is the probed one.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -110,6 +119,78 @@ fn probe() -> Capabilities {
     }
 }
 
+/// What this machine says it offers, read once per process without trying any part: the
+/// Landlock ABI the kernel reports (asked for its version; no ruleset is made), seccomp filters
+/// from the process's status (`Seccomp_filters:`, or `Seccomp:` on kernels before 5.9), the
+/// namespaces from the kernel's limits on them (and, for a user namespace, whether unprivileged
+/// users may make one), the cgroups from the folders' permissions and controllers (none is
+/// made), the user and its capabilities from `/proc`.
+///
+/// A process that runs under a seccomp filter already (in a container, or in Reasonix's own
+/// jail) cannot read what that filter refuses: there this is [`capabilities`], probed by trying,
+/// as a run's plan is.
+pub fn expected_capabilities() -> &'static Capabilities {
+    static CAPS: OnceLock<Capabilities> = OnceLock::new();
+    CAPS.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        if under_seccomp(&status) {
+            capabilities().clone()
+        } else {
+            expect(&status)
+        }
+    })
+}
+
+/// `Seccomp: 2` (a filter) in a `/proc/<pid>/status`.
+fn under_seccomp(status: &str) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Seccomp:"))
+        .is_some_and(|mode| mode.trim() == "2")
+}
+
+fn expect(status: &str) -> Capabilities {
+    let effective = effective_set(status).unwrap_or(0);
+    let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
+    // The highest ABI both this build and the kernel know, as the probe finds it.
+    let abi = super::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
+    Capabilities {
+        kernel: nix::sys::utsname::uname()
+            .map(|u| u.release().to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        landlock_abi: abi.and_then(|a| u8::try_from(a).ok()),
+        landlock_fs: abi.is_some(),
+        landlock_net: abi.is_some_and(|a| a >= ABI::V4 as i32),
+        landlock_scope: abi.is_some_and(|a| a >= ABI::V6 as i32),
+        seccomp: status
+            .lines()
+            .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:")),
+        namespaces: namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok()),
+        user_namespace,
+        cgroup_pids: super::cgroup::expected(),
+        cgroup_memory: super::cgroup::expected_memory(),
+        uid: nix::unistd::getuid().as_raw(),
+        cap_setpcap: effective & (1 << CAP_SETPCAP) != 0,
+    }
+}
+
+/// Whether the kernel's settings let a run have mount and PID namespaces (inside a user
+/// namespace when `user`), given a reader of `/proc/sys` files.
+fn namespaces_allowed(user: bool, read: &dyn Fn(&str) -> Option<String>) -> bool {
+    let number = |name: &str| read(name).and_then(|v| v.trim().parse::<i64>().ok());
+    let above_zero = |name: &str| number(name).is_none_or(|n| n > 0);
+    let namespaces = above_zero("/proc/sys/user/max_mnt_namespaces")
+        && above_zero("/proc/sys/user/max_pid_namespaces");
+    if !user {
+        return namespaces;
+    }
+    namespaces
+        && above_zero("/proc/sys/user/max_user_namespaces")
+        // Debian's switch for unprivileged user namespaces, and Ubuntu's AppArmor restriction.
+        && number("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|n| n == 1)
+        && number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").is_none_or(|n| n == 0)
+}
+
 const CAP_SETPCAP: u32 = 8;
 const CAP_SYS_ADMIN: u32 = 21;
 
@@ -147,7 +228,61 @@ fn supports_scope() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::effective_set;
+    use super::*;
+
+    /// Issue 12: a dry run plans with what the machine says it offers; here, that is what the
+    /// probe finds by trying.
+    #[test]
+    fn the_expected_capabilities_are_the_probed_ones_here() {
+        assert_eq!(expected_capabilities(), capabilities());
+    }
+
+    #[test]
+    fn a_seccomp_filter_is_read_from_the_status_line() {
+        assert!(under_seccomp(
+            "Name:\tx\nSeccomp:\t2\nSeccomp_filters:\t1\n"
+        ));
+        assert!(!under_seccomp("Seccomp:\t0\nSeccomp_filters:\t0\n"));
+        assert!(!under_seccomp("Name:\tx\n"));
+    }
+
+    #[test]
+    fn namespaces_are_expected_where_the_kernel_allows_them() {
+        let sysctl = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| name.ends_with(n))
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert!(namespaces_allowed(false, &sysctl(&[])));
+        assert!(!namespaces_allowed(
+            false,
+            &sysctl(&[("max_mnt_namespaces", "0\n")])
+        ));
+        assert!(namespaces_allowed(
+            true,
+            &sysctl(&[("max_user_namespaces", "63\n")])
+        ));
+        assert!(!namespaces_allowed(
+            true,
+            &sysctl(&[("max_user_namespaces", "0")])
+        ));
+        assert!(!namespaces_allowed(
+            true,
+            &sysctl(&[("unprivileged_userns_clone", "0")])
+        ));
+        assert!(!namespaces_allowed(
+            true,
+            &sysctl(&[("apparmor_restrict_unprivileged_userns", "1")])
+        ));
+        // Root with CAP_SYS_ADMIN needs no user namespace.
+        assert!(namespaces_allowed(
+            false,
+            &sysctl(&[("unprivileged_userns_clone", "0")])
+        ));
+    }
 
     #[test]
     fn the_effective_set_is_read_from_its_status_line() {

@@ -561,6 +561,25 @@ fn grant_fresh_proc(ruleset: &OwnedFd, access: u64) -> std::io::Result<()> {
     result
 }
 
+/// The Landlock ABI the kernel reports (`landlock_create_ruleset` asked for its version: no
+/// ruleset is made), `None` where Landlock is absent or disabled. The `landlock` crate keeps this
+/// query to itself.
+pub(crate) fn landlock_abi_reported() -> Option<i32> {
+    use nix::libc;
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer, size 0 and the version flag, the kernel reads no
+    // memory, makes no descriptor and returns the ABI version or -1.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::size_t,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(v).ok().filter(|v| *v >= 1)
+}
+
 /// Restricts the calling process with `ruleset` (`no_new_privs` is set already). Between fork
 /// and exec.
 fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
@@ -591,6 +610,11 @@ pub(crate) fn run(
     timeout: Option<Duration>,
     capture: Capture,
 ) -> Result<RunResult, RunError> {
+    if plan.dry {
+        return Err(RunError::Refused(
+            "this plan was computed for a dry run (reasonix check), which runs nothing".into(),
+        ));
+    }
     if let Some(why) = &plan.refusal {
         return Err(RunError::Refused(why.clone()));
     }
