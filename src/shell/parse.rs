@@ -60,6 +60,60 @@ fn feature_of(kind: &str) -> Option<Feature> {
     KINDS.iter().find(|(k, _)| *k == kind).map(|&(_, f)| f)
 }
 
+/// The name of a node's kind, as [`Node::kind`] gives it, looked up by the kind's id in a table
+/// made once. `Node::kind` measures and checks the name's C string on every call (`strlen` and a
+/// UTF-8 check), which was a twentieth of an analysis; the walk asks for kinds all the time.
+pub(crate) trait KindName {
+    /// This node's kind, as `kind()` names it.
+    fn kind_name(&self) -> &'static str;
+}
+
+impl KindName for Node<'_> {
+    fn kind_name(&self) -> &'static str {
+        static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            let language = language();
+            (0..language.node_kind_count())
+                .map(|id| {
+                    u16::try_from(id)
+                        .ok()
+                        .and_then(|id| language.node_kind_for_id(id))
+                        .unwrap_or("")
+                })
+                .collect()
+        });
+        // The one id past the table is tree-sitter's error symbol (65535), named `ERROR`.
+        names
+            .get(usize::from(self.kind_id()))
+            .copied()
+            .unwrap_or("ERROR")
+    }
+}
+
+/// The field name of the cursor's node, as [`tree_sitter::TreeCursor::field_name`] gives it,
+/// looked up by the field's id in a table made once (the same C-string cost as [`KindName`]).
+pub(crate) fn field_name(cursor: &tree_sitter::TreeCursor) -> Option<&'static str> {
+    static NAMES: OnceLock<Vec<Option<&'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let language = language();
+        (0..=language.field_count())
+            .map(|id| {
+                u16::try_from(id)
+                    .ok()
+                    .and_then(|id| language.field_name_for_id(id))
+            })
+            .collect()
+    });
+    let id = cursor.field_id()?;
+    names.get(usize::from(id.get())).copied().flatten()
+}
+
+/// The bash grammar, for the name tables.
+fn language() -> &'static tree_sitter::Language {
+    static LANGUAGE: OnceLock<tree_sitter::Language> = OnceLock::new();
+    LANGUAGE.get_or_init(|| tree_sitter_bash::LANGUAGE.into())
+}
+
 /// What a node says, by its kind's id in the grammar.
 #[derive(Clone, Copy)]
 enum Marks {
@@ -207,7 +261,7 @@ pub(super) fn uncovered(script: &str, leaves: &mut [(usize, usize)]) -> Vec<(usi
 /// (strings, heredoc bodies, comments).
 fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
     let whole = matches!(
-        node.kind(),
+        node.kind_name(),
         "raw_string"
             | "ansi_c_string"
             | "string_content"
@@ -227,26 +281,51 @@ fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Reads every node of the tree once: inserts the features found ([`KINDS`]) and returns how
-/// many simple-command nodes the tree holds.
-pub(super) fn features_and_commands(tree: &Tree, out: &mut BTreeSet<Feature>) -> usize {
-    let marks = marks();
-    let mut commands = 0;
-    let mut cursor = tree.walk();
-    'walk: loop {
-        let node = cursor.node();
+/// What the nodes of a tree say, noted one node at a time by a pass that reads each node once
+/// (the scope pass, [`crate::shell::walk`]): the features found ([`KINDS`]) and how many
+/// simple-command nodes the tree holds.
+pub(super) struct Census<'f> {
+    marks: &'static [Marks],
+    features: &'f mut BTreeSet<Feature>,
+    /// The simple-command nodes noted so far.
+    pub commands: usize,
+}
+
+impl<'f> Census<'f> {
+    pub(super) fn new(features: &'f mut BTreeSet<Feature>) -> Self {
+        Census {
+            marks: marks(),
+            features,
+            commands: 0,
+        }
+    }
+
+    /// Notes one node; each node of the tree must be noted once.
+    pub(super) fn note(&mut self, node: Node) {
         // An id past the grammar's own kinds is tree-sitter's (`ERROR`): read by name.
-        let mark = match marks.get(usize::from(node.kind_id())) {
+        let mark = match self.marks.get(usize::from(node.kind_id())) {
             Some(mark) => *mark,
-            None => mark_of(node.kind(), node.is_named()),
+            None => mark_of(node.kind_name(), node.is_named()),
         };
         match mark {
-            Marks::Command => commands += 1,
+            Marks::Command => self.commands += 1,
             Marks::Feature(feature) => {
-                out.insert(feature);
+                self.features.insert(feature);
             }
             Marks::Nothing => {}
         }
+    }
+}
+
+/// Reads every node of the tree once: inserts the features found ([`KINDS`]) and returns how
+/// many simple-command nodes the tree holds. (The analysis takes the same census in its scope
+/// pass; this is the census alone.)
+#[cfg(test)]
+pub(super) fn features_and_commands(tree: &Tree, out: &mut BTreeSet<Feature>) -> usize {
+    let mut census = Census::new(out);
+    let mut cursor = tree.walk();
+    'walk: loop {
+        census.note(cursor.node());
         if cursor.goto_first_child() {
             continue;
         }
@@ -256,7 +335,7 @@ pub(super) fn features_and_commands(tree: &Tree, out: &mut BTreeSet<Feature>) ->
             }
         }
     }
-    commands
+    census.commands
 }
 
 #[cfg(test)]
@@ -265,6 +344,43 @@ mod tests {
 
     use streaming_iterator::StreamingIterator;
     use tree_sitter::{Query, QueryCursor};
+
+    /// The kind and field names from the tables are the ones tree-sitter's binding gives, for
+    /// every node of scripts that use most of the grammar (aliases and anonymous nodes too).
+    #[test]
+    fn the_name_tables_agree_with_the_binding_on_every_node() {
+        let scripts = [
+            "a=1 b[$i]+=(x y) cmd -x 'q' \"$v\" ${x:-y} $((1+2)) <in >>out 2>&1 | tee f &",
+            "for i in 1 2; do [[ $i -eq 1 ]] && echo $i; done; while read -r l; do :; done <<EOF\nx $y\nEOF\n",
+            "case $x in a|b) f() { local -i n=3; }; ;; *) (( n++ )); esac; coproc c { cat; }",
+            "if ! test -f x; then declare -A m=([k]=v); elif true; then select s in a; do break; done; fi",
+            "echo `date` $(ls) <(cat) >(wc) {a,b}c *.rs ~user/x $'\\n' $\"t\" &>/dev/null",
+            "if then fi ) (( echo ${",
+        ];
+        let mut seen = 0;
+        for script in scripts {
+            let tree = parse(script).expect("a tree");
+            let mut cursor = tree.walk();
+            'walk: loop {
+                let node = cursor.node();
+                assert_eq!(node.kind_name(), node.kind(), "in {script:?}");
+                assert_eq!(field_name(&cursor), cursor.field_name(), "in {script:?}");
+                seen += 1;
+                if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                    continue;
+                }
+                loop {
+                    if !cursor.goto_parent() {
+                        break 'walk;
+                    }
+                    if cursor.goto_next_sibling() {
+                        continue 'walk;
+                    }
+                }
+            }
+        }
+        assert!(seen > 250, "only {seen} nodes");
+    }
 
     /// The feature query (`grammars/bash/features.scm`) and the command query
     /// (`grammars/bash/commands.scm`), the oracle for [`KINDS`].

@@ -21,6 +21,7 @@
 //! the script leaves to the environment, or assigns only such safe text). Anything else is
 //! dynamic code: the hazard `dynamic_code`, which no prefix rule or fallback allows.
 
+use crate::shell::parse::KindName;
 use tree_sitter::Node;
 
 use super::{Walker, text};
@@ -72,7 +73,7 @@ pub(super) fn text_is_safe(text: &str, tainted: &dyn Fn(&str) -> bool) -> bool {
 /// arithmetic.
 pub(super) fn value_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -> bool) -> bool {
     let raw = text(node, src);
-    match node.kind() {
+    match node.kind_name() {
         "number" | "arithmetic_expansion" => true,
         "word" => text_is_safe(&word::unquote(raw), tainted),
         "variable_name" => !tainted(raw),
@@ -84,7 +85,7 @@ pub(super) fn value_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -> boo
             let safe = node
                 .named_children(&mut cursor)
                 .all(|c| value_is_safe(c, src, tainted));
-            safe && (node.kind() != "brace_expression" || text_is_safe(raw, tainted))
+            safe && (node.kind_name() != "brace_expression" || text_is_safe(raw, tainted))
         }
         "simple_expansion" | "expansion" => expansion_is_safe(node, src, tainted),
         _ => false,
@@ -98,20 +99,20 @@ fn expansion_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -> bool) -> b
     let children: Vec<Node> = node.children(&mut cursor).collect();
     let inner: Vec<&Node> = children
         .iter()
-        .filter(|c| !matches!(c.kind(), "$" | "${" | "}"))
+        .filter(|c| !matches!(c.kind_name(), "$" | "${" | "}"))
         .collect();
     match inner.as_slice() {
-        [name] if matches!(name.kind(), "variable_name" | "special_variable_name") => {
+        [name] if matches!(name.kind_name(), "variable_name" | "special_variable_name") => {
             let name = text(**name, src);
             NUMERIC_SPECIALS.contains(&name) || !tainted(name)
         }
-        [length, ..] if length.kind() == "#" => true,
-        [subscript] if subscript.kind() == "subscript" => {
+        [length, ..] if length.kind_name() == "#" => true,
+        [subscript] if subscript.kind_name() == "subscript" => {
             expression_is_safe(**subscript, src, tainted)
         }
         [name, operator, rest @ ..]
-            if matches!(name.kind(), "variable_name" | "special_variable_name")
-                && matches!(operator.kind(), ":-" | "-" | ":=" | "=" | ":?" | "?") =>
+            if matches!(name.kind_name(), "variable_name" | "special_variable_name")
+                && matches!(operator.kind_name(), ":-" | "-" | ":=" | "=" | ":?" | "?") =>
         {
             let name = text(**name, src);
             (NUMERIC_SPECIALS.contains(&name) || !tainted(name))
@@ -124,7 +125,7 @@ fn expansion_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -> bool) -> b
 /// Whether an arithmetic expression node (inside `(( ))`, `$(( ))`, `for (( ))`, a
 /// subscript) runs nothing.
 pub(super) fn expression_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -> bool) -> bool {
-    match node.kind() {
+    match node.kind_name() {
         "number" | "arithmetic_expansion" => true,
         "variable_name" => !tainted(text(node, src)),
         "word" => text_is_safe(&word::unquote(text(node, src)), tainted),
@@ -163,7 +164,7 @@ pub(super) fn expression_is_safe(node: Node, src: &str, tainted: &dyn Fn(&str) -
 /// The text of a node that holds no expansion, after quote removal.
 fn static_text(node: Node, src: &str) -> Option<String> {
     let raw = text(node, src);
-    Some(match node.kind() {
+    Some(match node.kind_name() {
         "word" | "number" | "variable_name" => word::unquote(raw),
         "raw_string" => raw.trim_matches('\'').to_owned(),
         "ansi_c_string" => word::decode_ansi_c(raw),
@@ -288,7 +289,7 @@ impl Walker<'_> {
         let mut cursor = node.walk();
         let safe = node
             .named_children(&mut cursor)
-            .filter(|c| c.kind() != "do_group" && c.kind() != "comment")
+            .filter(|c| c.kind_name() != "do_group" && c.kind_name() != "comment")
             .all(|c| expression_is_safe(c, self.src, &tainted));
         if !safe {
             let what = self.text(node).to_owned();
@@ -300,12 +301,12 @@ impl Walker<'_> {
     /// Checks the integer comparisons of a `[[ ]]` and the `-v` tests of `[[ ]]` and `[ ]`
     /// (`[` compares integers without evaluating arithmetic).
     pub(super) fn test_expression(&mut self, node: Node) {
-        let double = node.child(0).is_some_and(|c| c.kind() == "[[");
+        let double = node.child(0).is_some_and(|c| c.kind_name() == "[[");
         let mut unsafe_operands = Vec::new();
         let tainted = |n: &str| self.tainted(n);
         let mut stack = vec![node];
         while let Some(n) = stack.pop() {
-            match n.kind() {
+            match n.kind_name() {
                 "binary_expression" | "unary_expression" => {
                     let operator = n
                         .child_by_field_name("operator")
@@ -314,7 +315,7 @@ impl Walker<'_> {
                     let mut cursor = n.walk();
                     let operands: Vec<Node> = n
                         .named_children(&mut cursor)
-                        .filter(|c| c.kind() != "test_operator")
+                        .filter(|c| c.kind_name() != "test_operator")
                         .collect();
                     if double && INTEGER_TESTS.contains(&operator) {
                         for o in &operands {
@@ -348,7 +349,7 @@ impl Walker<'_> {
     /// Checks what an expansion evaluates as arithmetic (a subscript, a substring's offset and
     /// length, an indirect name) and prompt expansion (`${x@P}`). Returns whether it is safe.
     pub(super) fn expansion_code(&mut self, node: Node) -> bool {
-        if node.kind() != "expansion" {
+        if node.kind_name() != "expansion" {
             return true;
         }
         let tainted = |n: &str| self.tainted(n);
@@ -358,7 +359,7 @@ impl Walker<'_> {
         let mut prompt = false;
         let mut substring = false;
         for (i, child) in children.iter().enumerate() {
-            match child.kind() {
+            match child.kind_name() {
                 "subscript" => {
                     let name = child
                         .child_by_field_name("name")
@@ -498,13 +499,13 @@ impl Walker<'_> {
             if text(child, self.src).starts_with(['-', '+']) {
                 continue;
             }
-            if child.kind() != "variable_assignment" {
+            if child.kind_name() != "variable_assignment" {
                 names.push(child);
                 continue;
             }
             let name = child.child_by_field_name("name");
             let base = name
-                .map(|n| match n.kind() {
+                .map(|n| match n.kind_name() {
                     "subscript" => n
                         .child_by_field_name("name")
                         .map(|b| text(b, self.src))
@@ -512,7 +513,7 @@ impl Walker<'_> {
                     _ => text(n, self.src),
                 })
                 .unwrap_or("");
-            if let Some(n) = name.filter(|n| n.kind() == "subscript")
+            if let Some(n) = name.filter(|n| n.kind_name() == "subscript")
                 && !self.scope.associative.contains(base)
             {
                 names.push(n);
@@ -534,7 +535,7 @@ impl Walker<'_> {
         let tainted = |n: &str| self.tainted(n);
         let unsafe_operands: Vec<String> = operands
             .iter()
-            .filter(|o| match o.kind() {
+            .filter(|o| match o.kind_name() {
                 "subscript" => !target_is_safe(**o, self.src, &tainted),
                 _ if arithmetic => !value_is_safe(**o, self.src, &tainted),
                 _ => !name_is_safe(**o, self.src, &tainted),
@@ -551,7 +552,7 @@ impl Walker<'_> {
         let tainted = |n: &str| self.tainted(n);
         let mut unsafe_parts = Vec::new();
         let name = node.child_by_field_name("name");
-        let base = name.map(|n| match n.kind() {
+        let base = name.map(|n| match n.kind_name() {
             "subscript" => n
                 .child_by_field_name("name")
                 .map(|b| text(b, self.src))
@@ -560,7 +561,7 @@ impl Walker<'_> {
         });
         let associative = base.is_some_and(|b| self.scope.associative.contains(b));
         if let Some(n) = name
-            && n.kind() == "subscript"
+            && n.kind_name() == "subscript"
             && !associative
             && !target_is_safe(n, self.src, &tainted)
         {
@@ -572,7 +573,7 @@ impl Walker<'_> {
             {
                 unsafe_parts.push(value);
             }
-            if value.kind() == "array" && !associative {
+            if value.kind_name() == "array" && !associative {
                 // `arr=([k]=v)`: `k` is a subscript.
                 let mut cursor = value.walk();
                 for element in value.named_children(&mut cursor) {
@@ -593,7 +594,7 @@ impl Walker<'_> {
 
 /// The key nodes of an array element written `[k]=v`: the parts between `[` and `]=`.
 fn array_key<'t>(element: Node<'t>, src: &str) -> Option<Vec<Node<'t>>> {
-    if element.kind() != "concatenation" || !text(element, src).starts_with('[') {
+    if element.kind_name() != "concatenation" || !text(element, src).starts_with('[') {
         return None;
     }
     let mut cursor = element.walk();

@@ -12,7 +12,7 @@
 //! argv words, the paths each word may name), [`arith`] checks every place bash evaluates
 //! arithmetic, and [`builtins`] says which operands of `read`, `mapfile`, `printf -v` and
 //! `getopts` name variables. At the end the number of commands found is checked against the
-//! tree's own count of `command` nodes (`parse::features_and_commands`), and any text
+//! tree's own count of `command` nodes (`parse::Census`, taken in the scope pass), and any text
 //! tree-sitter left out of the tree makes the script not understood.
 
 mod arith;
@@ -23,6 +23,7 @@ mod redirects;
 mod scope;
 mod words;
 
+use crate::shell::parse::KindName;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -74,19 +75,22 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
         None => script,
     };
     let root = tree.root_node();
-    let counted = parse::features_and_commands(&tree, &mut out.features);
     if root.has_error() {
         out.features.insert(Feature::ParseError);
         out.problems
             .push("the script does not parse as bash".into());
     }
 
+    // The scope pass reads every node once, and takes the features and the command count too.
+    let mut census = parse::Census::new(&mut out.features);
+    let scope = scope::scope(root, source, &mut census);
+    let counted = census.commands;
     let mut walker = Walker {
         src: source,
         depth,
         context: context.to_vec(),
         out,
-        scope: scope::scope(root, source),
+        scope,
         bindings: HashMap::new(),
         stdin: HashMap::new(),
         consumed: Vec::new(),
@@ -114,18 +118,31 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
 
 /// A node's children with their field names, read with one cursor pass (asking a node for the
 /// field of its i-th child walks its children again each time).
-fn fields<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
-    let mut out = Vec::with_capacity(node.child_count() as usize);
-    let mut cursor = node.walk();
-    if cursor.goto_first_child() {
-        loop {
-            out.push((cursor.field_name(), cursor.node()));
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
+fn fields(node: Node<'_>) -> Fields<'_> {
+    Fields {
+        cursor: node.walk(),
+        started: false,
     }
-    out
+}
+
+/// The iterator [`fields`] returns.
+struct Fields<'t> {
+    cursor: tree_sitter::TreeCursor<'t>,
+    started: bool,
+}
+
+impl<'t> Iterator for Fields<'t> {
+    type Item = (Option<&'static str>, Node<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let moved = if self.started {
+            self.cursor.goto_next_sibling()
+        } else {
+            self.started = true;
+            self.cursor.goto_first_child()
+        };
+        moved.then(|| (parse::field_name(&self.cursor), self.cursor.node()))
+    }
 }
 
 /// The original text of a node. The tree was parsed from an ASCII copy with the same byte
@@ -180,20 +197,20 @@ impl Walker<'_> {
         let mut statements = 0;
         for child in node.children(&mut cursor) {
             if child.is_named() {
-                if child.kind() != "comment" {
+                if child.kind_name() != "comment" {
                     statements += 1;
                 }
                 self.visit(child);
             }
         }
-        if statements > 1 && node.kind() != "pipeline" {
+        if statements > 1 && node.kind_name() != "pipeline" {
             self.out.features.insert(Feature::Chain);
         }
     }
 
     /// Visits one node of any kind.
     fn visit(&mut self, node: Node) {
-        match node.kind() {
+        match node.kind_name() {
             "program" | "do_group" | "elif_clause" | "else_clause" => self.statements(node),
             "command" => self.command(node, &[]),
             "redirected_statement" => self.redirected(node),
@@ -201,7 +218,7 @@ impl Walker<'_> {
             "pipeline" => self.in_context("pipeline", |w| w.statements(node)),
             "subshell" => self.in_context("subshell", |w| w.statements(node)),
             "compound_statement" => {
-                if node.child(0).is_some_and(|c| c.kind() == "((") {
+                if node.child(0).is_some_and(|c| c.kind_name() == "((") {
                     self.arithmetic(node);
                 }
                 self.reserved_words_apart(node, &["{", "}"]);
@@ -226,7 +243,7 @@ impl Walker<'_> {
                 let (name, values, record) = self.assignment(node);
                 let array = node
                     .child_by_field_name("value")
-                    .is_some_and(|v| v.kind() == "array");
+                    .is_some_and(|v| v.kind_name() == "array");
                 let values = self.binding(values, array);
                 self.bind(&name, values);
                 let hazards = self.set_variable(&record, None);
@@ -263,7 +280,7 @@ impl Walker<'_> {
     fn reserved_words_apart(&mut self, node: Node, tokens: &[&str]) {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
-            if child.is_named() || !tokens.contains(&child.kind()) {
+            if child.is_named() || !tokens.contains(&child.kind_name()) {
                 continue;
             }
             let next = self.src.as_bytes().get(child.end_byte());
@@ -294,7 +311,7 @@ impl Walker<'_> {
     /// backtick body holding a backslash is analysed again from that text, one level deeper,
     /// and the tree's own reading of it is set aside.
     fn substitution(&mut self, node: Node) {
-        let name = if node.kind() == "process_substitution" {
+        let name = if node.kind_name() == "process_substitution" {
             "process_substitution"
         } else {
             "substitution"
@@ -360,7 +377,7 @@ fn backtick_body(body: &str, in_quotes: bool) -> String {
 fn in_double_quotes(node: Node) -> bool {
     let mut at = node.parent();
     while let Some(n) = at {
-        match n.kind() {
+        match n.kind_name() {
             "string" => return true,
             "command_substitution" | "process_substitution" | "heredoc_body" | "program" => {
                 return false;
@@ -400,7 +417,7 @@ fn count_commands(node: Node) -> usize {
     let mut cursor = node.walk();
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
-        count += usize::from(n.kind() == "command");
+        count += usize::from(n.kind_name() == "command");
         stack.extend(n.children(&mut cursor));
     }
     count
@@ -450,12 +467,12 @@ impl Walker<'_> {
     fn redirected(&mut self, node: Node) {
         let mut redirects = Vec::new();
         for (field, child) in fields(node) {
-            if field == Some("redirect") || child.kind().ends_with("_redirect") {
+            if field == Some("redirect") || child.kind_name().ends_with("_redirect") {
                 redirects.push(child);
             }
         }
         match node.child_by_field_name("body") {
-            Some(body) if body.kind() == "command" => self.command(body, &redirects),
+            Some(body) if body.kind_name() == "command" => self.command(body, &redirects),
             Some(body) => {
                 if redirects.first().is_some_and(|r| {
                     r.start_byte() == body.end_byte()
@@ -522,12 +539,12 @@ impl Walker<'_> {
         let mut assignments = Vec::new();
         let mut redirects: Vec<Node> = Vec::new();
         let mut end = node.start_byte();
-        let children = fields(node);
+        let children: Vec<_> = fields(node).collect();
         for (i, &(field, child)) in children.iter().enumerate() {
             if i > 0
                 && child.start_byte() == end
                 && matches!(field, Some("argument" | "name"))
-                && children[i - 1].1.kind() != "$"
+                && children[i - 1].1.kind_name() != "$"
             {
                 // Two words with nothing between them are one word to bash: tree-sitter split
                 // it (`"$a"/$b/c`, where it loses the `$`).
@@ -559,9 +576,9 @@ impl Walker<'_> {
                     if !child.is_named()
                         && self.text(child) == "$"
                         && children.get(i + 1).is_some_and(|(_, next)| {
-                            next.kind() == "string" && next.start_byte() == child.end_byte()
+                            next.kind_name() == "string" && next.start_byte() == child.end_byte()
                         }) => {}
-                Some("argument") if !child.is_named() && child.kind() == "$" => {
+                Some("argument") if !child.is_named() && child.kind_name() == "$" => {
                     words.push(words::dollar(self.text(child)));
                 }
                 Some("argument") if !child.is_named() => {
@@ -576,10 +593,10 @@ impl Walker<'_> {
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
                 }
-                _ if child.kind() == "variable_assignment" => {
+                _ if child.kind_name() == "variable_assignment" => {
                     assignments.push(self.assignment(child).2);
                 }
-                _ if child.kind().ends_with("_redirect") => {
+                _ if child.kind_name().ends_with("_redirect") => {
                     redirects.push(child);
                     words.extend(self.redirect_arguments(child));
                 }
@@ -609,7 +626,7 @@ impl Walker<'_> {
     fn names_descriptor(&self, before: (Option<&str>, Node), redirect: Node) -> bool {
         let (field, node) = before;
         field == Some("argument")
-            && matches!(node.kind(), "word" | "concatenation" | "number")
+            && matches!(node.kind_name(), "word" | "concatenation" | "number")
             && node.end_byte() == redirect.start_byte()
             && redirect.child_by_field_name("descriptor").is_none()
             && redirects::is_descriptor(self.text(node))
@@ -707,7 +724,7 @@ impl Walker<'_> {
     /// Its parts are read from tree-sitter's target (`-x`, `-"x"`, `-$v`), less the `-`.
     fn after_dash(&mut self, node: Node) -> Option<Word> {
         let dest = node.child_by_field_name("destination")?;
-        let mut parts: Vec<Node> = if dest.kind() == "concatenation" {
+        let mut parts: Vec<Node> = if dest.kind_name() == "concatenation" {
             let mut cursor = dest.walk();
             dest.children(&mut cursor).collect()
         } else {
@@ -715,7 +732,7 @@ impl Walker<'_> {
         };
         let first = parts.remove(0);
         let mut word = Word::default();
-        match first.kind() {
+        match first.kind_name() {
             "word" => {
                 let rest = self.text(first).get(1..).unwrap_or("");
                 if !rest.is_empty() {
@@ -829,7 +846,7 @@ impl Walker<'_> {
         for child in children {
             if !child.is_named() {
                 words.push(Word::fixed(self.text(child)));
-            } else if child.kind() == "variable_assignment" {
+            } else if child.kind_name() == "variable_assignment" {
                 let (_, values, record) = self.assignment(child);
                 let mut word = Word::fixed(format!("{}=", record.name));
                 for v in values {

@@ -3,6 +3,7 @@
 //! run time), and what a command reads on stdin from a heredoc or herestring (a shell wrapper
 //! may run it as a script).
 
+use crate::shell::parse::KindName;
 use tree_sitter::Node;
 
 use super::{Walker, fields};
@@ -26,14 +27,14 @@ impl Walker<'_> {
                 self.text(fd)
             ));
         }
-        match node.kind() {
+        match node.kind_name() {
             "heredoc_redirect" => self.heredoc(node, command),
             "herestring_redirect" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut body = Word::default();
                 for child in children {
-                    if child.kind() != "file_descriptor" {
+                    if child.kind_name() != "file_descriptor" {
                         body.push(self.word(child));
                     }
                 }
@@ -161,7 +162,7 @@ impl Walker<'_> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
         for (i, child) in children.into_iter().enumerate() {
-            match child.kind() {
+            match child.kind_name() {
                 "heredoc_start" => {
                     let raw = self.text(child);
                     quoted = raw.contains(['\'', '"', '\\']);
@@ -183,7 +184,7 @@ impl Walker<'_> {
                         let mut c = child.walk();
                         let parts: Vec<Node> = child.named_children(&mut c).collect();
                         for part in parts {
-                            if part.kind() != "heredoc_content" {
+                            if part.kind_name() != "heredoc_content" {
                                 let w = self.word(part);
                                 body.dynamic.extend(w.dynamic);
                             }
@@ -225,7 +226,7 @@ pub(super) enum Close {
 
 /// How `node` closes a descriptor, read from its operator and its first destination.
 pub(super) fn closes(node: Node, src: &str) -> Close {
-    if node.kind() != "file_redirect" {
+    if node.kind_name() != "file_redirect" {
         return Close::No;
     }
     let mut op = None;
@@ -240,7 +241,7 @@ pub(super) fn closes(node: Node, src: &str) -> Close {
                 };
             }
             Some("descriptor") => {}
-            _ if !child.is_named() => op = Some(child.kind()),
+            _ if !child.is_named() => op = Some(child.kind_name()),
             _ => {}
         }
     }
@@ -255,7 +256,7 @@ pub(super) fn extra_words<'t>(node: Node<'t>, src: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     let mut target = closes(node, src) == Close::Operator;
     for (field, child) in fields(node) {
-        match (node.kind(), field) {
+        match (node.kind_name(), field) {
             ("file_redirect", Some("destination")) if !target => target = true,
             ("file_redirect", Some("destination")) | ("heredoc_redirect", Some("argument")) => {
                 out.push(child)

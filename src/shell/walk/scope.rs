@@ -4,6 +4,7 @@
 //! integer or associative, whether it sets `HOME`, and whether `set -a` exports every
 //! assignment.
 
+use crate::shell::parse::{Census, KindName};
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
@@ -101,7 +102,7 @@ enum Source<'t> {
 }
 
 /// Runs the pre-pass over the whole tree.
-pub(super) fn scope(root: Node, src: &str) -> Scope {
+pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
     let mut out = Scope::default();
     let mut sources: Vec<(String, Source)> = Vec::new();
     let mut counts: HashMap<String, usize> = HashMap::new();
@@ -112,13 +113,14 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
     let mut parents: Vec<&str> = Vec::new();
     'walk: loop {
         let node = cursor.node();
+        census.note(node);
         let parent = parents.last().copied().unwrap_or("");
-        if node.child_count() == 0 || WHOLE.contains(&node.kind()) {
+        if node.child_count() == 0 || WHOLE.contains(&node.kind_name()) {
             out.leaves.push((node.start_byte(), node.end_byte()));
         }
-        match node.kind() {
+        match node.kind_name() {
             "variable_assignment" | "for_statement" => {
-                let field = if node.kind() == "for_statement" {
+                let field = if node.kind_name() == "for_statement" {
                     "variable"
                 } else {
                     "name"
@@ -129,13 +131,13 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                     let mut cursor = node.walk();
                     let values: Vec<Node> =
                         node.children_by_field_name("value", &mut cursor).collect();
-                    if values.is_empty() && node.kind() == "for_statement" {
+                    if values.is_empty() && node.kind_name() == "for_statement" {
                         sources.push((name.clone(), Source::Input));
                     }
                     for value in values {
                         sources.push((name.clone(), Source::Value(value)));
                     }
-                    if node.kind() == "variable_assignment" && parent == "command" {
+                    if node.kind_name() == "variable_assignment" && parent == "command" {
                         // A prefix assignment (`X=1 cmd`) does not bind for the rest of the
                         // script, nor change the shell's own `HOME`.
                         poisoned.insert(name);
@@ -164,17 +166,17 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
                     .child_by_field_name("name")
                     .map(|n| text(n, src))
                     .unwrap_or_else(|| node.child(0).map(|c| text(c, src)).unwrap_or(""));
-                if node.kind() == "declaration_command" {
+                if node.kind_name() == "declaration_command" {
                     declared(node, src, &mut out);
                 }
-                if ASSIGNING.contains(&name) || node.kind() != "command" {
+                if ASSIGNING.contains(&name) || node.kind_name() != "command" {
                     let mut cursor = node.walk();
                     for child in node.children(&mut cursor) {
                         let t = text(child, src);
                         poisoned.insert(builtins::base(t).to_owned());
                     }
                 }
-                if node.kind() == "command"
+                if node.kind_name() == "command"
                     && matches!(
                         name,
                         "read" | "mapfile" | "readarray" | "printf" | "getopts" | "set"
@@ -198,7 +200,7 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
             _ => {}
         }
         if cursor.goto_first_child() {
-            parents.push(node.kind());
+            parents.push(node.kind_name());
             continue;
         }
         while !cursor.goto_next_sibling() {
@@ -261,12 +263,15 @@ pub(super) fn scope(root: Node, src: &str) -> Scope {
 fn assigning_expansion<'t>(node: Node<'t>, src: &str, sources: &mut Vec<(String, Source<'t>)>) {
     let mut cursor = node.walk();
     let children: Vec<Node> = node.children(&mut cursor).collect();
-    let Some(at) = children.iter().position(|c| matches!(c.kind(), ":=" | "=")) else {
+    let Some(at) = children
+        .iter()
+        .position(|c| matches!(c.kind_name(), ":=" | "="))
+    else {
         return;
     };
     let Some(name) = children[..at]
         .iter()
-        .find(|c| c.kind() == "variable_name")
+        .find(|c| c.kind_name() == "variable_name")
         .map(|n| text(*n, src).to_owned())
     else {
         return;
@@ -295,7 +300,7 @@ fn declared(node: Node, src: &str, out: &mut Scope) {
         .filter(|t| t.starts_with('-'))
         .collect();
     for child in children {
-        let target = match child.kind() {
+        let target = match child.kind_name() {
             "variable_assignment" => child
                 .child_by_field_name("name")
                 .map(|n| builtins::base(text(n, src)).to_owned()),

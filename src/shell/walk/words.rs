@@ -3,6 +3,7 @@
 //! variables the script binds once to static words, which then stand for those words
 //! ([`Dynamic::Bound`]).
 
+use crate::shell::parse::KindName;
 use tree_sitter::Node;
 
 use super::expand::{self, Context, Expanded, Home};
@@ -26,10 +27,12 @@ impl Walker<'_> {
             .child_by_field_name("name")
             .map(|n| self.text(n).to_owned())
             .unwrap_or_default();
-        let variable = node.child_by_field_name("name").map(|n| match n.kind() {
-            "subscript" => n.child_by_field_name("name").map_or("", |v| self.text(v)),
-            _ => self.text(n),
-        });
+        let variable = node
+            .child_by_field_name("name")
+            .map(|n| match n.kind_name() {
+                "subscript" => n.child_by_field_name("name").map_or("", |v| self.text(v)),
+                _ => self.text(n),
+            });
         if !variable.is_some_and(is_name) {
             // `1=x ls`, `é=1 ls`: no assignment to bash, which runs the program `1=x`.
             self.problem(format!(
@@ -39,7 +42,7 @@ impl Walker<'_> {
             ));
         }
         let values: Vec<Word> = match node.child_by_field_name("value") {
-            Some(v) if v.kind() == "array" => {
+            Some(v) if v.kind_name() == "array" => {
                 let mut cursor = v.walk();
                 let children: Vec<Node> = v.named_children(&mut cursor).collect();
                 children.into_iter().map(|c| self.word(c)).collect()
@@ -65,7 +68,7 @@ impl Walker<'_> {
     /// Evaluates a word-like node: quote removal, dynamic parts, nested commands.
     pub(super) fn word(&mut self, node: Node) -> Word {
         let raw = self.text(node);
-        match node.kind() {
+        match node.kind_name() {
             "word" => {
                 if has_blank(raw) && !in_expansion(node) {
                     // `ls ] }`: one word to tree-sitter, two to bash.
@@ -149,7 +152,7 @@ impl Walker<'_> {
                     .get(1..)
                     .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_whitespace())) =>
             {
-                if node.parent().is_none_or(|p| p.kind() != "string") {
+                if node.parent().is_none_or(|p| p.kind_name() != "string") {
                     self.problem(format!(
                         "tree-sitter took {raw:?} for one word; bash splits it at its blanks"
                     ));
@@ -206,15 +209,17 @@ impl Walker<'_> {
 
     /// `$NAME`, `${NAME}`: bound when the script binds it once to static words.
     fn variable(&mut self, node: Node, raw: &str) -> Word {
-        let simple_name = match node.kind() {
+        let simple_name = match node.kind_name() {
             "simple_expansion" => node
                 .named_child(0)
-                .filter(|n| n.kind() == "variable_name")
+                .filter(|n| n.kind_name() == "variable_name")
                 .map(|n| self.text(n)),
             // `${NAME}` only: any operator (`${x:-...}`, `${x/a/b}`) makes it dynamic.
             _ if node.named_child_count() == 1 && raw.starts_with("${") => node
                 .named_child(0)
-                .filter(|n| n.kind() == "variable_name" && raw.len() == self.text(*n).len() + 3)
+                .filter(|n| {
+                    n.kind_name() == "variable_name" && raw.len() == self.text(*n).len() + 3
+                })
                 .map(|n| self.text(n)),
             _ => None,
         };
@@ -336,9 +341,9 @@ impl Walker<'_> {
         for (i, child) in children.iter().enumerate() {
             if child.is_named() {
                 out.push(self.word(*child));
-            } else if child.kind() == "$"
+            } else if child.kind_name() == "$"
                 && !children.get(i + 1).is_some_and(|next| {
-                    next.kind() == "string" && next.start_byte() == child.end_byte()
+                    next.kind_name() == "string" && next.start_byte() == child.end_byte()
                 })
             {
                 out.push(dollar(self.text(*child)));
@@ -363,9 +368,9 @@ impl Walker<'_> {
         let mut run = start;
         for child in children {
             let expansion = if child.is_named() {
-                child.kind() != "string_content"
+                child.kind_name() != "string_content"
             } else {
-                child.kind() == "$" && self.text(child) != "$"
+                child.kind_name() == "$" && self.text(child) != "$"
             };
             if !expansion || child.start_byte() < run {
                 continue;
@@ -402,7 +407,7 @@ pub(super) fn is_name(text: &str) -> bool {
 fn in_expansion(node: Node) -> bool {
     let mut at = node.parent();
     while let Some(n) = at {
-        match n.kind() {
+        match n.kind_name() {
             "expansion" => return true,
             "command" | "command_substitution" | "process_substitution" | "program" => {
                 return false;
