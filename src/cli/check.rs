@@ -27,6 +27,8 @@ pub struct CheckArgs {
     /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
     #[arg(long = "data", value_name = "FILE")]
     data: Vec<PathBuf>,
+    #[command(flatten)]
+    fleet: super::FleetArgs,
     /// The workspace the call runs in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
@@ -74,12 +76,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             data: &args.data,
             refused: "; nothing was checked",
         },
+        fleet: &args.fleet,
         record: None,
         posture,
         mode: args.mode.into(),
         explain: args.explain,
         dry_run: true,
     })?;
+    let decisions = super::decision_log(&built, &args.fleet)?;
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()
     {
@@ -131,7 +135,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                       text: Result<&str, String>,
                       line: Option<usize>|
      -> std::io::Result<Judged> {
-        let admission = match text {
+        let mut admission = match text {
             Ok(text) => {
                 let mut a = match (&hooks, reasonix::Call::parse(text)) {
                     (Some(hooks), Ok(call)) if !args.no_hooks => {
@@ -160,8 +164,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 }
                 a
             }
-            Err(why) => Admission::unreadable(why, posture),
+            Err(why) => {
+                let mut a = Admission::unreadable(why, posture);
+                a.policy_revision = gate.policy_revision();
+                a
+            }
         };
+        if let Some(log) = &decisions {
+            log.decide(&admission, None);
+            if !args.explain {
+                admission.input = None;
+            }
+        }
         let mut bytes = Vec::with_capacity(1024);
         match format {
             Format::Json => {
@@ -183,10 +197,12 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     // Calls are judged one after another, in input order, when judging one may change how the
     // next is judged (a call to a configured MCP server starts it, and its tools join the gate)
-    // or runs a program of the user's (a pre-tool hook); otherwise each call is judged on its
+    // or runs a program of the user's (a pre-tool hook), or when decisions are logged (a log
+    // is in input order); otherwise each call is judged on its
     // own, on any thread: the gate is immutable.
     let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
-        || (hooks.is_some() && !args.no_hooks);
+        || (hooks.is_some() && !args.no_hooks)
+        || decisions.is_some();
     let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
         if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
             start_named_server(servers, &mut gate, text);
@@ -225,6 +241,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    if let Some(log) = &decisions {
+        log.close();
+    }
     match written {
         Ok(()) => {}
         // The reader went away (`check … | head -1`): stop quietly.
