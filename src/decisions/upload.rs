@@ -127,6 +127,8 @@ struct Sender {
 
 impl Sender {
     fn run(mut self, rx: &Receiver<Message>) {
+        let runtime = self.runtime.handle().clone();
+        let _inside = runtime.enter();
         let mut pending: Vec<Json> = Vec::new();
         let mut since = Instant::now();
         // Chunks a previous run left are sent first.
@@ -211,20 +213,23 @@ impl Sender {
             let Ok(body) = std::fs::read(&chunk.path) else {
                 continue;
             };
-            let sent = self.runtime.block_on(
-                self.client
-                    .post(&self.upload.url)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .header(reqwest::header::CONTENT_ENCODING, "gzip")
-                    .body(body)
-                    .send(),
-            );
+            // The response is read and dropped inside the runtime: its connection goes back to
+            // the pool there.
+            let request = self
+                .client
+                .post(&self.upload.url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_ENCODING, "gzip")
+                .body(body);
+            let sent = self
+                .runtime
+                .block_on(async { request.send().await.map(|r| r.status()) });
             match sent {
-                Ok(r) if r.status().is_success() => {
+                Ok(status) if status.is_success() => {
                     let _ = std::fs::remove_file(&chunk.path);
                 }
-                Ok(r) => {
-                    tracing::warn!(status = %r.status(), url = %self.upload.url, "the decision-log collector refused a batch; it stays buffered");
+                Ok(status) => {
+                    tracing::warn!(%status, url = %self.upload.url, "the decision-log collector refused a batch; it stays buffered");
                     return;
                 }
                 Err(e) => {
