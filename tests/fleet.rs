@@ -610,6 +610,20 @@ fn a_bundle_folder_in_opa_layout_loads_and_layout_errors_refuse_it() {
     assert!(common::reasons(&v).contains("a blocked host"), "{v}");
     let (code, _) = w.check(&read("fine.txt"), &["--bundle", b]);
     assert_eq!(code, 0);
+    // A person reading text output sees the revision too.
+    let (code, out, err) = w.run(
+        &[
+            "check",
+            "--workspace",
+            w.ws.to_str().unwrap(),
+            "--bundle",
+            b,
+            &read("fine.txt").to_string(),
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("bundle  revision \"f1\""), "{out}");
     // Data outside the roots: refused as OPA refuses it.
     put("other/data.json", r#"{"x": 1}"#);
     let (code, _, err) = w.run(

@@ -29,8 +29,14 @@
 //! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
 //! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
 //!
-//! A gate is immutable once built, its mode included. A session whose plan is approved does not
-//! switch this gate to normal mode: it goes on with a second gate built from the same
+//! A gate is immutable once built, its mode included — with one exception, its compiled
+//! policy when the policy is an OPA bundle ([`GateBuilder::bundle`], [`crate::bundle`]): at the
+//! start of each admission the gate looks whether a newer bundle is live and, if so, compiles it
+//! for its workspace and swaps it in whole; the admission then judges entirely with what it took
+//! (one policy, one `policy_revision`), so a revision changes only between calls.
+//!
+//! Otherwise nothing changes: a session whose plan is approved does not switch this gate to
+//! normal mode: it goes on with a second gate built from the same
 //! specification in [`Mode::Normal`], so no value shared with a running admission ever changes
 //! under it, and a gate's answers depend on nothing but how it was built.
 //!
