@@ -566,6 +566,19 @@ fn a_signed_bundle_is_verified_and_a_tampered_one_refused() {
         err.contains("does not verify with the configured key"),
         "{err}"
     );
+    // Signed for another key id than the one configured.
+    yaml(
+        &w,
+        "bundle:\n  path: b.tar.gz\n  verification: {key: fleet.pub.pem, algorithm: ES256, keyid: other}\n",
+    );
+    let (code, _, err) = check(&good);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the JWT names key \"fleet\""), "{err}");
+    // Signed, but no key configured: loaded, with a warning that nothing was checked.
+    yaml(&w, "bundle:\n  path: b.tar.gz\n");
+    let (code, _, err) = check(&good);
+    assert_eq!(code, 20, "{err}");
+    assert!(err.contains("its signature was not checked"), "{err}");
     // HS256 with a shared secret works the same way.
     std::fs::write(w.ws.join("secret.key"), b"a shared secret of the fleet").unwrap();
     yaml(
@@ -668,6 +681,29 @@ fn a_bundle_folder_in_opa_layout_loads_and_layout_errors_refuse_it() {
     std::fs::remove_file(dir.join(".manifest")).unwrap();
     let (code, v) = w.check(&read("evil.example.txt"), &["--bundle", b]);
     assert_eq!((code, &v["policy_revision"]), (20, &json!("")), "{v}");
+    // A bundle in the settings: `--policy` replaces it; `policies:` beside it is refused.
+    w.file("p.yaml", "version: 1\n");
+    yaml(&w, &format!("bundle:\n  path: {b}\n"));
+    let (_, v) = w.check(&read("evil.example.txt"), &[]);
+    assert_eq!(v["policy_revision"], "", "{v}");
+    let p = w.ws.join("p.yaml");
+    let (code, v) = w.check(
+        &read("evil.example.txt"),
+        &["--policy", p.to_str().unwrap()],
+    );
+    assert_eq!((code, &v["policy_revision"]), (0, &Value::Null), "{v}");
+    yaml(&w, &format!("bundle:\n  path: {b}\npolicies: [p.yaml]\n"));
+    let (code, _, err) = w.run(
+        &[
+            "check",
+            "--workspace",
+            w.ws.to_str().unwrap(),
+            &read("a").to_string(),
+        ],
+        "",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("names both a bundle"), "{err}");
     // --bundle and --policy are one or the other.
     let (code, _, err) = w.run(
         &[

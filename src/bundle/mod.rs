@@ -134,11 +134,18 @@ impl Bundle {
         name: &str,
         verifier: Option<&Verifier>,
     ) -> Result<Bundle, BundleError> {
-        if let Some(verifier) = verifier {
-            sign::verify(files, verifier).map_err(|why| BundleError::Signature {
-                where_: where_.to_owned(),
-                why,
-            })?;
+        match verifier {
+            Some(verifier) => {
+                sign::verify(files, verifier).map_err(|why| BundleError::Signature {
+                    where_: where_.to_owned(),
+                    why,
+                })?;
+            }
+            None if files.contains_key(SIGNATURES) => tracing::warn!(
+                bundle = where_,
+                "the bundle is signed, and no verification key is configured (bundle.verification): its signature was not checked"
+            ),
+            None => {}
         }
         let layout = layout::layout(files).map_err(|why| BundleError::Layout {
             where_: where_.to_owned(),
@@ -237,6 +244,12 @@ pub fn start(spec: &BundleSpec, base: &Path) -> Result<Started, BundleError> {
         None => None,
     };
     if let Some(url) = &spec.url {
+        if verifier.is_none() && plain_http_off_host(url) {
+            tracing::warn!(
+                url = %url,
+                "the policy bundle comes over plain HTTP and is not signed: anyone on the way can change the policy; use https or bundle.verification"
+            );
+        }
         let cache = spec.cache.as_ref().map(|c| base.join(c));
         let mut remote = fetch::Remote::new(url, name, verifier, cache)?;
         let (bundle, origin) = remote.first()?;
@@ -269,6 +282,17 @@ pub fn start(spec: &BundleSpec, base: &Path) -> Result<Started, BundleError> {
         live: std::sync::Arc::new(live::LiveBundle::new(bundle)),
         origin: None,
     })
+}
+
+/// Whether `url` is plain `http://` to a host other than this machine's loopback.
+fn plain_http_off_host(url: &str) -> bool {
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            u.scheme() == "http"
+                && !matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
+        }
+        Err(_) => false,
+    }
 }
 
 /// A path inside a bundle, normalised (`/`-separated, no leading `/` or `./`); a path that
@@ -377,6 +401,14 @@ mod tests {
             .collect();
         let e = Bundle::from_files(&files, "b", "b", None).unwrap_err();
         assert!(e.to_string().contains("holds no policy"), "{e}");
+    }
+
+    #[test]
+    fn plain_http_is_flagged_unless_it_stays_on_this_machine() {
+        assert!(plain_http_off_host("http://bundles.example/b.tar.gz"));
+        assert!(!plain_http_off_host("https://bundles.example/b.tar.gz"));
+        assert!(!plain_http_off_host("http://127.0.0.1:8181/b.tar.gz"));
+        assert!(!plain_http_off_host("http://[::1]:8181/b.tar.gz"));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //!
 //! 1. exactly one JWT in `signatures`;
 //! 2. its signature verifies with the configured key and algorithm (the `jsonwebtoken` crate; no
-//!    crypto here), its key id (the header's `kid`, else the payload's `keyid`) is the configured
-//!    one when one is configured, and its `scope` is the configured scope (`""` by default);
+//!    crypto here), the key id it names (the header's `kid`, else the payload's `keyid`), if
+//!    any, is the configured one when one is configured, and its `scope` is the configured scope
+//!    (`""` by default);
 //! 3. every file of the bundle but `.signatures.json` is listed, with a SHA-256 digest that
 //!    matches: over the bytes for most files, and over the parsed document with object keys
 //!    sorted (OPA's canonical form) for `.manifest` and data files, so whitespace does not count;
@@ -135,13 +136,15 @@ pub fn verify(files: &Files, verifier: &Verifier) -> Result<(), String> {
     let payload = jsonwebtoken::decode::<Payload>(token, &verifier.key, &validation)
         .map_err(|e| format!("the JWT does not verify with the configured key: {e}"))?
         .claims;
-    if let Some(want) = &verifier.keyid {
-        let named = header.kid.as_ref().or(payload.keyid.as_ref());
-        if named != Some(want) {
-            return Err(format!(
-                "the JWT names key {named:?}, and the configured key is {want:?}"
-            ));
-        }
+    // As in OPA, the configured key id picks the key; a JWT that names another key was not
+    // meant for it (one that names none is judged by its signature alone).
+    if let Some(want) = &verifier.keyid
+        && let Some(named) = header.kid.as_ref().or(payload.keyid.as_ref())
+        && named != want
+    {
+        return Err(format!(
+            "the JWT names key {named:?}, and the configured key is {want:?}"
+        ));
     }
     if payload.scope.as_deref().unwrap_or("") != verifier.scope {
         return Err("scope mismatch".into());
