@@ -142,7 +142,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                         let explaining = gate.with_explain(true);
                         let judged = explaining.admit(&call);
                         let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
-                        if !args.explain {
+                        // A decision log keeps the input; it is taken out below, once logged.
+                        if !args.explain && decisions.is_none() {
                             a.input = None;
                         }
                         a
