@@ -100,16 +100,27 @@ impl Remote {
             .get(reqwest::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        // Read piece by piece, so a server that sends without end is cut off at the bound.
+        let too_large = || {
+            fail(format!(
+                "it is larger than {} bytes",
+                super::MAX_BUNDLE_BYTES
+            ))
+        };
         if response
             .content_length()
             .is_some_and(|n| n > super::MAX_BUNDLE_BYTES)
         {
-            return Err(fail(format!(
-                "it is larger than {} bytes",
-                super::MAX_BUNDLE_BYTES
-            )));
+            return Err(too_large());
         }
-        let bytes = response.bytes().await.map_err(|e| fail(e.to_string()))?;
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
+            if (bytes.len() + chunk.len()) as u64 > super::MAX_BUNDLE_BYTES {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let bundle = Bundle::from_tarball(&bytes, &self.url, &self.name, self.verifier.as_deref())?;
         if let Some(cache) = &self.cache
             && let Err(e) = write_atomically(cache, &bytes)
