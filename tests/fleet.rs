@@ -27,6 +27,11 @@ struct Server {
 impl Server {
     /// Starts the server over `dir` (bundles in `dir/root`), on `port` (0: any).
     fn start(dir: &Path, port: u16) -> Server {
+        Server::start_with(dir, port, &[])
+    }
+
+    /// The same, with more arguments for the server (`--token T`).
+    fn start_with(dir: &Path, port: u16, extra: &[&str]) -> Server {
         let (root, inbox, log) = (
             dir.join("root"),
             dir.join("inbox"),
@@ -42,6 +47,7 @@ impl Server {
             .args(["--inbox", inbox.to_str().unwrap()])
             .args(["--log", log.to_str().unwrap()])
             .args(["--port", &port.to_string()])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the test server");
@@ -1021,4 +1027,60 @@ fn a_run_under_a_bundle_records_its_revision_on_every_line_and_logs_each_outcome
         [("write_file", "succeeded"), ("read_file", "blocked")]
     );
     assert_eq!(decisions[1]["bundles"]["reasonix"]["revision"], "r7");
+}
+
+#[test]
+fn credentials_come_from_the_environment_and_a_missing_one_refuses_to_start() {
+    let w = World::new();
+    let server = Server::start_with(&w.root.join("srv"), 0, &["--token", "fleet-token-1"]);
+    server.serve("b.tar.gz", &tarball(&bundle("t1", &["secret.txt"])));
+    yaml(
+        &w,
+        &format!(
+            "bundle:\n  url: {}\n  token_env: FLEET_TOKEN\ndecision_logs:\n  url: {}\n  token_env: FLEET_TOKEN\n  flush_ms: 50\n",
+            server.bundle_url("b.tar.gz"),
+            server.collector()
+        ),
+    );
+    let check = |token: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_reasonix"));
+        cmd.args(["check", "--format", "json", "--workspace"])
+            .arg(&w.ws)
+            .arg(read("secret.txt").to_string())
+            .current_dir(&w.outside)
+            .env("HOME", &w.home)
+            .env_remove("FLEET_TOKEN");
+        if let Some(t) = token {
+            cmd.env("FLEET_TOKEN", t);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = check(Some("fleet-token-1"));
+    assert_eq!(code, 20, "{out}{err}");
+    assert!(out.contains(r#""policy_revision":"t1""#), "{out}");
+    let received = server.received();
+    assert_eq!(received.len(), 1, "{:?}", server.requests());
+    assert_eq!(received[0]["bundles"]["reasonix"]["revision"], "t1");
+    // Unset: refused before any request goes out without credentials.
+    let before = server.requests().len();
+    let (code, _, err) = check(None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bundle.token_env names FLEET_TOKEN, which is not set"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), before);
+    // A wrong token: the server's 401 refuses the bundle, and the gate does not start.
+    let (code, _, err) = check(Some("wrong-token-2"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("401"), "{err}");
+    assert!(
+        !err.contains("fleet-token-1") && !err.contains("wrong-token-2"),
+        "a token in the error: {err}"
+    );
 }

@@ -29,6 +29,7 @@
 //!   poll_ms: 60000                   # how often a run polls the server (0: never)
 //!   cache: .reasonix/bundle.tar.gz   # the last good download, used when the first one fails
 //!   verification: {key: keys/bundle.pem, algorithm: RS256, keyid: fleet, scope: ""}
+//!   token_env: BUNDLE_TOKEN          # a bearer token for the bundle server, from the environment
 //! decision_logs:                     # each decision in OPA's shape (crate::decisions)
 //!   file: .reasonix/decisions.jsonl  # what --decision-log would say; --decision-log wins
 //!   url: https://collector.example/logs   # batches POSTed gzip'd
@@ -37,6 +38,7 @@
 //!   buffer: .reasonix/decision-logs  # batches wait here while the collector is unreachable
 //!   buffer_bytes: 10485760           # the buffer's bound; the oldest batches go first
 //!   mask: [/input/arguments/content] # JSON pointers removed before a decision leaves
+//!   token_env: COLLECTOR_TOKEN       # a bearer token for the collector, from the environment
 //! ```
 
 use std::path::{Path, PathBuf};

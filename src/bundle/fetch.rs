@@ -58,14 +58,12 @@ impl Remote {
         name: &str,
         verifier: Option<Arc<Verifier>>,
         cache: Option<PathBuf>,
+        token: Option<&str>,
     ) -> Result<Remote, BundleError> {
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .build()
-            .map_err(|e| BundleError::Fetch {
-                where_: url.to_owned(),
-                why: e.to_string(),
-            })?;
+        let client = client(TIMEOUT, token).map_err(|why| BundleError::Fetch {
+            where_: url.to_owned(),
+            why,
+        })?;
         Ok(Remote {
             url: url.to_owned(),
             name: name.to_owned(),
@@ -181,6 +179,37 @@ impl Remote {
                 }
             })?;
         Ok(())
+    }
+}
+
+/// An HTTP client with a timeout and, when given, `Authorization: Bearer TOKEN` on every
+/// request (marked sensitive, so it is never logged).
+pub fn client(timeout: Duration, token: Option<&str>) -> Result<reqwest::Client, String> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(token) = token {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the token holds characters a header cannot carry".to_owned())?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .default_headers(headers)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The token in the environment variable `var` names, when one is named; a variable that is
+/// named and unset (or empty) is an error, never a request without credentials.
+pub fn token(var: Option<&str>, what: &str) -> Result<Option<String>, String> {
+    match var {
+        None => Ok(None),
+        Some(var) => match std::env::var(var) {
+            Ok(t) if !t.is_empty() => Ok(Some(t)),
+            _ => Err(format!(
+                "{what}.token_env names {var}, which is not set in the environment"
+            )),
+        },
     }
 }
 

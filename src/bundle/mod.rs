@@ -210,6 +210,8 @@ pub struct BundleSpec {
     pub cache: Option<std::path::PathBuf>,
     /// The key signed bundles are verified with; with it, an unsigned bundle is refused.
     pub verification: Option<VerificationSpec>,
+    /// The environment variable holding a bearer token for the bundle server.
+    pub token_env: Option<String>,
 }
 
 /// The bundle's name when none is configured.
@@ -251,7 +253,13 @@ pub fn start(spec: &BundleSpec, base: &Path) -> Result<Started, BundleError> {
             );
         }
         let cache = spec.cache.as_ref().map(|c| base.join(c));
-        let mut remote = fetch::Remote::new(url, name, verifier, cache)?;
+        let token = fetch::token(spec.token_env.as_deref(), "bundle").map_err(|why| {
+            BundleError::Fetch {
+                where_: url.clone(),
+                why,
+            }
+        })?;
+        let mut remote = fetch::Remote::new(url, name, verifier, cache, token.as_deref())?;
         let (bundle, origin) = remote.first()?;
         let live = std::sync::Arc::new(live::LiveBundle::new(bundle));
         let every = spec.poll_ms.unwrap_or(DEFAULT_POLL_MS);

@@ -64,6 +64,8 @@ pub struct DecisionLogSpec {
     pub buffer_bytes: Option<u64>,
     /// JSON pointers into each event's `input` or `result` to remove, as OPA masks.
     pub mask: Option<Vec<String>>,
+    /// The environment variable holding a bearer token for the collector.
+    pub token_env: Option<String>,
 }
 
 impl DecisionLogSpec {
@@ -124,6 +126,8 @@ impl DecisionLog {
         };
         let upload = match &spec.url {
             Some(url) => {
+                let token =
+                    crate::bundle::fetch::token(spec.token_env.as_deref(), "decision_logs")?;
                 let buffer = base.join(spec.buffer.as_deref().unwrap_or(Path::new(DEFAULT_BUFFER)));
                 Some(
                     upload::Uploader::start(upload::Upload {
@@ -132,6 +136,7 @@ impl DecisionLog {
                         flush: Duration::from_millis(spec.flush_ms.unwrap_or(DEFAULT_FLUSH_MS)),
                         buffer_bytes: spec.buffer_bytes.unwrap_or(DEFAULT_BUFFER_BYTES),
                         buffer: buffer.clone(),
+                        token,
                     })
                     .map_err(|e| {
                         format!(

@@ -40,6 +40,8 @@ pub struct Upload {
     pub buffer: PathBuf,
     /// The most bytes the buffer may hold.
     pub buffer_bytes: u64,
+    /// A bearer token for the collector.
+    pub token: Option<String>,
 }
 
 enum Message {
@@ -64,9 +66,7 @@ impl Uploader {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .build()
+        let client = crate::bundle::fetch::client(TIMEOUT, upload.token.as_deref())
             .map_err(std::io::Error::other)?;
         let thread = std::thread::Builder::new()
             .name("decision-logs".into())
