@@ -73,7 +73,9 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod bundle;
 pub mod call;
+pub mod decisions;
 pub mod execute;
 pub mod gate;
 pub mod hooks;

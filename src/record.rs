@@ -497,6 +497,8 @@ pub fn file_digest(path: &Path) -> Option<(String, u64)> {
 pub struct Recorder {
     path: PathBuf,
     file: Mutex<Open>,
+    /// The revision of the policy bundle in force, written into every line while it is set.
+    policy_revision: Mutex<Option<String>>,
 }
 
 struct Open {
@@ -548,7 +550,17 @@ impl Recorder {
                 id: (meta.dev(), meta.ino()),
                 len: meta.len(),
             }),
+            policy_revision: Mutex::new(None),
         })
+    }
+
+    /// The revision of the policy bundle judging from now on: every line appended after this
+    /// carries it as `policy_revision` (`None`: the policy is not a bundle, and lines carry none).
+    pub fn set_policy_revision(&self, revision: Option<String>) {
+        *self
+            .policy_revision
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = revision;
     }
 
     /// Where it is.
@@ -558,7 +570,22 @@ impl Recorder {
 
     /// Appends one line, whole, and syncs it to disk.
     pub fn append(&self, line: &impl Serialize) -> std::io::Result<()> {
-        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        let revision = self
+            .policy_revision
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut bytes = match revision {
+            None => serde_json::to_vec(line),
+            Some(revision) => {
+                let mut value = serde_json::to_value(line).map_err(std::io::Error::other)?;
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("policy_revision".into(), revision.into());
+                }
+                serde_json::to_vec(&value)
+            }
+        }
+        .map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         let mut open = match self.file.lock() {
             Ok(f) => f,
@@ -655,6 +682,19 @@ mod tests {
         let r = Recorder::open(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(r.append(&serde_json::json!({"f": 6})).is_err());
+    }
+
+    #[test]
+    fn every_line_carries_the_policy_revision_once_one_is_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let r = Recorder::open(&path).unwrap();
+        r.append(&serde_json::json!({"a": 1})).unwrap();
+        r.set_policy_revision(Some("v7".into()));
+        r.append(&serde_json::json!({"b": 2})).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, [r#"{"a":1}"#, r#"{"b":2,"policy_revision":"v7"}"#]);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! | `shell` | classify's engine for bash |
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
+//! | `bundle` | where the policy comes from: OPA bundles, downloaded, verified, swapped between calls |
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
@@ -18,6 +19,7 @@
 //! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
+//! | `decisions` | after the record: each decision, in OPA's decision-log shape, to a file or a collector |
 //! | `agent` | the loop that drives it all |
 //!
 //! Inside `gate`, each stage module may use only the stages before it.
@@ -25,8 +27,24 @@
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "hooks",
-    "lease", "execute", "record", "rewind", "agent",
+    "text",
+    "vocab",
+    "call",
+    "shell",
+    "sandbox",
+    "policy",
+    "bundle",
+    "host",
+    "tool",
+    "mcp",
+    "gate",
+    "hooks",
+    "lease",
+    "execute",
+    "record",
+    "decisions",
+    "rewind",
+    "agent",
 ];
 
 const GATE_STAGES: &[&str] = &[

@@ -24,6 +24,21 @@
 //!   pre_tool: [{tools: [bash], command: [python3, hooks/check.py], timeout_ms: 5000}]
 //! mcp_servers:                       # MCP servers, as in .mcp.json (which is read too)
 //!   time: {command: uvx, args: [mcp-server-time], startup_timeout_ms: 10000}
+//! bundle:                            # the policy as an OPA bundle (crate::bundle)
+//!   url: https://bundles.example/reasonix.tar.gz   # or path: policy-bundle/ (a folder or .tar.gz)
+//!   poll_ms: 60000                   # how often a run polls the server (0: never)
+//!   cache: .reasonix/bundle.tar.gz   # the last good download, used when the first one fails
+//!   verification: {key: keys/bundle.pem, algorithm: RS256, keyid: fleet, scope: ""}
+//!   token_env: BUNDLE_TOKEN          # a bearer token for the bundle server, from the environment
+//! decision_logs:                     # each decision in OPA's shape (crate::decisions)
+//!   file: .reasonix/decisions.jsonl  # what --decision-log would say; --decision-log wins
+//!   url: https://collector.example/logs   # batches POSTed gzip'd
+//!   batch: 100                       # send when this many wait
+//!   flush_ms: 5000                   # send at least this often
+//!   buffer: .reasonix/decision-logs  # batches wait here while the collector is unreachable
+//!   buffer_bytes: 10485760           # the buffer's bound; the oldest batches go first
+//!   mask: [/input/arguments/content] # JSON pointers removed before a decision leaves
+//!   token_env: COLLECTOR_TOKEN       # a bearer token for the collector, from the environment
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -128,6 +143,11 @@ pub struct RunConfig {
     pub mcp_servers: Option<std::collections::BTreeMap<String, crate::mcp::ServerSpec>>,
     /// Pre-tool hooks (`crate::hooks`).
     pub hooks: Option<crate::hooks::HooksSpec>,
+    /// The policy as an OPA bundle (`crate::bundle`); `--bundle`/`--bundle-url` win, and
+    /// `--policy` replaces it.
+    pub bundle: Option<crate::bundle::BundleSpec>,
+    /// Decision logs (`crate::decisions`); `--decision-log` sets the file.
+    pub decision_logs: Option<crate::decisions::DecisionLogSpec>,
 }
 
 impl RunConfig {
@@ -157,6 +177,8 @@ impl RunConfig {
             },
             mcp_servers: self.mcp_servers.or(other.mcp_servers),
             hooks: self.hooks.or(other.hooks),
+            bundle: self.bundle.or(other.bundle),
+            decision_logs: self.decision_logs.or(other.decision_logs),
         }
     }
 

@@ -182,6 +182,7 @@ pub struct Session {
     goal: Option<Goal>,
     rounds: usize,
     hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
+    decisions: Option<Arc<crate::decisions::DecisionLog>>,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -264,6 +265,7 @@ impl Session {
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
             hooks: None,
+            decisions: None,
             store,
             planning: None,
             plan_approved: false,
@@ -360,10 +362,32 @@ impl Session {
         &self.messages
     }
 
+    /// Each call's decision, once the call has ended, goes to this log too.
+    pub fn decisions(mut self, log: Arc<crate::decisions::DecisionLog>) -> Session {
+        self.decisions = Some(log);
+        self
+    }
+
+    /// Appends a call's line — with the revision of the bundle that judged it, which the lines
+    /// after it carry too — and logs its decision.
+    fn record_call(&self, j: &Decided, record: &CallRecord) -> Result<(), SessionError> {
+        if j.admission.policy_revision.is_some() {
+            self.recorder
+                .set_policy_revision(j.admission.policy_revision.clone());
+        }
+        self.recorder.append(record)?;
+        if let Some(log) = &self.decisions {
+            log.decide(&j.admission, Some(record.outcome));
+        }
+        Ok(())
+    }
+
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
     /// fails.
     pub async fn run(&mut self, prompt: &str) -> Result<End, SessionError> {
         tracing::info!(run_id = %self.run_id, "run started");
+        self.recorder
+            .set_policy_revision(self.gate.policy_revision());
         self.recorder.append(&EventRecord {
             run_id: self.run_id.clone(),
             time_ms: now_ms(),
@@ -458,7 +482,7 @@ impl Session {
         };
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
-        self.recorder.append(&record)?;
+        self.record_call(&j, &record)?;
         self.settle(ran.as_ref());
         self.terminal.call_ended(&CallEnd {
             admission: &j.admission,
@@ -682,7 +706,7 @@ impl Session {
                 duration_ms = record.duration_ms as u64,
                 "call ended"
             );
-            self.recorder.append(&record)?;
+            self.record_call(&j, &record)?;
             self.settle(ran.as_ref());
             self.terminal.call_ended(&CallEnd {
                 admission: &j.admission,

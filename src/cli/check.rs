@@ -27,6 +27,8 @@ pub struct CheckArgs {
     /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
     #[arg(long = "data", value_name = "FILE")]
     data: Vec<PathBuf>,
+    #[command(flatten)]
+    fleet: super::FleetArgs,
     /// The workspace the call runs in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
@@ -74,12 +76,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             data: &args.data,
             refused: "; nothing was checked",
         },
+        fleet: &args.fleet,
         record: None,
         posture,
         mode: args.mode.into(),
         explain: args.explain,
         dry_run: true,
     })?;
+    let decisions = super::decision_log(&built, &args.fleet)?;
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()
     {
@@ -131,14 +135,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                       text: Result<&str, String>,
                       line: Option<usize>|
      -> std::io::Result<Judged> {
-        let admission = match text {
+        let mut admission = match text {
             Ok(text) => {
                 let mut a = match (&hooks, reasonix::Call::parse(text)) {
                     (Some(hooks), Ok(call)) if !args.no_hooks => {
                         let explaining = gate.with_explain(true);
                         let judged = explaining.admit(&call);
                         let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
-                        if !args.explain {
+                        // A decision log keeps the input; it is taken out below, once logged.
+                        if !args.explain && decisions.is_none() {
                             a.input = None;
                         }
                         a
@@ -160,8 +165,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 }
                 a
             }
-            Err(why) => Admission::unreadable(why, posture),
+            Err(why) => {
+                let mut a = Admission::unreadable(why, posture);
+                a.policy_revision = gate.policy_revision();
+                a
+            }
         };
+        // Logged as judged, input and all; logged when written, so in input order.
+        let logged = decisions.as_ref().map(|_| {
+            let logged = admission.clone();
+            if !args.explain {
+                admission.input = None;
+            }
+            logged
+        });
         let mut bytes = Vec::with_capacity(1024);
         match format {
             Format::Json => {
@@ -179,14 +196,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Ok(Judged {
             verdict: admission.verdict,
             bytes,
+            logged,
         })
     };
     // Calls are judged one after another, in input order, when judging one may change how the
     // next is judged (a call to a configured MCP server starts it, and its tools join the gate)
     // or runs a program of the user's (a pre-tool hook); otherwise each call is judged on its
-    // own, on any thread: the gate is immutable.
+    // own, on any thread: the gate is immutable (a newer bundle is swapped in between calls).
+    // Decisions are logged as verdicts are written, in input order either way.
     let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
         || (hooks.is_some() && !args.no_hooks);
+    let log = decisions.as_deref();
     let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
         if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
             start_named_server(servers, &mut gate, text);
@@ -198,6 +218,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(call) => one_by_one(Ok(call), None).and_then(|j| {
             worst = Some(j.verdict);
             out.write_all(&j.bytes)?;
+            if let (Some(log), Some(a)) = (log, &j.logged) {
+                log.decide(a, None);
+            }
             out.flush()
         }),
         None => {
@@ -216,15 +239,19 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     &mut out,
                     Judging::InOrder(&mut one_by_one),
                     &mut worst,
+                    log,
                 )
             } else {
                 let gate = &gate;
                 let each =
                     |text: Result<&str, String>, line: Option<usize>| judge_with(gate, text, line);
-                stream(input, &mut out, Judging::Apart(&each), &mut worst)
+                stream(input, &mut out, Judging::Apart(&each), &mut worst, log)
             }
         }
     };
+    if let Some(log) = &decisions {
+        log.close();
+    }
     match written {
         Ok(()) => {}
         // The reader went away (`check … | head -1`): stop quietly.
@@ -291,6 +318,8 @@ struct Line<'a> {
 struct Judged {
     verdict: Verdict,
     bytes: Vec<u8>,
+    /// The admission as judged, for the decision log (when one is on).
+    logged: Option<Admission>,
 }
 
 /// Judges one call (or says why a line is not one) and renders its verdict.
@@ -329,6 +358,7 @@ fn stream(
     out: &mut dyn Write,
     mut judging: Judging<'_, '_>,
     worst: &mut Option<Verdict>,
+    log: Option<&reasonix::decisions::DecisionLog>,
 ) -> std::io::Result<()> {
     let mut input = input;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
@@ -360,6 +390,9 @@ fn stream(
         for judged in judged {
             *worst = (*worst).max(Some(judged.verdict));
             out.write_all(&judged.bytes)?;
+            if let (Some(log), Some(a)) = (log, &judged.logged) {
+                log.decide(a, None);
+            }
         }
         if eof {
             return out.flush();

@@ -293,6 +293,51 @@ fn workspace(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// Where the policy comes from when a fleet shares one, and where each decision is logged; for
+/// `check` and `run`. The same settings live in `reasonix.yaml` (`bundle:`, `decision_logs:`);
+/// a flag wins.
+#[derive(clap::Args, Clone, Default)]
+pub struct FleetArgs {
+    /// An OPA bundle — a .tar.gz or a folder in OPA's bundle layout — as the whole policy: its
+    /// Rego modules, its data files, and Reasonix YAML rules under reasonix/rules/.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["policies", "data", "bundle_url"])]
+    pub bundle: Option<PathBuf>,
+    /// Download the policy bundle from an OPA-compatible bundle server (polled during a run;
+    /// `bundle:` in reasonix.yaml sets the interval, the last good copy and the signing key).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["policies", "data"])]
+    pub bundle_url: Option<String>,
+    /// Append each decision, in OPA's decision-log shape, as a JSON line to FILE
+    /// (`decision_logs:` in reasonix.yaml also sends them to a collector).
+    #[arg(long, value_name = "FILE")]
+    pub decision_log: Option<PathBuf>,
+}
+
+impl FleetArgs {
+    /// The bundle to load: the flags', else `bundle:` of the settings unless `--policy` or
+    /// `--data` replace it.
+    fn bundle_spec(
+        &self,
+        settings: &RunConfig,
+        policy_flags: bool,
+    ) -> anyhow::Result<Option<reasonix::bundle::BundleSpec>> {
+        let mut spec = settings.bundle.clone().unwrap_or_default();
+        if let Some(path) = &self.bundle {
+            spec.path = Some(absolute(path)?);
+            spec.url = None;
+        } else if let Some(url) = &self.bundle_url {
+            spec.url = Some(url.clone());
+            spec.path = None;
+        } else if policy_flags || settings.bundle.is_none() {
+            return Ok(None);
+        } else if settings.policies.is_some() || settings.data.is_some() {
+            anyhow::bail!(
+                "reasonix.yaml names both a bundle (bundle:) and policies:/data:; a bundle is the whole policy, keep one"
+            );
+        }
+        Ok(Some(spec))
+    }
+}
+
 /// Where the policies in force came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -304,6 +349,8 @@ pub enum Origin {
     Default,
     /// A set the caller loaded itself (the policies beside a case file).
     Given,
+    /// An OPA bundle (`--bundle`, `--bundle-url`, `bundle:` in `reasonix.yaml`).
+    Bundle,
 }
 
 /// The policies in force and the files they came from.
@@ -314,6 +361,8 @@ pub struct Chosen {
     pub files: Vec<PathBuf>,
     /// Where the choice came from.
     pub origin: Origin,
+    /// The bundle the gates judge with, newest first, when the policy is one.
+    pub live: Option<std::sync::Arc<reasonix::bundle::live::LiveBundle>>,
 }
 
 impl Chosen {
@@ -337,7 +386,7 @@ impl Chosen {
                 "the policies: of reasonix.yaml replace it",
                 format!("add {BUILTIN_DEFAULT} to that list to keep it"),
             ),
-            Origin::Default | Origin::Given => return None,
+            Origin::Default | Origin::Given | Origin::Bundle => return None,
         };
         Some(format!(
             "the embedded default policy ({}) is not in force: {named}; {how}",
@@ -355,8 +404,12 @@ fn choose(
     settings: &RunConfig,
     policies: &[PathBuf],
     data: &[PathBuf],
+    fleet: &FleetArgs,
     refused: &str,
 ) -> anyhow::Result<Chosen> {
+    if let Some(spec) = fleet.bundle_spec(settings, !policies.is_empty() || !data.is_empty())? {
+        return bundle(workspace, &spec, refused);
+    }
     let from_flags = !policies.is_empty();
     let policies = if policies.is_empty() {
         settings.policy_paths(workspace)
@@ -373,6 +426,7 @@ fn choose(
             set: PolicySet::embedded_default(),
             files: Vec::new(),
             origin: Origin::Default,
+            live: None,
         });
     }
     let set = PolicySet::load_with(&policies, &data, false)
@@ -395,6 +449,41 @@ fn choose(
         } else {
             Origin::Settings
         },
+        live: None,
+    })
+}
+
+/// The policy of an OPA bundle: loaded (downloaded, for a server, and then polled), with the
+/// bundle, its last good copy and its key among the host's files no call may change.
+fn bundle(
+    workspace: &Path,
+    spec: &reasonix::bundle::BundleSpec,
+    refused: &str,
+) -> anyhow::Result<Chosen> {
+    let started = reasonix::bundle::start(spec, workspace)
+        .with_context(|| format!("the policy bundle does not load{refused}"))?;
+    let (bundle, _) = started.live.current();
+    if let Some(reasonix::bundle::fetch::Origin::Cache(why)) = &started.origin {
+        warn(&format!(
+            "{why}; judging with the last good copy of the bundle (revision {:?})",
+            bundle.revision
+        ));
+    }
+    tracing::info!(revision = %bundle.revision, verified = bundle.verified, "policy bundle loaded");
+    let mut files = Vec::new();
+    let named = [
+        spec.path.as_deref(),
+        spec.cache.as_deref(),
+        spec.verification.as_ref().map(|v| v.key.as_path()),
+    ];
+    for p in named.into_iter().flatten() {
+        files.push(workspace.join(p));
+    }
+    Ok(Chosen {
+        set: bundle.set.clone(),
+        files,
+        origin: Origin::Bundle,
+        live: Some(started.live),
     })
 }
 
@@ -417,11 +506,13 @@ enum Policies<'a> {
         data: &'a [PathBuf],
         refused: &'a str,
     },
-    /// A set already loaded, from these files (the policies beside a case file).
+    /// A set already loaded, from these files (the policies beside a case file, or the policy
+    /// of a gate already built, with its bundle).
     Loaded {
         set: &'a PolicySet,
         files: &'a [PathBuf],
         data: &'a [PathBuf],
+        live: Option<&'a std::sync::Arc<reasonix::bundle::live::LiveBundle>>,
     },
 }
 
@@ -432,6 +523,8 @@ struct GateSpec<'a> {
     workspace: &'a Path,
     /// The policies.
     policies: Policies<'a>,
+    /// `--bundle`, `--bundle-url`, `--decision-log`.
+    fleet: &'a FleetArgs,
     /// `--record`, if given.
     record: Option<&'a Path>,
     /// Who answers asks.
@@ -464,8 +557,13 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
             policies,
             data,
             refused,
-        } => choose(&workspace, &settings, policies, data, refused)?,
-        Policies::Loaded { set, files, data } => {
+        } => choose(&workspace, &settings, policies, data, spec.fleet, refused)?,
+        Policies::Loaded {
+            set,
+            files,
+            data,
+            live,
+        } => {
             let mut all = Vec::new();
             for p in files.iter().chain(data) {
                 all.push(absolute(p)?);
@@ -473,7 +571,12 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
             Chosen {
                 set: set.clone(),
                 files: all,
-                origin: Origin::Given,
+                origin: if live.is_some() {
+                    Origin::Bundle
+                } else {
+                    Origin::Given
+                },
+                live: live.cloned(),
             }
         }
     };
@@ -483,11 +586,23 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
     }
     let mut files = RunConfig::files(&workspace);
     files.extend(chosen.files.iter().cloned());
+    let decision_log = spec
+        .fleet
+        .decision_log
+        .as_deref()
+        .map(absolute)
+        .transpose()?;
+    let logs = settings.decision_logs.clone().unwrap_or_default();
+    let log_files = logs.files(&workspace, decision_log.as_deref());
+    let inputs = !log_files.is_empty();
+    files.extend(log_files);
     let gate = Gate::builder(Registry::with_builtins(), &chosen.set, &workspace)
         .posture(spec.posture)
         .mode(spec.mode)
         .explain(spec.explain)
+        .inputs(inputs)
         .dry_run(spec.dry_run)
+        .bundle(chosen.live.clone())
         .host_files(host.with_files(files))
         .build()
         .context("cannot set up the gate")?;
@@ -496,6 +611,26 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         settings,
         chosen,
     })
+}
+
+/// The decision log the settings and `--decision-log` name, for a gate built by [`gate`];
+/// `None` when neither names one.
+fn decision_log(
+    built: &Built,
+    fleet: &FleetArgs,
+) -> anyhow::Result<Option<std::sync::Arc<reasonix::decisions::DecisionLog>>> {
+    let file = fleet.decision_log.as_deref().map(absolute).transpose()?;
+    let spec = built.settings.decision_logs.clone().unwrap_or_default();
+    let bundle = built.gate.bundle().map(|(name, _)| name);
+    reasonix::decisions::DecisionLog::open(
+        &spec,
+        file.as_deref(),
+        built.gate.roots().workspace(),
+        bundle,
+    )
+    .map_err(anyhow::Error::msg)
+    .context("reasonix.yaml decision_logs")
+    .map(|log| log.map(std::sync::Arc::new))
 }
 
 /// The record `--record` names (absolute), else the one `reasonix.yaml` names (relative to the

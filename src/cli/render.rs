@@ -55,6 +55,13 @@ pub fn admission(out: &mut dyn Write, a: &Admission, line: Option<usize>) -> io:
         let (reason, _) = split_schema(reason);
         writeln!(out, "  {label}also{label:#}    {}", visible(reason))?;
     }
+    if let Some(revision) = &a.policy_revision {
+        writeln!(
+            out,
+            "  {label}bundle{label:#}  revision {}",
+            visible(&format!("{revision:?}"))
+        )?;
+    }
     for rule in &a.rules {
         let (open, close) = if rule.decisive {
             ("", "")

@@ -95,6 +95,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
             data: &args.data,
             refused: "; nothing was rewound",
         },
+        fleet: &super::FleetArgs::default(),
         record: args.record.as_deref(),
         posture: Posture::Unattended,
         mode: Mode::Normal,

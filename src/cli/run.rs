@@ -91,6 +91,8 @@ pub struct RunArgs {
     /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
     #[arg(long = "data", value_name = "FILE")]
     data: Vec<PathBuf>,
+    #[command(flatten)]
+    fleet: super::FleetArgs,
     /// Nobody answers: every `ask` resolves by the policy's `defaults.unattended`. Implied when
     /// stdin is not a terminal.
     #[arg(long)]
@@ -171,6 +173,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             data: &args.data,
             refused: "; nothing ran",
         },
+        fleet: &args.fleet,
         record: args.record.as_deref(),
         posture,
         mode: Mode::Normal,
@@ -181,7 +184,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(notice) = built.chosen.default_notice() {
         warn(&notice);
     }
-    let (gate, config) = (built.gate, built.settings);
+    let decisions = super::decision_log(&built, &args.fleet)?;
+    let (gate, config, chosen) = (built.gate, built.settings, built.chosen);
     let record = gate.host_files().record().to_path_buf();
     let workspace = gate.roots().workspace().to_path_buf();
     let goal = match (&args.goal, &args.verify) {
@@ -237,8 +241,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // same specification and with the same tools, and goes on with the normal one once a plan
     // is approved.
     let (gate, after_plan) = if args.plan {
+        // The same policy (the same bundle, not a second download).
         let planning = super::gate(super::GateSpec {
             mode: Mode::Plan,
+            policies: super::Policies::Loaded {
+                set: &chosen.set,
+                files: &chosen.files,
+                data: &[],
+                live: chosen.live.as_ref(),
+            },
             ..spec
         })?;
         let planning = planning
@@ -297,12 +308,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(goal) = goal {
         session = session.goal(goal);
     }
+    if let Some(log) = &decisions {
+        session = session.decisions(Arc::clone(log));
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let ended = runtime.block_on(session.run(&args.prompt));
+    if let Some(log) = &decisions {
+        // What the collector could not take now stays buffered for the next run.
+        log.close();
+    }
     terminal.finish_line();
     let summary = terminal.summary();
     let where_ = format!("record: {}", record.display());

@@ -53,7 +53,14 @@ pub struct ExecArgs {
 fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let (canonical, settings) = super::settled(&workspace)?;
-    let chosen = super::choose(&canonical, &settings, &args.policies, &[], "")?;
+    let chosen = super::choose(
+        &canonical,
+        &settings,
+        &args.policies,
+        &[],
+        &super::FleetArgs::default(),
+        "",
+    )?;
     let mut config = chosen.set.jail();
     for rule in &args.allow_net {
         let rule = NetRule::try_from(rule.clone()).map_err(anyhow::Error::msg)?;

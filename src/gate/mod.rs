@@ -29,8 +29,14 @@
 //! Every entry point builds its gate with [`Gate::builder`], which cannot build without the
 //! host's own files ([`HostFiles`]), so a dry run and a live run protect the same files.
 //!
-//! A gate is immutable once built, its mode included. A session whose plan is approved does not
-//! switch this gate to normal mode: it goes on with a second gate built from the same
+//! A gate is immutable once built, its mode included — with one exception, its compiled
+//! policy when the policy is an OPA bundle ([`GateBuilder::bundle`], [`crate::bundle`]): at the
+//! start of each admission the gate looks whether a newer bundle is live and, if so, compiles it
+//! for its workspace and swaps it in whole; the admission then judges entirely with what it took
+//! (one policy, one `policy_revision`), so a revision changes only between calls.
+//!
+//! Otherwise nothing changes: a session whose plan is approved does not switch this gate to
+//! normal mode: it goes on with a second gate built from the same
 //! specification in [`Mode::Normal`], so no value shared with a running admission ever changes
 //! under it, and a gate's answers depend on nothing but how it was built.
 //!
@@ -50,8 +56,10 @@ mod validate;
 mod verdict;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
+
+use crate::bundle::live::LiveBundle;
 
 use crate::call::Call;
 use crate::host::{HostFiles, Protected, Reach};
@@ -85,16 +93,30 @@ pub enum GateError {
 /// The admission gate for one workspace, registry, policy and posture. Immutable once built.
 pub struct Gate {
     registry: Arc<Registry>,
-    policy: Arc<CompiledPolicy>,
+    /// The compiled policy and the session it judges in; shared by the gates made from this one
+    /// ([`Gate::with_registry`]), swapped whole when a newer bundle is live.
+    current: Arc<RwLock<Arc<Current>>>,
+    /// The bundle the policy comes from, when it does.
+    live: Option<Arc<LiveBundle>>,
     roots: Roots,
     posture: Posture,
     mode: Mode,
     explain: bool,
+    /// Attach the policy input to every admission for a decision log, shown or not.
+    inputs: bool,
     /// Planned when a call first needs it ([`SharedPlan`]).
     jail: SharedPlan,
     host: HostFiles,
     protected: Protected,
+}
+
+/// What one admission judges with, taken once at its start: one policy, one revision.
+struct Current {
+    policy: Arc<CompiledPolicy>,
     session: SessionInfo,
+    /// The bundle and the generation of [`LiveBundle`] this was compiled from (0 without one).
+    bundle: Option<(String, String)>,
+    generation: u64,
 }
 
 /// A gate still being configured; `H` is [`HostFiles`] once they are given, and only then can
@@ -107,7 +129,9 @@ pub struct GateBuilder<'p, H> {
     posture: Posture,
     mode: Mode,
     explain: bool,
+    inputs: bool,
     dry_run: bool,
+    live: Option<Arc<LiveBundle>>,
     host: H,
 }
 
@@ -129,7 +153,9 @@ impl Gate {
             posture: Posture::default(),
             mode: Mode::default(),
             explain: false,
+            inputs: false,
             dry_run: false,
+            live: None,
             host: NeedsHostFiles,
         }
     }
@@ -157,12 +183,27 @@ impl<'p, H> GateBuilder<'p, H> {
         self
     }
 
+    /// Attach the policy input document to every admission, for a decision log, without
+    /// `--explain` (whose output shows it).
+    pub fn inputs(mut self, inputs: bool) -> Self {
+        self.inputs = inputs;
+        self
+    }
+
     /// A gate for a dry run (`reasonix check`), whose admissions never execute: the jail plan it
     /// shows is [`Plan::dry`], computed from what the machine says it offers, with nothing
     /// built and no part of the kernel's sandbox tried (default: false). An admission of such a
     /// gate runs nothing: its plan refuses.
     pub fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// The policy is a bundle's: the gate judges with the newest one `live` holds, compiled for
+    /// its workspace at the start of the first admission that sees it, so each call is judged
+    /// by one revision (the policy given to [`Gate::builder`] then only configures the jail).
+    pub fn bundle(mut self, live: Option<Arc<LiveBundle>>) -> Self {
+        self.live = live;
         self
     }
 
@@ -175,7 +216,9 @@ impl<'p, H> GateBuilder<'p, H> {
             posture: self.posture,
             mode: self.mode,
             explain: self.explain,
+            inputs: self.inputs,
             dry_run: self.dry_run,
+            live: self.live,
             host,
         }
     }
@@ -208,20 +251,41 @@ impl GateBuilder<'_, HostFiles> {
             }
             .with_host_files(host_files)
         });
-        let policy = Arc::new(self.policy.compile(&roots)?);
+        let current = match &self.live {
+            Some(live) => {
+                let (bundle, generation) = live.current();
+                Current {
+                    policy: Arc::new(bundle.set.compile(&roots)?),
+                    session: SessionInfo::new(
+                        self.posture,
+                        self.mode,
+                        &roots,
+                        Some(bundle.revision.clone()),
+                    ),
+                    bundle: Some((bundle.name.clone(), bundle.revision.clone())),
+                    generation,
+                }
+            }
+            None => Current {
+                policy: Arc::new(self.policy.compile(&roots)?),
+                session: SessionInfo::new(self.posture, self.mode, &roots, None),
+                bundle: None,
+                generation: 0,
+            },
+        };
         let protected = self.host.resolve(roots.workspace(), roots.home());
-        let session = SessionInfo::new(self.posture, self.mode, &roots);
         Ok(Gate {
             registry: Arc::new(registry),
-            policy,
+            current: Arc::new(RwLock::new(Arc::new(current))),
+            live: self.live,
             roots,
             posture: self.posture,
             mode: self.mode,
             explain: self.explain,
+            inputs: self.inputs,
             jail,
             host: self.host,
             protected,
-            session,
         })
     }
 }
@@ -257,16 +321,71 @@ impl Gate {
     fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
         Gate {
             registry,
-            policy: Arc::clone(&self.policy),
+            current: Arc::clone(&self.current),
+            live: self.live.clone(),
             roots: self.roots.clone(),
             posture: self.posture,
             mode: self.mode,
             explain: self.explain,
+            inputs: self.inputs,
             jail: self.jail.clone(),
             host: self.host.clone(),
             protected: self.protected.clone(),
-            session: self.session.clone(),
         }
+    }
+
+    /// What the next admission judges with: the compiled policy in force, or — when a newer
+    /// bundle is live — that bundle compiled for this workspace and swapped in whole. A bundle
+    /// that does not compile here keeps the policy in force (and says so in the logs).
+    fn current(&self) -> Arc<Current> {
+        // A poisoned lock only means a swap panicked: the value inside is still whole.
+        let held = Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()));
+        let Some(live) = &self.live else {
+            return held;
+        };
+        if live.generation() == held.generation {
+            return held;
+        }
+        let (bundle, generation) = live.current();
+        let next = match bundle.set.compile(&self.roots) {
+            Ok(policy) => Current {
+                policy: Arc::new(policy),
+                session: SessionInfo {
+                    policy_revision: Some(bundle.revision.clone()),
+                    ..held.session.clone()
+                },
+                bundle: Some((bundle.name.clone(), bundle.revision.clone())),
+                generation,
+            },
+            Err(e) => {
+                tracing::warn!(
+                    revision = %bundle.revision,
+                    "the new bundle does not compile for this workspace; the policy in force stays: {e}"
+                );
+                Current {
+                    policy: Arc::clone(&held.policy),
+                    session: held.session.clone(),
+                    bundle: held.bundle.clone(),
+                    generation,
+                }
+            }
+        };
+        let next = Arc::new(next);
+        let mut slot = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if slot.generation < next.generation {
+            *slot = Arc::clone(&next);
+        }
+        next
+    }
+
+    /// The revision of the bundle in force (`None` when the policy is not a bundle).
+    pub fn policy_revision(&self) -> Option<String> {
+        self.current().session.policy_revision.clone()
+    }
+
+    /// The bundle in force, as `(name, revision)` (`None` when the policy is not a bundle).
+    pub fn bundle(&self) -> Option<(String, String)> {
+        self.current().bundle.clone()
     }
 
     /// The jail plan bash calls run under (planned now if no call needed it yet).
@@ -348,7 +467,8 @@ impl Gate {
         );
         let _entered = span.enter();
         let mut laps = Laps::start();
-        match self.stages(call, &mut laps) {
+        let current = self.current();
+        match self.stages(call, &current, &mut laps) {
             Ok(judgement) => {
                 if laps.on() {
                     let a = judgement.admission();
@@ -358,34 +478,46 @@ impl Gate {
             }
             Err(Invalid { id, tool, message }) => {
                 laps.report("invalid", Stage::Validate.as_str());
-                Judgement::Refused(Admission::invalid(id, tool, &message, self.posture))
+                let mut a = Admission::invalid(id, tool, &message, self.posture);
+                a.policy_revision = current.session.policy_revision.clone();
+                Judgement::Refused(a)
             }
         }
     }
 
     /// The stages, in order.
-    fn stages(&self, call: &Call, laps: &mut Laps) -> Result<Judgement, Invalid> {
+    fn stages(
+        &self,
+        call: &Call,
+        current: &Current,
+        laps: &mut Laps,
+    ) -> Result<Judgement, Invalid> {
         let targeted = target::target(&self.registry, call)?;
         laps.lap(0);
         let validated = validate::validate(&self.registry, &targeted.call, targeted.via)?;
         laps.lap(1);
-        let classified = classify::classify(validated, &self.policy)?;
+        let classified = classify::classify(validated, &current.policy)?;
         laps.lap(2);
         let resolved = resolve::resolve(classified, &self.roots);
         laps.lap(3);
-        let ruled = judge::judge(resolved, &self.policy, &self.session, self.explain);
+        let ruled = judge::judge(
+            resolved,
+            &current.policy,
+            &current.session,
+            self.explain || self.inputs,
+        );
         laps.lap(4);
         let confined = confine::confine(ruled, &self.protected, &self.jail);
         laps.lap(5);
         let planned = plan::plan(confined, self.mode);
         laps.lap(6);
-        let approved = approve::approve(planned, self.posture, self.policy.defaults());
+        let approved = approve::approve(planned, self.posture, current.policy.defaults());
         laps.lap(7);
-        Ok(self.seal(approved))
+        Ok(self.seal(approved, current))
     }
 
     /// The verdict as output, and the token when the call may run.
-    fn seal(&self, approved: Approved) -> Judgement {
+    fn seal(&self, approved: Approved, current: &Current) -> Judgement {
         let Approved { confined } = approved;
         let ruled = confined.ruled;
         let resolved = ruled.resolved;
@@ -408,7 +540,8 @@ impl Gate {
                 .as_ref()
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
-            input: ruled.input.filter(|_| self.explain),
+            policy_revision: current.session.policy_revision.clone(),
+            input: ruled.input.filter(|_| self.explain || self.inputs),
             sandbox: class.bash.as_ref().map(|_| self.jail.view()),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
@@ -427,7 +560,7 @@ impl Gate {
                 Err(_) => return Judgement::Refused(admission),
             }
         }
-        let withheld = self.policy.withholding(&call.name, &class.effects);
+        let withheld = current.policy.withholding(&call.name, &class.effects);
         let admitted = Admitted::new(Parts {
             admission,
             tool: call.tool,

@@ -126,6 +126,8 @@ pub struct Admission {
     pub bash: Option<Value>,
     /// The posture the verdict was reached under.
     pub posture: Posture,
+    /// The revision of the policy bundle that judged (`null` when the policy is not a bundle).
+    pub policy_revision: Option<String>,
     /// The policy input document, when the gate explains (`reasonix check --explain`).
     pub input: Option<PolicyInput>,
     /// The jail a bash call would run in; `null` for other tools.
@@ -165,6 +167,7 @@ impl Admission {
             read_only: None,
             bash: None,
             posture,
+            policy_revision: None,
             input: None,
             sandbox: None,
             annotations: None,

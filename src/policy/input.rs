@@ -98,12 +98,21 @@ pub struct SessionInfo {
     pub workspace: String,
     /// Every root, the workspace first.
     pub roots: Vec<Root>,
+    /// The revision of the bundle the policy came from (its manifest's `revision`); `null`
+    /// when the policy is not a bundle (`--policy`, the embedded default).
+    pub policy_revision: Option<String>,
 }
 
 impl SessionInfo {
     /// The session of a gate.
-    pub fn new(posture: Posture, mode: Mode, roots: &Roots) -> SessionInfo {
+    pub fn new(
+        posture: Posture,
+        mode: Mode,
+        roots: &Roots,
+        policy_revision: Option<String>,
+    ) -> SessionInfo {
         SessionInfo {
+            policy_revision,
             posture,
             mode,
             workspace: roots.workspace().display().to_string(),
