@@ -60,6 +60,22 @@ pub(super) struct ModuleFacts {
     tool_names: Vec<(String, At)>,
     /// The test rules (`test_*`, not functions), in order, each once.
     pub tests: Vec<String>,
+    /// Every rule's head, for the tool index (`index.rs`).
+    pub heads: Vec<Head>,
+}
+
+/// A rule's head, as the tool index reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Head {
+    /// The path it defines below `data`: the package, then the head's plain start
+    /// (`["reasonix", "git", "deny"]`).
+    pub path: Vec<String>,
+    /// Whether `path` is the whole head (`deny`), not only its plain start (`deny[x]`).
+    pub whole: bool,
+    /// For a set rule `S contains k if { input.tool == "T"; ... }` whose every body starts with
+    /// that comparison (no `with`), `T`: the rule can add nothing for another tool, and its
+    /// bodies stop at their first statement.
+    pub tool: Option<String>,
 }
 
 impl ModuleFacts {
@@ -96,6 +112,7 @@ impl ModuleFacts {
             data_refs: Vec::new(),
             tool_names: Vec::new(),
             tests: Vec::new(),
+            heads: Vec::new(),
         };
         for import in &module.imports {
             if let Some(path) = ref_path(&import.refr)
@@ -171,6 +188,14 @@ impl ModuleFacts {
                 let at = at(span.source.file(), span.line, span.col);
                 facts.tool_names.push((name, at));
             }
+            // A head that does not start with a name defines nothing the index can place: an
+            // empty path, which every package's sets start with, so none is skipped.
+            let (path, whole) = head_path(head).unwrap_or_default();
+            facts.heads.push(Head {
+                path: facts.package.iter().chain(&path).cloned().collect(),
+                whole: whole && !path.is_empty(),
+                tool: tool_guard(rule),
+            });
             // A head with a non-literal part (`a[x] := …`) is named by its plain start.
             if let Some((path, _)) = head_path(head) {
                 let span = head.span();
@@ -216,6 +241,50 @@ fn at(file: &str, line: u32, col: u32) -> At {
         line: line as usize,
         column: col as usize,
     }
+}
+
+/// `T` when the rule is a set rule (`S contains k if …`) with at least one body, and every body
+/// starts with `input.tool == "T"` (either way round, no `with`), the same `T` throughout.
+/// regorus evaluates a body's statements in order when nothing binds a variable between them
+/// (its scheduler places statements that need no variable first, in their written order), so
+/// for another tool each body stops at that comparison, before anything that could fail.
+fn tool_guard(rule: &Rule) -> Option<String> {
+    let Rule::Spec {
+        head: RuleHead::Set { .. },
+        bodies,
+        ..
+    } = rule
+    else {
+        return None;
+    };
+    let mut tool = None;
+    for body in bodies {
+        let first = body.query.stmts.first()?;
+        let Literal::Expr { expr, .. } = &first.literal else {
+            return None;
+        };
+        if !first.with_mods.is_empty() || body.assign.is_some() {
+            return None;
+        }
+        let Expr::BoolExpr {
+            op: regorus::unstable::BoolOp::Eq,
+            lhs,
+            rhs,
+            ..
+        } = expr.as_ref()
+        else {
+            return None;
+        };
+        let name = [(lhs, rhs), (rhs, lhs)].into_iter().find_map(|(a, b)| {
+            (ref_path(a)? == ["input", "tool"]).then_some(())?;
+            literal(b)
+        })?;
+        if tool.as_ref().is_some_and(|t| *t != name) {
+            return None;
+        }
+        tool = Some(name);
+    }
+    tool
 }
 
 /// The plain reference a chain starts with (`data.a.b` of `data.a.b[x].c`), and whether it is

@@ -11,6 +11,7 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value as Json;
 
 use super::analysis::{self, ModuleFacts};
+use super::index::Index;
 use super::{AGGREGATE, Package, ROOT_PACKAGE, Rego, RegoSource, TIME_LIMIT};
 use crate::policy::{Decision, PolicyProblem};
 
@@ -132,13 +133,18 @@ impl Rego {
             .into_iter()
             .filter(|p| p.name == ROOT_PACKAGE || p.name.starts_with(&format!("{ROOT_PACKAGE}.")))
             .collect();
+        let index = Index::of(&voting, &facts);
         engine
-            .add_policy(format!("(generated)/{AGGREGATE}.rego"), aggregate(&voting))
+            .add_policy(
+                format!("(generated)/{AGGREGATE}.rego"),
+                index.module(&voting),
+            )
             .map_err(|e| vec![problem("(generated)", &e)])?;
 
         let mut rego = Rego {
             engine,
             packages: voting,
+            index,
             tests,
             facts,
             data_keys,
@@ -146,7 +152,10 @@ impl Rego {
         // Prepare once: analysis runs on the first evaluation, and clones share its result.
         // An error here (an unsafe variable, an unknown function) is a load error.
         rego.engine.set_input(regorus::Value::new_object());
-        if let Err(e) = rego.engine.eval_rule(format!("data.{AGGREGATE}.votes")) {
+        if let Err(e) = rego
+            .engine
+            .eval_rule(format!("data.{AGGREGATE}.{}", rego.index.all.rule))
+        {
             let p = problem("(rego)", &e);
             // A runtime error on the empty input is the policy's business at call time; only
             // errors regorus finds before evaluating anything fail the load.
@@ -203,20 +212,6 @@ fn is_identifier(s: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The generated module gathering every declared set into one object.
-fn aggregate(packages: &[Package]) -> String {
-    let mut out = format!("package {AGGREGATE}\n\nimport rego.v1\n\nvotes := {{\n");
-    for p in packages {
-        out.push_str(&format!("\t\"{}\": {{\n", p.name));
-        for d in &p.sets {
-            out.push_str(&format!("\t\t\"{0}\": data.{1}.{0},\n", d.as_str(), p.name));
-        }
-        out.push_str("\t},\n");
-    }
-    out.push_str("}\n");
-    out
 }
 
 #[cfg(test)]

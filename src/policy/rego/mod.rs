@@ -9,6 +9,7 @@
 //!
 //! - `load.rs`: modules and data → a prepared engine, the voting sets discovered, problems with
 //!   file, line and column;
+//! - `index.rs`: which packages a call's tool lets the evaluation skip;
 //! - `vote.rs`: the votes on one input document, failing closed (why the interpreter and not the
 //!   bytecode VM, and the time limit, are documented there);
 //! - `value.rs`: the input document as regorus values ([`RegoInput`]), serialized straight from
@@ -21,11 +22,13 @@
 //!
 //! Everything is parsed and prepared once, when the policies load: the modules are added to one
 //! `regorus::Engine`, the sets each package declares are discovered, and a generated module
-//! (package [`AGGREGATE`]) gathers every declared set into one rule, so a call costs one rule
-//! evaluation. The engine is evaluated once with an empty input to finish its preparation; each
-//! call then clones it (an `Arc` bump) and sets its own input.
+//! (package [`AGGREGATE`]) gathers the declared sets into one rule per tool the modules are
+//! indexed by (`index.rs`: a package whose every vote requires another tool is left out), so a
+//! call costs one rule evaluation. The engine is evaluated once with an empty input to finish
+//! its preparation; each call then clones it (an `Arc` bump) and sets its own input.
 
 mod analysis;
+mod index;
 mod load;
 mod tests;
 mod value;
@@ -73,6 +76,7 @@ pub struct Package {
 pub struct Rego {
     engine: Engine,
     packages: Vec<Package>,
+    index: index::Index,
     tests: Vec<(String, String, String)>,
     facts: Vec<analysis::ModuleFacts>,
     data_keys: Vec<String>,

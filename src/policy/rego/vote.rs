@@ -20,6 +20,7 @@
 
 use serde_json::Value as Json;
 
+use super::index::Selection;
 use super::{AGGREGATE, Rego, RegoInput, flatten};
 use crate::policy::Decision;
 
@@ -45,14 +46,27 @@ impl Rego {
 
     /// The votes on one input document. An error is returned as is; the caller denies.
     pub fn votes_on(&self, input: &RegoInput) -> Result<Vec<Vote>, String> {
+        let tool = match &input.0["tool"] {
+            regorus::Value::String(s) => Some(s.as_ref()),
+            _ => None,
+        };
+        self.votes_of(input, self.index.select(tool))
+    }
+
+    /// The votes of the packages a selection gathers (the tool index's choice, or all of them).
+    pub(super) fn votes_of(
+        &self,
+        input: &RegoInput,
+        selection: &Selection,
+    ) -> Result<Vec<Vote>, String> {
         let mut engine = self.engine.clone();
         engine.set_input(input.0.clone());
         let result = engine
-            .eval_rule(format!("data.{AGGREGATE}.votes"))
+            .eval_rule(format!("data.{AGGREGATE}.{}", selection.rule))
             .map_err(|e| flatten(&e.to_string()))?;
         let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
         let mut votes = Vec::new();
-        for package in &self.packages {
+        for package in selection.packages.iter().map(|&i| &self.packages[i]) {
             let source = package.files.join(", ");
             for decision in &package.sets {
                 let set = &json[&package.name][decision.as_str()];
