@@ -249,6 +249,7 @@ impl Session {
              reported an error) or a successful result.",
             gate.roots().workspace().display()
         );
+        let gate = asking(gate, &approver);
         Session {
             gate,
             provider,
@@ -459,6 +460,7 @@ impl Session {
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
         self.recorder.append(&record)?;
+        self.record_connections(&record.call_id, ran.as_ref())?;
         self.settle(ran.as_ref());
         self.terminal.call_ended(&CallEnd {
             admission: &j.admission,
@@ -517,6 +519,23 @@ impl Session {
         (self.run_id.clone(), call.id.clone(), call.name.clone())
     }
 
+    /// Each connection the call's processes asked the egress proxy for, a line each, after the
+    /// call's own.
+    fn record_connections(&self, call_id: &str, ran: Option<&Ran>) -> std::io::Result<()> {
+        let Some(Ok(output)) = ran.map(|r| &r.result) else {
+            return Ok(());
+        };
+        for connection in &output.connections {
+            self.recorder.append(&record::NetworkRecord {
+                run_id: &self.run_id,
+                call_id,
+                time_ms: now_ms(),
+                connection,
+            })?;
+        }
+        Ok(())
+    }
+
     /// Removes a call's note from the rewind store once its line is recorded. One that cannot
     /// be removed is harmless (a rewind sees its call in the record), and is said.
     fn settle(&self, ran: Option<&Ran>) {
@@ -551,7 +570,13 @@ impl Session {
     async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, SessionError> {
         let request = Request {
             messages: self.messages.clone(),
-            tools: self.gate.registry().schemas(),
+            tools: self
+                .gate
+                .registry()
+                .schemas()
+                .into_iter()
+                .filter(|t| t.name != crate::egress::CONNECT_TOOL)
+                .collect(),
         };
         let mut stream = self.provider.stream(request);
         let mut answer = Partial::default();
@@ -683,6 +708,7 @@ impl Session {
                 "call ended"
             );
             self.recorder.append(&record)?;
+            self.record_connections(&record.call_id, ran.as_ref())?;
             self.settle(ran.as_ref());
             self.terminal.call_ended(&CallEnd {
                 admission: &j.admission,
@@ -776,7 +802,7 @@ impl Session {
         match decision {
             PlanDecision::Approved => {
                 if let Some(planning) = self.planning.take() {
-                    self.gate = planning.then;
+                    self.gate = asking(planning.then, &self.approver);
                     // The hooks judge with the session's gate: the normal one from now on.
                     if let Some((_, explaining)) = &mut self.hooks {
                         *explaining = Arc::new(self.gate.with_explain(true));
@@ -886,6 +912,17 @@ impl Session {
             replaced_sha256,
         }
     }
+}
+
+/// The gate with the session's approver answering an `ask` on a connection a running command
+/// asks the egress proxy for.
+fn asking(gate: Arc<Gate>, approver: &Arc<dyn Approver>) -> Arc<Gate> {
+    let approver = Arc::clone(approver);
+    Arc::new(
+        gate.with_egress_asker(Arc::new(move |admission: &Admission| {
+            matches!(approver.ask(admission), Answer::Once | Answer::Session)
+        })),
+    )
 }
 
 /// The exact call an "allow for the session" covers: the tool and its arguments, keys sorted.

@@ -41,6 +41,7 @@
 mod approve;
 mod classify;
 mod confine;
+mod egress;
 mod judge;
 mod misuse;
 mod plan;
@@ -63,6 +64,7 @@ use crate::sandbox::{Roots, RootsError, SharedPlan, TouchedPath, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
+pub use egress::EgressAsker;
 use validate::Invalid;
 pub(crate) use verdict::Parts;
 pub use verdict::{Admission, Admitted, Judgement, Pending, Stage, Verdict};
@@ -95,6 +97,8 @@ pub struct Gate {
     host: HostFiles,
     protected: Protected,
     session: SessionInfo,
+    /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
+    asker: Option<EgressAsker>,
 }
 
 /// A gate still being configured; `H` is [`HostFiles`] once they are given, and only then can
@@ -222,6 +226,7 @@ impl GateBuilder<'_, HostFiles> {
             host: self.host,
             protected,
             session,
+            asker: None,
         })
     }
 }
@@ -266,7 +271,17 @@ impl Gate {
             host: self.host.clone(),
             protected: self.protected.clone(),
             session: self.session.clone(),
+            asker: self.asker.clone(),
         }
+    }
+
+    /// The same gate, with someone to answer an `ask` on a connection that a running command's
+    /// process asks the egress proxy for (`network_connect`): the session's approver. Without
+    /// one, such an ask is refused — nobody could answer it while the command runs.
+    pub fn with_egress_asker(&self, asker: EgressAsker) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.asker = Some(asker);
+        gate
     }
 
     /// The jail plan bash calls run under (planned now if no call needed it yet).
@@ -435,6 +450,7 @@ impl Gate {
             grants,
             withheld,
             jail: self.jail.clone(),
+            egress: class.bash.as_ref().map(|_| egress::judge(self)),
         });
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

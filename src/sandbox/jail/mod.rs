@@ -165,6 +165,8 @@ pub mod config;
 pub mod danger;
 mod landlock_rules;
 mod mounts;
+#[allow(unsafe_code)]
+mod netns;
 pub mod probe;
 #[allow(unsafe_code)]
 mod run;
@@ -177,8 +179,8 @@ use serde::Serialize;
 pub use config::{JailConfig, Limits, Mode, NetRule};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
-pub(crate) use run::run;
 pub use run::{Capture, Exit, RunError, RunResult};
+pub(crate) use run::{run, run_judged};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[
@@ -240,6 +242,9 @@ pub struct Plan {
     write: Vec<PathBuf>,
     /// TCP destinations.
     network: Vec<NetRule>,
+    /// Network by host: the `sandbox.network` entries the egress proxy of each run serves, when
+    /// each run gets a network namespace with the proxy in it ([`crate::egress`]).
+    egress: Option<crate::egress::Allowlist>,
     /// Limits.
     limits: Limits,
     /// What the plan was computed for: this machine's probe, or a test's.
@@ -466,6 +471,24 @@ impl Plan {
         let enforce = config.mode == Mode::Enforce;
         let cap_drop = CapDrop::for_capabilities(&caps);
         let namespaced = jailed && caps.namespaces;
+        // Network rules name hosts: each run gets a network namespace with the egress proxy in it
+        // where one can be made; without, Landlock can keep only the ports.
+        let by_host = jailed && !config.network.is_empty();
+        // An entry the proxy cannot read (a broken glob): refuses under enforce.
+        let mut missing_words: Vec<String> = Vec::new();
+        let egress = match (by_host && caps.net_namespace)
+            .then(|| crate::egress::Allowlist::new(&config.network))
+        {
+            Some(Ok(list)) => Some(list),
+            Some(Err(e)) => {
+                if enforce {
+                    missing_words.push(e);
+                }
+                None
+            }
+            None => None,
+        };
+        let proxied = egress.is_some();
 
         let mut enforced = Vec::new();
         let mut not_enforced = Vec::new();
@@ -494,7 +517,21 @@ impl Plan {
             } else {
                 missing.push("Landlock filesystem rules");
             }
-            if caps.landlock_net {
+            if proxied {
+                enforced.push(format!(
+                    "network by host: a network namespace of the run's own with only loopback, where TCP reaches only the egress proxy on 127.0.0.1:{} (Landlock: that port only); it connects to {} as the gate judges each network_connect call, and refuses loopback, private, link-local and metadata addresses unless an entry names the IP itself",
+                    crate::egress::PROXY_PORT,
+                    config
+                        .network
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                if !caps.landlock_net {
+                    missing.push("Landlock TCP rules (ABI 4)");
+                }
+            } else if caps.landlock_net {
                 enforced.push(if config.network.is_empty() {
                     "TCP connect and bind: refused (Landlock)".into()
                 } else {
@@ -513,6 +550,9 @@ impl Plan {
                         "network host names: Landlock filters TCP by port only, to any host".into(),
                     );
                 }
+                if by_host {
+                    missing.push("a network namespace for the egress proxy, which enforces sandbox.network by host (it needs CAP_SYS_ADMIN: run Reasonix as root)");
+                }
             } else {
                 missing.push("Landlock TCP rules (ABI 4)");
             }
@@ -524,12 +564,12 @@ impl Plan {
                 missing.push("Landlock scoping (ABI 6)");
             }
             if caps.seccomp {
-                enforced.push(if config.network.is_empty() {
+                enforced.push(if config.network.is_empty() || proxied {
                     "seccomp: UDP, raw and other non-TCP sockets, ptrace, io_uring, bpf, mount, keyctl, namespaces refused".into()
                 } else {
                     "seccomp: raw and other non-TCP sockets, ptrace, io_uring, bpf, mount, keyctl, namespaces refused; UDP allowed for DNS".into()
                 });
-                if !config.network.is_empty() {
+                if !config.network.is_empty() && !proxied {
                     not_enforced.push("UDP: allowed to any port while network rules exist (DNS needs it; seccomp cannot read the port)".into());
                 }
             } else {
@@ -582,6 +622,11 @@ impl Plan {
                 missing.join(", ")
             )
         });
+        if let Some(why) = missing_words.first() {
+            refusal.get_or_insert(format!(
+                "sandbox.bash is enforce, and sandbox.network cannot be used: {why}"
+            ));
+        }
         if config.mode == Mode::BestEffort {
             for m in &missing {
                 not_enforced.push(format!("{m}: not available on this kernel"));
@@ -611,7 +656,14 @@ impl Plan {
             (Some(_), true) => {
                 let rules = landlock_rules::Rules::open(&read, &write, &devices, &secrets);
                 let spec = landlock_rules::Spec {
-                    network: config.network.clone(),
+                    network: if proxied {
+                        vec![NetRule {
+                            host: "127.0.0.1".into(),
+                            port: crate::egress::PROXY_PORT,
+                        }]
+                    } else {
+                        config.network.clone()
+                    },
                     strict: enforce,
                     net: caps.landlock_net,
                     scope: caps.landlock_scope,
@@ -627,7 +679,7 @@ impl Plan {
             _ => None,
         };
         let filter = match (jailed && caps.seccomp && !dry)
-            .then(|| seccomp::program(!config.network.is_empty(), !namespaced))
+            .then(|| seccomp::program(!config.network.is_empty() && !proxied, !namespaced))
         {
             Some(Ok(program)) => Some(program),
             Some(Err(e)) => {
@@ -663,6 +715,7 @@ impl Plan {
             read,
             write,
             network: config.network.clone(),
+            egress,
             limits: config.limits,
             capabilities: caps,
             enforced,
@@ -777,6 +830,10 @@ impl Plan {
             }
             if caps.seccomp {
                 backend.push("seccomp".into());
+            }
+            if self.egress.is_some() {
+                backend.push("network-namespace".into());
+                backend.push("egress-proxy".into());
             }
             if self.namespaced {
                 backend.push("mount-namespace".into());
