@@ -460,7 +460,7 @@ async fn handle(mut client: TcpStream, shared: Arc<Shared>, live: Arc<Live>) {
     if upstream.write_all(&first).await.is_err() {
         return done(&live, "connected");
     }
-    live.up.fetch_add(rest.len() as u64, Ordering::Relaxed);
+    live.up.fetch_add(first.len() as u64, Ordering::Relaxed);
     let (mut client_read, mut client_write) = client.split();
     let (mut up_read, mut up_write) = upstream.split();
     tokio::join!(
