@@ -112,7 +112,12 @@ impl Proxy {
         let serving = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("reasonix-egress".into())
-            .spawn(move || runtime.block_on(serve(listener, serving, stopped)))?;
+            .spawn(move || {
+                runtime.block_on(serve(listener, serving, stopped));
+                // A judge still waiting on a person (the run ended first) is not waited for:
+                // its connection is cut already, and the run's result must not hang on it.
+                runtime.shutdown_background();
+            })?;
         Ok(Proxy {
             stop: Some(stop),
             thread: Some(thread),

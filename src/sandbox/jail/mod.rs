@@ -36,13 +36,15 @@
 //! Everything is built before the fork: the Landlock rules (opened once per plan; each run gets
 //! a ruleset of its own, built ahead of it, that grants its own TMPDIR), the seccomp program,
 //! the way capabilities are dropped (with the highest capability number, read from
-//! `/proc/sys/kernel/cap_last_cap`), and per run the private temporary folder, the cgroups and
-//! the mount layout as C strings. The child then only makes system calls, in this order, and
-//! nothing is allocated there:
+//! `/proc/sys/kernel/cap_last_cap`), and per run the private temporary folder, the cgroups,
+//! the mount layout as C strings and, where `network` rules exist, the run's network namespace
+//! with the egress proxy listening in it (`netns`, [`crate::egress`]). The child then only makes
+//! system calls, in this order, and nothing is allocated there:
 //!
 //! 1. mark every descriptor but 0, 1 and 2 close-on-exec (`close_range`): the command inherits
 //!    none of Reasonix's, nor one its caller passed (`3>>file`); its standard input is
-//!    `/dev/null`;
+//!    `/dev/null`; where the run has a network namespace, join it (`setns`, through a descriptor
+//!    that close-on-exec closes at exec);
 //! 2. where the run has namespaces: `clone` into new mount and PID namespaces (and a user
 //!    namespace when Reasonix lacks `CAP_SYS_ADMIN`); the process std forked stays outside,
 //!    waits, and exits as the command did (`run::namespace`); the clone goes on as pid 1 of its
@@ -112,8 +114,11 @@
 //!   `/etc` entry by entry, leaving out the shadow and sudoers files and the ssh and ssl private
 //!   keys (and covers them in the mount namespace), but a secret inside the workspace stays
 //!   readable to a jailed process: keep secrets out of the workspace or deny them by policy.
-//! - Landlock filters TCP by port, never by host: `github.com:443` allows port 443 to anywhere.
-//!   UDP cannot be filtered by port on this ABI; it is refused unless network rules exist (DNS).
+//! - Landlock filters TCP by port, never by host: on its own, `github.com:443` allows port 443
+//!   to anywhere. Hosts are enforced by the egress proxy in a network namespace per run, which
+//!   needs `CAP_SYS_ADMIN` (root); without it, `enforce` with network rules refuses and
+//!   `best_effort` keeps the ports only, and then allows UDP (DNS), which cannot be filtered by
+//!   port on this ABI. With the proxy, UDP is refused (it resolves names for the run).
 //! - Pathname UNIX sockets (`/run/docker.sock`) are not mediated by Landlock before ABI 9, and a
 //!   read-only mount does not stop a `connect` either.
 //! - The host's files are bound read-only if they exist when a run starts: a workspace without
