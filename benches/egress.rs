@@ -57,8 +57,7 @@ fn read_head(s: &mut TcpStream) -> Vec<u8> {
 
 fn connection(c: &mut Criterion) {
     let port = echo();
-    let rule = NetRule::try_from(format!("127.0.0.1:{port}")).expect("rule");
-    let list = Allowlist::new(&[rule]).expect("list");
+    let list = Allowlist::new([("127.0.0.1", port)]).expect("list");
     // The proxy on a host listener: the same code a run serves in its namespace.
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let proxy_port = listener.local_addr().expect("addr").port();

@@ -9,6 +9,7 @@
 //! | `text`, `vocab` | leaves: cutting and showing text; the words every stage shares |
 //! | `call` | parse |
 //! | `shell` | classify's engine for bash |
+//! | `egress` | the egress proxy the jail runs for a run with `network` rules, and the `sandbox.network` entries the policy stage reads as allows for `network_connect` |
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
 //! | `host` | the host's own files, for the confine stage |
@@ -25,8 +26,8 @@
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "hooks",
-    "lease", "execute", "record", "rewind", "agent",
+    "text", "vocab", "call", "shell", "egress", "sandbox", "policy", "host", "tool", "mcp", "gate",
+    "hooks", "lease", "execute", "record", "rewind", "agent",
 ];
 
 const GATE_STAGES: &[&str] = &[

@@ -7,16 +7,30 @@
 //! ([`super::address`]): `127.0.0.1:8080` lets a connection to 127.0.0.1 port 8080 through,
 //! while `localhost:8080`, `*:8080` or a name that resolves to 127.0.0.1 does not.
 
+use std::fmt;
 use std::net::IpAddr;
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::sandbox::jail::NetRule;
+/// An entry as written: `HOST:PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The host, a glob on names, or an IP literal, as written.
+    pub host: String,
+    /// The TCP port.
+    pub port: u16,
+}
+
+impl fmt::Display for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
 
 /// One entry, compiled.
 #[derive(Clone, Debug)]
 struct Entry {
-    rule: NetRule,
+    rule: Listed,
     host: GlobMatcher,
     ip: Option<IpAddr>,
 }
@@ -37,14 +51,19 @@ pub fn ip_literal(host: &str) -> Option<IpAddr> {
 }
 
 impl Allowlist {
-    /// Compiles the entries; one whose host is not a valid glob is refused with its text.
+    /// Compiles the entries (`sandbox.network`: host and port each); one whose host is not a
+    /// valid glob is refused with its text.
     ///
     /// # Errors
     ///
     /// The entry and what is wrong with it.
-    pub fn new(rules: &[NetRule]) -> Result<Allowlist, String> {
-        let mut entries = Vec::with_capacity(rules.len());
-        for rule in rules {
+    pub fn new<'a>(rules: impl IntoIterator<Item = (&'a str, u16)>) -> Result<Allowlist, String> {
+        let mut entries = Vec::new();
+        for (host, port) in rules {
+            let rule = Listed {
+                host: host.to_owned(),
+                port,
+            };
             let ip = ip_literal(&rule.host);
             let pattern = match ip {
                 Some(ip) => globset::escape(&ip.to_string()),
@@ -55,11 +74,7 @@ impl Allowlist {
                 .build()
                 .map_err(|e| format!("network rule {rule}: {e}"))?
                 .compile_matcher();
-            entries.push(Entry {
-                rule: rule.clone(),
-                host,
-                ip,
-            });
+            entries.push(Entry { rule, host, ip });
         }
         Ok(Allowlist { entries })
     }
@@ -70,7 +85,7 @@ impl Allowlist {
     }
 
     /// The entry that allows `host:port`, if one does.
-    pub fn allows(&self, host: &str, port: u16) -> Option<&NetRule> {
+    pub fn allows(&self, host: &str, port: u16) -> Option<&Listed> {
         let host = match ip_literal(host) {
             Some(ip) => ip.to_string(),
             None => host.trim_end_matches('.').to_ascii_lowercase(),
@@ -83,7 +98,7 @@ impl Allowlist {
 
     /// The entry that names `ip` literally on `port`, if one does: what lets a connection reach
     /// an address in a refused range.
-    pub fn names_ip(&self, ip: IpAddr, port: u16) -> Option<&NetRule> {
+    pub fn names_ip(&self, ip: IpAddr, port: u16) -> Option<&Listed> {
         let canonical = |ip: IpAddr| match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
             v4 => v4,
@@ -100,11 +115,11 @@ mod tests {
     use super::*;
 
     fn list(rules: &[&str]) -> Allowlist {
-        let rules: Vec<NetRule> = rules
-            .iter()
-            .map(|r| NetRule::try_from((*r).to_owned()).unwrap())
-            .collect();
-        Allowlist::new(&rules).unwrap()
+        Allowlist::new(rules.iter().map(|r| {
+            let (host, port) = r.rsplit_once(':').unwrap();
+            (host, port.parse().unwrap())
+        }))
+        .unwrap()
     }
 
     #[test]

@@ -30,7 +30,7 @@ mod proxy;
 
 use serde::Serialize;
 
-pub use hosts::Allowlist;
+pub use hosts::{Allowlist, Listed};
 pub use proxy::Proxy;
 
 /// The name of the call each connection is judged as.

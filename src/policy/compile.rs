@@ -197,7 +197,10 @@ impl PolicySet {
                 McpClassifier::empty()
             }
         };
-        let network = match crate::egress::Allowlist::new(&self.jail().network) {
+        let jail = self.jail();
+        let network = match crate::egress::Allowlist::new(
+            jail.network.iter().map(|n| (n.host.as_str(), n.port)),
+        ) {
             Ok(n) => n,
             Err(e) => {
                 problems.push(PolicyProblem {

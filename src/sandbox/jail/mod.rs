@@ -481,9 +481,9 @@ impl Plan {
         let by_host = jailed && !config.network.is_empty();
         // An entry the proxy cannot read (a broken glob): refuses under enforce.
         let mut missing_words: Vec<String> = Vec::new();
-        let egress = match (by_host && caps.net_namespace)
-            .then(|| crate::egress::Allowlist::new(&config.network))
-        {
+        let egress = match (by_host && caps.net_namespace).then(|| {
+            crate::egress::Allowlist::new(config.network.iter().map(|n| (n.host.as_str(), n.port)))
+        }) {
             Some(Ok(list)) => Some(list),
             Some(Err(e)) => {
                 if enforce {
