@@ -190,6 +190,48 @@ fn a_direct_connection_that_bypasses_the_proxy_finds_no_network() {
     assert_eq!(interfaces, ["lo"], "{text}");
 }
 
+/// Landlock lets a run connect to the proxy's port, 3128; a host service on that port (a
+/// squid, say) is still out of reach, because the run's 127.0.0.1 is its own namespace's.
+#[test]
+fn a_host_service_on_the_proxys_own_port_is_out_of_reach() {
+    if lacks_egress() {
+        return;
+    }
+    // Where the port is free, a service of our own takes it; where something else holds it,
+    // that service plays the part (and the run's answer below still is its own proxy's).
+    let (tx, got) = channel();
+    if let Ok(host) = TcpListener::bind(("127.0.0.1", reasonix::egress::PROXY_PORT)) {
+        std::thread::spawn(move || {
+            for stream in host.incoming() {
+                let Ok(mut s) = stream else { continue };
+                let mut buf = [0u8; 256];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let _ = tx.send(buf[..n].to_vec());
+            }
+        });
+        // The control: from the host, it is reachable.
+        TcpStream::connect(("127.0.0.1", reasonix::egress::PROXY_PORT))
+            .unwrap()
+            .write_all(b"control")
+            .unwrap();
+        assert_eq!(
+            got.recv_timeout(Duration::from_secs(3)).unwrap(),
+            b"control"
+        );
+    }
+    let w = World::new();
+    let a = serve();
+    let set = policy(&[format!("127.0.0.1:{}", a.port)], "");
+    let (text, conns) = bash(
+        &w.gate(&set, Posture::Unattended),
+        &curl("--noproxy '*' http://127.0.0.1:3128/direct"),
+    );
+    // The run's own proxy answered (a request not in absolute form), not the host's service.
+    assert!(text.contains("code=400"), "{text}");
+    assert!(got.recv_timeout(Duration::from_millis(500)).is_err());
+    assert_eq!(conns[0].verdict, "invalid", "{conns:?}");
+}
+
 #[test]
 fn a_name_that_resolves_to_loopback_is_refused_unless_the_ip_is_listed() {
     if lacks_egress() {
