@@ -338,9 +338,13 @@ fn an_ask_on_a_host_is_denied_unattended_and_put_to_the_asker_when_there_is_one(
 }
 
 /// `reasonix run` with a scripted model: one bash call reaching two hosts, one listed.
-fn run_session(w: &World, network: &[String], extra: &str, tty: bool) -> (i32, String) {
-    let a_call = json!([{"tool_calls": [{"name": "bash", "arguments": {"command": format!(
-        "{}; {}", curl(&network[1]), curl(&network[2]))}}]}]);
+fn run_session(w: &World, network: &[String], extra: &str, tty: Option<&[u8]>) -> (i32, String) {
+    let command = network[1..]
+        .iter()
+        .map(|u| curl(u))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let a_call = json!([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}]);
     let script = w.root.join("s.json");
     std::fs::write(&script, a_call.to_string()).unwrap();
     let policy = w.policy(
@@ -357,10 +361,10 @@ fn run_session(w: &World, network: &[String], extra: &str, tty: bool) -> (i32, S
         .arg(&w.ws)
         .env("HOME", &w.home)
         .env("NO_COLOR", "1");
-    let out = if tty {
+    let out = if let Some(answers) = tty {
         let pty = nix::pty::openpty(None, None).unwrap();
         let mut master = std::fs::File::from(pty.master);
-        master.write_all(b"o\nd\n").unwrap();
+        master.write_all(answers).unwrap();
         cmd.arg("fetch")
             .stdin(std::process::Stdio::from(pty.slave))
             .output()
@@ -392,7 +396,7 @@ fn each_connection_is_a_record_line_after_its_call() {
         format!("http://127.0.0.1:{}/a", a.port),
         format!("http://127.0.0.1:{}/b", b.port),
     ];
-    let (code, stderr) = run_session(&w, &urls, "", false);
+    let (code, stderr) = run_session(&w, &urls, "", None);
     assert_eq!(code, 0, "{stderr}");
     assert!(a.reached().is_some() && b.untouched());
     let record = common::jsonl(&w.ws.join(".reasonix/record.jsonl"));
@@ -444,20 +448,36 @@ fn on_a_terminal_a_person_answers_the_ask_on_a_connection() {
     let urls = [
         listed,
         format!("http://127.0.0.1:{}/a", a.port),
+        format!("http://127.0.0.1:{}/again", a.port),
         format!("http://127.0.0.1:{}/b", b.port),
     ];
-    // The person answers the first connection's ask once (`o`) and denies the second (`d`),
-    // which asks too (no rule lists it: defaults.writer).
-    let (code, stderr) = run_session(&w, &urls, ASK_RULE, true);
+    // The person allows the first connection for the session (`s`), so the second to the same
+    // host and port is not asked about, and denies the third (`d`), which asks too (no rule
+    // lists it: defaults.writer).
+    let (_, stderr) = run_session(&w, &urls, ASK_RULE, Some(b"s\nd\n"));
     assert!(stderr.contains("network_connect"), "{stderr}");
-    assert!(stderr.contains("Run it?"), "{stderr}");
-    assert!(a.reached().is_some(), "{stderr}");
+    assert_eq!(stderr.matches("Run it?").count(), 2, "{stderr}");
+    assert!(a.reached().is_some() && a.reached().is_some(), "{stderr}");
     assert!(b.untouched(), "{stderr}");
     let lines = connection_lines(&w);
-    assert_eq!(lines[0]["verdict"], "ask", "{lines:?}");
-    assert_eq!(lines[0]["outcome"], "connected", "{lines:?}");
-    assert_eq!(lines[1]["outcome"], "refused", "{lines:?}");
-    let _ = code;
+    let seen: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["verdict"].as_str().unwrap(),
+                l["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ask", "connected"),
+            ("ask", "connected"),
+            ("ask", "refused")
+        ],
+        "{lines:?}"
+    );
 }
 
 #[test]

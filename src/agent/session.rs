@@ -916,11 +916,28 @@ impl Session {
 
 /// The gate with the session's approver answering an `ask` on a connection a running command
 /// asks the egress proxy for.
+///
+/// "Allow for the session" covers the same host and port again (the call's id names them) for
+/// the rest of the session.
 fn asking(gate: Arc<Gate>, approver: &Arc<dyn Approver>) -> Arc<Gate> {
     let approver = Arc::clone(approver);
+    let approved: std::sync::Mutex<HashSet<String>> = std::sync::Mutex::default();
     Arc::new(
         gate.with_egress_asker(Arc::new(move |admission: &Admission| {
-            matches!(approver.ask(admission), Answer::Once | Answer::Session)
+            let key = admission.id.clone().unwrap_or_default();
+            if approved.lock().is_ok_and(|a| a.contains(&key)) {
+                return true;
+            }
+            match approver.ask(admission) {
+                Answer::Once => true,
+                Answer::Session => {
+                    if let Ok(mut a) = approved.lock() {
+                        a.insert(key);
+                    }
+                    true
+                }
+                Answer::Deny => false,
+            }
         })),
     )
 }
