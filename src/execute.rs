@@ -44,6 +44,7 @@ impl Leased {
             parts.grants,
             parts.withheld,
             parts.jail,
+            parts.egress,
         );
         let result = parts.tool.execute(&invocation);
         Executed { result, lease }

@@ -76,6 +76,7 @@ pub mod agent;
 pub mod bundle;
 pub mod call;
 pub mod decisions;
+pub mod egress;
 pub mod execute;
 pub mod gate;
 pub mod hooks;

@@ -3,7 +3,8 @@
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
 //! Lines that are not calls carry an `event`: `run_started`, `mcp_connect` (one per MCP server a
-//! run tried to start, [`ConnectRecord`]), `attempt_failed` (one per attempt at an answer that
+//! run tried to start, [`ConnectRecord`]), `network_connect` (one per connection a bash call's
+//! processes asked the egress proxy for, after the call's line, [`NetworkRecord`]), `attempt_failed` (one per attempt at an answer that
 //! failed before it was whole), `provider_error`, `run_ended`; and for the three
 //! controls over the admission path:
 //!
@@ -216,6 +217,22 @@ pub struct ConnectRecord {
     pub unavailable: Vec<(String, String)>,
     /// What about the server is not enforced (a stdio server outside the OS jail).
     pub not_enforced: Option<String>,
+}
+
+/// One connection a bash call's process asked the egress proxy for (`event: network_connect`):
+/// the host and port asked for, the gate's verdict and why, the address connected to, bytes each
+/// way and how long it lasted. Written right after its call's line.
+#[derive(Clone, Debug, Serialize)]
+pub struct NetworkRecord<'a> {
+    /// The run it belongs to.
+    pub run_id: &'a str,
+    /// The bash call whose process asked for it.
+    pub call_id: &'a str,
+    /// Milliseconds since the Unix epoch, when it was recorded.
+    pub time_ms: u128,
+    /// The connection.
+    #[serde(flatten)]
+    pub connection: &'a crate::egress::Connection,
 }
 
 /// A line that is not a call: the start and end of a run, a provider error. (A failed attempt

@@ -9,6 +9,7 @@
 //! | `text`, `vocab` | leaves: cutting and showing text; the words every stage shares |
 //! | `call` | parse |
 //! | `shell` | classify's engine for bash |
+//! | `egress` | the egress proxy the jail runs for a run with `network` rules, and the `sandbox.network` entries the policy stage reads as allows for `network_connect` |
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
 //! | `bundle` | where the policy comes from: OPA bundles, downloaded, verified, swapped between calls |
@@ -31,6 +32,7 @@ const ORDER: &[&str] = &[
     "vocab",
     "call",
     "shell",
+    "egress",
     "sandbox",
     "policy",
     "bundle",

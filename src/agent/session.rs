@@ -250,6 +250,7 @@ impl Session {
              reported an error) or a successful result.",
             gate.roots().workspace().display()
         );
+        let gate = asking(gate, &approver);
         Session {
             gate,
             provider,
@@ -483,6 +484,7 @@ impl Session {
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
         self.record_call(&j, &record)?;
+        self.record_connections(&record.call_id, ran.as_ref())?;
         self.settle(ran.as_ref());
         self.terminal.call_ended(&CallEnd {
             admission: &j.admission,
@@ -541,6 +543,23 @@ impl Session {
         (self.run_id.clone(), call.id.clone(), call.name.clone())
     }
 
+    /// Each connection the call's processes asked the egress proxy for, a line each, after the
+    /// call's own.
+    fn record_connections(&self, call_id: &str, ran: Option<&Ran>) -> std::io::Result<()> {
+        let Some(Ok(output)) = ran.map(|r| &r.result) else {
+            return Ok(());
+        };
+        for connection in &output.connections {
+            self.recorder.append(&record::NetworkRecord {
+                run_id: &self.run_id,
+                call_id,
+                time_ms: now_ms(),
+                connection,
+            })?;
+        }
+        Ok(())
+    }
+
     /// Removes a call's note from the rewind store once its line is recorded. One that cannot
     /// be removed is harmless (a rewind sees its call in the record), and is said.
     fn settle(&self, ran: Option<&Ran>) {
@@ -575,7 +594,13 @@ impl Session {
     async fn turn(&mut self, step: usize) -> Result<Vec<ProposedCall>, SessionError> {
         let request = Request {
             messages: self.messages.clone(),
-            tools: self.gate.registry().schemas(),
+            tools: self
+                .gate
+                .registry()
+                .schemas()
+                .into_iter()
+                .filter(|t| t.name != crate::egress::CONNECT_TOOL)
+                .collect(),
         };
         let mut stream = self.provider.stream(request);
         let mut answer = Partial::default();
@@ -707,6 +732,7 @@ impl Session {
                 "call ended"
             );
             self.record_call(&j, &record)?;
+            self.record_connections(&record.call_id, ran.as_ref())?;
             self.settle(ran.as_ref());
             self.terminal.call_ended(&CallEnd {
                 admission: &j.admission,
@@ -800,7 +826,7 @@ impl Session {
         match decision {
             PlanDecision::Approved => {
                 if let Some(planning) = self.planning.take() {
-                    self.gate = planning.then;
+                    self.gate = asking(planning.then, &self.approver);
                     // The hooks judge with the session's gate: the normal one from now on.
                     if let Some((_, explaining)) = &mut self.hooks {
                         *explaining = Arc::new(self.gate.with_explain(true));
@@ -910,6 +936,34 @@ impl Session {
             replaced_sha256,
         }
     }
+}
+
+/// The gate with the session's approver answering an `ask` on a connection a running command
+/// asks the egress proxy for.
+///
+/// "Allow for the session" covers the same host and port again (the call's id names them) for
+/// the rest of the session.
+fn asking(gate: Arc<Gate>, approver: &Arc<dyn Approver>) -> Arc<Gate> {
+    let approver = Arc::clone(approver);
+    let approved: std::sync::Mutex<HashSet<String>> = std::sync::Mutex::default();
+    Arc::new(
+        gate.with_egress_asker(Arc::new(move |admission: &Admission| {
+            let key = admission.id.clone().unwrap_or_default();
+            if approved.lock().is_ok_and(|a| a.contains(&key)) {
+                return true;
+            }
+            match approver.ask(admission) {
+                Answer::Once => true,
+                Answer::Session => {
+                    if let Ok(mut a) = approved.lock() {
+                        a.insert(key);
+                    }
+                    true
+                }
+                Answer::Deny => false,
+            }
+        })),
+    )
 }
 
 /// The exact call an "allow for the session" covers: the tool and its arguments, keys sorted.

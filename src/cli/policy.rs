@@ -104,6 +104,8 @@ const ALWAYS: &[(&str, &[Effect])] = &[
     ("delete_file", &[Effect::Delete]),
     // The proxy has none of its own: a call of it is judged as the tool it names.
     ("use_capability", &[]),
+    // Each connection a jailed process asks the egress proxy for.
+    ("network_connect", &[Effect::Network]),
 ];
 
 /// What the warnings know of the tools calls can name: the builtin ones, with `submit_plan`,
@@ -558,6 +560,7 @@ mod tests {
             json!({"name": "move_file", "arguments": {"source_path": "a", "destination_path": "c"}}),
             json!({"name": "delete_file", "arguments": {"path": "a"}}),
             json!({"name": "use_capability", "arguments": {"capability": "list_dir", "arguments": {"path": "."}}}),
+            json!({"name": "network_connect", "arguments": {"host": "github.com", "port": 443}}),
         ];
         assert_eq!(calls.len(), ALWAYS.len());
         assert_eq!(Registry::with_builtins().names().count(), ALWAYS.len());

@@ -100,6 +100,12 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
             // The user's own command, typed at a terminal: no gate judges it, the jail applies.
             match danger::exec_unjudged(&plan, &args.command, timeout, Capture::Inherit) {
                 Ok(result) => {
+                    // Each connection through the egress proxy, as the record would have it.
+                    for connection in &result.connections {
+                        if let Ok(line) = serde_json::to_string(connection) {
+                            eprintln!("reasonix: {line}");
+                        }
+                    }
                     if let Some(line) = result.not_enforced_line() {
                         eprintln!("reasonix: {line}");
                     }

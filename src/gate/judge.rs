@@ -58,6 +58,14 @@ pub(super) fn judge(
         read_only: class.read_only,
         analysed: class.analysed,
         bash: class.bash.as_ref(),
+        destination: (call.name == crate::egress::CONNECT_TOOL)
+            .then(|| {
+                let args = call.arguments.as_map();
+                let host = args.get("host")?.as_str()?;
+                let port = u16::try_from(args.get("port")?.as_u64()?).ok()?;
+                Some((host, port))
+            })
+            .flatten(),
     });
     Ruled {
         resolved,

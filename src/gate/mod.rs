@@ -47,6 +47,7 @@
 mod approve;
 mod classify;
 mod confine;
+mod egress;
 mod judge;
 mod misuse;
 mod plan;
@@ -71,6 +72,7 @@ use crate::sandbox::{Roots, RootsError, SharedPlan, TouchedPath, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
+pub use egress::EgressAsker;
 use validate::Invalid;
 pub(crate) use verdict::Parts;
 pub use verdict::{Admission, Admitted, Judgement, Pending, Stage, Verdict};
@@ -108,6 +110,8 @@ pub struct Gate {
     jail: SharedPlan,
     host: HostFiles,
     protected: Protected,
+    /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
+    asker: Option<EgressAsker>,
 }
 
 /// What one admission judges with, taken once at its start: one policy, one revision.
@@ -286,6 +290,7 @@ impl GateBuilder<'_, HostFiles> {
             jail,
             host: self.host,
             protected,
+            asker: None,
         })
     }
 }
@@ -331,6 +336,7 @@ impl Gate {
             jail: self.jail.clone(),
             host: self.host.clone(),
             protected: self.protected.clone(),
+            asker: self.asker.clone(),
         }
     }
 
@@ -386,6 +392,15 @@ impl Gate {
     /// The bundle in force, as `(name, revision)` (`None` when the policy is not a bundle).
     pub fn bundle(&self) -> Option<(String, String)> {
         self.current().bundle.clone()
+    }
+
+    /// The same gate, with someone to answer an `ask` on a connection that a running command's
+    /// process asks the egress proxy for (`network_connect`): the session's approver. Without
+    /// one, such an ask is refused — nobody could answer it while the command runs.
+    pub fn with_egress_asker(&self, asker: EgressAsker) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.asker = Some(asker);
+        gate
     }
 
     /// The jail plan bash calls run under (planned now if no call needed it yet).
@@ -568,6 +583,7 @@ impl Gate {
             grants,
             withheld,
             jail: self.jail.clone(),
+            egress: class.bash.as_ref().map(|_| egress::judge(self)),
         });
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

@@ -45,7 +45,7 @@ pub(super) fn target<'c>(registry: &Registry, call: &'c Call) -> Result<Targeted
     else {
         return Err(invalid(usage.into()));
     };
-    if name == PROXY || name.starts_with("mcp_connect__") {
+    if name == PROXY || name.starts_with("mcp_connect__") || name == crate::egress::CONNECT_TOOL {
         return Err(invalid(format!(
             "use_capability cannot reach {name:?}: it reaches the tools the model is offered, once"
         )));

@@ -281,6 +281,7 @@ pub struct Admitted {
     grants: Vec<Grant>,
     withheld: PathFilter,
     jail: SharedPlan,
+    egress: Option<Arc<dyn crate::egress::Judge>>,
 }
 
 /// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute).
@@ -291,6 +292,8 @@ pub(crate) struct Parts {
     pub grants: Vec<Grant>,
     pub withheld: PathFilter,
     pub jail: SharedPlan,
+    /// The judge of the connections a bash call's processes ask the egress proxy for.
+    pub egress: Option<Arc<dyn crate::egress::Judge>>,
 }
 
 impl Admitted {
@@ -302,6 +305,7 @@ impl Admitted {
             grants,
             withheld,
             jail,
+            egress,
         } = parts;
         Admitted {
             admission,
@@ -310,6 +314,7 @@ impl Admitted {
             grants,
             withheld,
             jail,
+            egress,
         }
     }
 
@@ -332,6 +337,7 @@ impl Admitted {
             grants: self.grants,
             withheld: self.withheld,
             jail: self.jail,
+            egress: self.egress,
         }
     }
 }

@@ -58,6 +58,8 @@ pub struct CompiledPolicy {
     pub(super) defaults: Defaults,
     pub(super) rego: Option<Arc<Rego>>,
     pub(super) mcp: McpClassifier,
+    /// `sandbox.network`: each entry an allow for `network_connect` to its hosts and port.
+    pub(super) network: crate::egress::Allowlist,
 }
 
 impl CompiledPolicy {
@@ -195,6 +197,21 @@ impl PolicySet {
                 McpClassifier::empty()
             }
         };
+        let jail = self.jail();
+        let network = match crate::egress::Allowlist::new(
+            jail.network.iter().map(|n| (n.host.as_str(), n.port)),
+        ) {
+            Ok(n) => n,
+            Err(e) => {
+                problems.push(PolicyProblem {
+                    file: "(policy set)".into(),
+                    line: None,
+                    column: None,
+                    message: format!("sandbox.network: {e}"),
+                });
+                crate::egress::Allowlist::default()
+            }
+        };
         match (tools, paths, except_tools, except_paths) {
             (Ok(tools), Ok(paths), Ok(except_tools), Ok(except_paths)) if problems.is_empty() => {
                 Ok(CompiledPolicy {
@@ -206,6 +223,7 @@ impl PolicySet {
                     defaults: self.defaults(),
                     rego: self.rego.clone(),
                     mcp,
+                    network,
                 })
             }
             (tools, paths, except_tools, except_paths) => {

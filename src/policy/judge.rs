@@ -55,6 +55,8 @@ pub struct Facts<'a> {
     pub bash: Option<&'a Analysis>,
     /// The policy input document, when Rego policies are loaded.
     pub input: Option<&'a RegoInput>,
+    /// For `network_connect`: the host and port asked for.
+    pub destination: Option<(&'a str, u16)>,
 }
 
 /// A rule that matched a call.
@@ -353,6 +355,19 @@ impl CompiledPolicy {
                     ),
                 }),
             }
+        }
+
+        // A `sandbox.network` entry is an allow for the connections it names.
+        if facts.tool == crate::egress::CONNECT_TOOL
+            && let Some((host, port)) = facts.destination
+            && let Some(entry) = self.network.allows(host, port)
+        {
+            hits.push(Hit {
+                decision: Decision::Allow,
+                id: "sandbox.network".into(),
+                source: "sandbox.network".into(),
+                reason: Some(format!("{entry} is listed")),
+            });
         }
 
         // Step 3: allow, strictly.
@@ -764,6 +779,7 @@ mod tests {
             analysed: analysis.analysed,
             bash: Some(&analysis),
             input: Some(&input),
+            destination: None,
         })
     }
 

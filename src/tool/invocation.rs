@@ -37,6 +37,7 @@ pub struct Invocation {
     grants: Vec<Grant>,
     withheld: PathFilter,
     jail: SharedPlan,
+    egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
 }
 
 impl Invocation {
@@ -47,6 +48,7 @@ impl Invocation {
         grants: Vec<Grant>,
         withheld: PathFilter,
         jail: SharedPlan,
+        egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
     ) -> Invocation {
         Invocation {
             tool,
@@ -54,6 +56,7 @@ impl Invocation {
             grants,
             withheld,
             jail,
+            egress,
         }
     }
 
@@ -101,5 +104,11 @@ impl Invocation {
     /// The jail every process of this call runs in.
     pub fn jail(&self) -> &Plan {
         self.jail.get()
+    }
+
+    /// Who judges the connections this call's processes ask the egress proxy for: the gate
+    /// that admitted it (for a bash call).
+    pub fn egress(&self) -> Option<std::sync::Arc<dyn crate::egress::Judge>> {
+        self.egress.clone()
     }
 }

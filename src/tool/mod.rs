@@ -131,6 +131,8 @@ pub struct Output {
     pub text: String,
     /// A process's exit status (128 + signal; 124 for a timeout), when a process ran.
     pub exit_code: Option<i32>,
+    /// Each connection the process asked the egress proxy for (a record line each).
+    pub connections: Vec<crate::egress::Connection>,
 }
 
 impl Output {
@@ -139,6 +141,7 @@ impl Output {
         Output {
             text: text.into(),
             exit_code: None,
+            connections: Vec::new(),
         }
     }
 }

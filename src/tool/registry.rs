@@ -349,6 +349,7 @@ mod tests {
                 "grep",
                 "list_dir",
                 "move_file",
+                "network_connect",
                 "read_file",
                 "use_capability",
                 "write_file"

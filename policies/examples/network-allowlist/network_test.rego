@@ -34,3 +34,34 @@ test_no_url_asks if {
 	a := ask with input as run(["nc", "10.0.0.1", "4444"])
 	count(a) == 1
 }
+
+connect(host, port) := {"tool": "network_connect", "arguments": {"host": host, "port": port}, "effects": ["network"]}
+
+test_a_connection_to_an_allow_listed_host_on_443_is_allowed if {
+	a := allow with input as connect("index.crates.io", 443)
+	count(a) == 1
+	count(deny) == 0 with input as connect("index.crates.io", 443)
+	count(ask) == 0 with input as connect("index.crates.io", 443)
+}
+
+test_a_connection_to_another_host_is_denied if {
+	d := deny with input as connect("evil.example", 443)
+	some v in d
+	contains(v.reason, "evil.example")
+	count(allow) == 0 with input as connect("evil.example", 443)
+}
+
+test_a_connection_is_judged_by_host_case_and_final_dot_aside if {
+	count(deny) == 0 with input as connect("GitHub.COM.", 443)
+}
+
+test_a_subdomain_suffix_is_allowed_but_not_a_lookalike if {
+	count(deny) == 0 with input as connect("objects.githubusercontent.com", 443)
+	count(deny) == 1 with input as connect("githubusercontent.com.evil.example", 443)
+}
+
+test_an_allow_listed_host_on_another_port_is_denied if {
+	d := deny with input as connect("github.com", 22)
+	some v in d
+	contains(v.reason, "443 only")
+}

@@ -30,3 +30,20 @@ pub fn exec_unjudged(
 ) -> Result<RunResult, RunError> {
     super::run(plan, argv, timeout, capture)
 }
+
+/// [`exec_unjudged`], with a judge of its own for the connections its processes ask the egress
+/// proxy for (without one, the `sandbox.network` entries alone decide). For tests and benches
+/// that stand in for the gate.
+///
+/// # Errors
+///
+/// As [`exec_unjudged`].
+pub fn exec_unjudged_with_judge(
+    plan: &Plan,
+    argv: &[String],
+    timeout: Option<Duration>,
+    capture: Capture,
+    judge: std::sync::Arc<dyn crate::egress::Judge>,
+) -> Result<RunResult, RunError> {
+    super::run_judged(plan, argv, timeout, capture, Some(judge))
+}

@@ -36,13 +36,15 @@
 //! Everything is built before the fork: the Landlock rules (opened once per plan; each run gets
 //! a ruleset of its own, built ahead of it, that grants its own TMPDIR), the seccomp program,
 //! the way capabilities are dropped (with the highest capability number, read from
-//! `/proc/sys/kernel/cap_last_cap`), and per run the private temporary folder, the cgroups and
-//! the mount layout as C strings. The child then only makes system calls, in this order, and
-//! nothing is allocated there:
+//! `/proc/sys/kernel/cap_last_cap`), and per run the private temporary folder, the cgroups,
+//! the mount layout as C strings and, where `network` rules exist, the run's network namespace
+//! with the egress proxy listening in it (`netns`, [`crate::egress`]). The child then only makes
+//! system calls, in this order, and nothing is allocated there:
 //!
 //! 1. mark every descriptor but 0, 1 and 2 close-on-exec (`close_range`): the command inherits
 //!    none of Reasonix's, nor one its caller passed (`3>>file`); its standard input is
-//!    `/dev/null`;
+//!    `/dev/null`; where the run has a network namespace, join it (`setns`, through a descriptor
+//!    that close-on-exec closes at exec);
 //! 2. where the run has namespaces: `clone` into new mount and PID namespaces (and a user
 //!    namespace when Reasonix lacks `CAP_SYS_ADMIN`); the process std forked stays outside,
 //!    waits, and exits as the command did (`run::namespace`); the clone goes on as pid 1 of its
@@ -112,8 +114,11 @@
 //!   `/etc` entry by entry, leaving out the shadow and sudoers files and the ssh and ssl private
 //!   keys (and covers them in the mount namespace), but a secret inside the workspace stays
 //!   readable to a jailed process: keep secrets out of the workspace or deny them by policy.
-//! - Landlock filters TCP by port, never by host: `github.com:443` allows port 443 to anywhere.
-//!   UDP cannot be filtered by port on this ABI; it is refused unless network rules exist (DNS).
+//! - Landlock filters TCP by port, never by host: on its own, `github.com:443` allows port 443
+//!   to anywhere. Hosts are enforced by the egress proxy in a network namespace per run, which
+//!   needs `CAP_SYS_ADMIN` (root); without it, `enforce` with network rules refuses and
+//!   `best_effort` keeps the ports only, and then allows UDP (DNS), which cannot be filtered by
+//!   port on this ABI. With the proxy, UDP is refused (it resolves names for the run).
 //! - Pathname UNIX sockets (`/run/docker.sock`) are not mediated by Landlock before ABI 9, and a
 //!   read-only mount does not stop a `connect` either.
 //! - The host's files are bound read-only if they exist when a run starts: a workspace without
@@ -165,6 +170,8 @@ pub mod config;
 pub mod danger;
 mod landlock_rules;
 mod mounts;
+#[allow(unsafe_code)]
+mod netns;
 pub mod probe;
 #[allow(unsafe_code)]
 mod run;
@@ -177,8 +184,8 @@ use serde::Serialize;
 pub use config::{JailConfig, Limits, Mode, NetRule};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
-pub(crate) use run::run;
 pub use run::{Capture, Exit, RunError, RunResult};
+pub(crate) use run::{run, run_judged};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[
@@ -240,6 +247,9 @@ pub struct Plan {
     write: Vec<PathBuf>,
     /// TCP destinations.
     network: Vec<NetRule>,
+    /// Network by host: the `sandbox.network` entries the egress proxy of each run serves, when
+    /// each run gets a network namespace with the proxy in it ([`crate::egress`]).
+    egress: Option<crate::egress::Allowlist>,
     /// Limits.
     limits: Limits,
     /// What the plan was computed for: this machine's probe, or a test's.
@@ -466,6 +476,24 @@ impl Plan {
         let enforce = config.mode == Mode::Enforce;
         let cap_drop = CapDrop::for_capabilities(&caps);
         let namespaced = jailed && caps.namespaces;
+        // Network rules name hosts: each run gets a network namespace with the egress proxy in it
+        // where one can be made; without, Landlock can keep only the ports.
+        let by_host = jailed && !config.network.is_empty();
+        // An entry the proxy cannot read (a broken glob): refuses under enforce.
+        let mut missing_words: Vec<String> = Vec::new();
+        let egress = match (by_host && caps.net_namespace).then(|| {
+            crate::egress::Allowlist::new(config.network.iter().map(|n| (n.host.as_str(), n.port)))
+        }) {
+            Some(Ok(list)) => Some(list),
+            Some(Err(e)) => {
+                if enforce {
+                    missing_words.push(e);
+                }
+                None
+            }
+            None => None,
+        };
+        let proxied = egress.is_some();
 
         let mut enforced = Vec::new();
         let mut not_enforced = Vec::new();
@@ -494,7 +522,21 @@ impl Plan {
             } else {
                 missing.push("Landlock filesystem rules");
             }
-            if caps.landlock_net {
+            if proxied {
+                enforced.push(format!(
+                    "network by host: a network namespace of the run's own with only loopback, where TCP reaches only the egress proxy on 127.0.0.1:{} (Landlock: that port only); it connects to {} as the gate judges each network_connect call, and refuses loopback, private, link-local and metadata addresses unless an entry names the IP itself",
+                    crate::egress::PROXY_PORT,
+                    config
+                        .network
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                if !caps.landlock_net {
+                    missing.push("Landlock TCP rules (ABI 4)");
+                }
+            } else if caps.landlock_net {
                 enforced.push(if config.network.is_empty() {
                     "TCP connect and bind: refused (Landlock)".into()
                 } else {
@@ -513,6 +555,9 @@ impl Plan {
                         "network host names: Landlock filters TCP by port only, to any host".into(),
                     );
                 }
+                if by_host {
+                    missing.push("a network namespace for the egress proxy, which enforces sandbox.network by host (it needs CAP_SYS_ADMIN: run Reasonix as root)");
+                }
             } else {
                 missing.push("Landlock TCP rules (ABI 4)");
             }
@@ -524,12 +569,12 @@ impl Plan {
                 missing.push("Landlock scoping (ABI 6)");
             }
             if caps.seccomp {
-                enforced.push(if config.network.is_empty() {
+                enforced.push(if config.network.is_empty() || proxied {
                     "seccomp: UDP, raw and other non-TCP sockets, ptrace, io_uring, bpf, mount, keyctl, namespaces refused".into()
                 } else {
                     "seccomp: raw and other non-TCP sockets, ptrace, io_uring, bpf, mount, keyctl, namespaces refused; UDP allowed for DNS".into()
                 });
-                if !config.network.is_empty() {
+                if !config.network.is_empty() && !proxied {
                     not_enforced.push("UDP: allowed to any port while network rules exist (DNS needs it; seccomp cannot read the port)".into());
                 }
             } else {
@@ -582,6 +627,11 @@ impl Plan {
                 missing.join(", ")
             )
         });
+        if let Some(why) = missing_words.first() {
+            refusal.get_or_insert(format!(
+                "sandbox.bash is enforce, and sandbox.network cannot be used: {why}"
+            ));
+        }
         if config.mode == Mode::BestEffort {
             for m in &missing {
                 not_enforced.push(format!("{m}: not available on this kernel"));
@@ -611,7 +661,14 @@ impl Plan {
             (Some(_), true) => {
                 let rules = landlock_rules::Rules::open(&read, &write, &devices, &secrets);
                 let spec = landlock_rules::Spec {
-                    network: config.network.clone(),
+                    network: if proxied {
+                        vec![NetRule {
+                            host: "127.0.0.1".into(),
+                            port: crate::egress::PROXY_PORT,
+                        }]
+                    } else {
+                        config.network.clone()
+                    },
                     strict: enforce,
                     net: caps.landlock_net,
                     scope: caps.landlock_scope,
@@ -627,7 +684,7 @@ impl Plan {
             _ => None,
         };
         let filter = match (jailed && caps.seccomp && !dry)
-            .then(|| seccomp::program(!config.network.is_empty(), !namespaced))
+            .then(|| seccomp::program(!config.network.is_empty() && !proxied, !namespaced))
         {
             Some(Ok(program)) => Some(program),
             Some(Err(e)) => {
@@ -663,6 +720,7 @@ impl Plan {
             read,
             write,
             network: config.network.clone(),
+            egress,
             limits: config.limits,
             capabilities: caps,
             enforced,
@@ -777,6 +835,10 @@ impl Plan {
             }
             if caps.seccomp {
                 backend.push("seccomp".into());
+            }
+            if self.egress.is_some() {
+                backend.push("network-namespace".into());
+                backend.push("egress-proxy".into());
             }
             if self.namespaced {
                 backend.push("mount-namespace".into());

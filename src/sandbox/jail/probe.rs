@@ -48,6 +48,9 @@ pub struct Capabilities {
     /// and group: Reasonix lacks `CAP_SYS_ADMIN` (any user but root, usually), and this kernel
     /// lets an unprivileged user make user namespaces.
     pub user_namespace: bool,
+    /// A run can have a network namespace of its own, made by Reasonix before the fork with the
+    /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`).
+    pub net_namespace: bool,
     /// Where a pids cgroup can be made for a run, if anywhere.
     pub cgroup_pids: Option<PathBuf>,
     /// Where a memory cgroup can be made for a run, if anywhere.
@@ -112,6 +115,7 @@ fn probe() -> Capabilities {
         seccomp,
         namespaces,
         user_namespace,
+        net_namespace: !user_namespace && super::netns::works(),
         cgroup_pids,
         cgroup_memory,
         uid: nix::unistd::getuid().as_raw(),
@@ -167,6 +171,7 @@ fn expect(status: &str) -> Capabilities {
             .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:")),
         namespaces: namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok()),
         user_namespace,
+        net_namespace: !user_namespace && std::path::Path::new("/proc/self/ns/net").exists(),
         cgroup_pids: super::cgroup::expected(),
         cgroup_memory: super::cgroup::expected_memory(),
         uid: nix::unistd::getuid().as_raw(),

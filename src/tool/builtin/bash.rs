@@ -48,11 +48,12 @@ impl Tool for Bash {
         let plan = call.jail();
         let timeout = args.u64("timeout_ms").map(Duration::from_millis);
         let argv = ["bash".to_owned(), "-c".to_owned(), command.to_owned()];
-        let result = jail::run(
+        let result = jail::run_judged(
             plan,
             &argv,
             timeout,
             Capture::Bounded(plan.limits().output_bytes),
+            call.egress(),
         )
         .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was executed")))?;
         let mut text = match result.exit {
@@ -71,6 +72,14 @@ impl Tool for Bash {
                 }
             }
         }
+        for c in result.connections.iter().filter(|c| c.outcome == "refused") {
+            text.push_str(&format!(
+                "reasonix: network_connect {}:{} refused: {}\n",
+                c.host,
+                c.port,
+                c.reasons.join("; ")
+            ));
+        }
         if let Some(line) = result.not_enforced_line() {
             text.push_str(&line);
             text.push('\n');
@@ -78,6 +87,7 @@ impl Tool for Bash {
         Ok(Output {
             text,
             exit_code: Some(result.exit.code()),
+            connections: result.connections,
         })
     }
 }

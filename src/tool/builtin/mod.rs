@@ -17,6 +17,7 @@ mod glob;
 mod grep;
 mod list_dir;
 mod move_file;
+mod network_connect;
 mod read_file;
 mod search_walk;
 mod submit_plan;
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::Grep),
         Arc::new(bash::Bash),
         Arc::new(use_capability::UseCapability),
+        Arc::new(network_connect::NetworkConnect),
     ]
 }
 

@@ -83,6 +83,8 @@ pub struct RunResult {
     /// What the plan promised and this run could not apply (under `best_effort`; `enforce`
     /// refuses the run instead), in words. Empty when the run kept every promise.
     pub not_enforced: Vec<String>,
+    /// Each connection its processes asked the egress proxy for, in order (empty without one).
+    pub connections: Vec<crate::egress::Connection>,
 }
 
 impl RunResult {
@@ -610,6 +612,19 @@ pub(crate) fn run(
     timeout: Option<Duration>,
     capture: Capture,
 ) -> Result<RunResult, RunError> {
+    run_judged(plan, argv, timeout, capture, None)
+}
+
+/// [`run`], with the judge of the connections its processes ask the egress proxy for (the
+/// gate, for an admitted bash call). Without one — or for a plan without a proxy — the
+/// `sandbox.network` entries alone decide ([`crate::egress::ListJudge`]).
+pub(crate) fn run_judged(
+    plan: &Plan,
+    argv: &[String],
+    timeout: Option<Duration>,
+    capture: Capture,
+    judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+) -> Result<RunResult, RunError> {
     if plan.dry {
         return Err(RunError::Refused(
             "this plan was computed for a dry run (reasonix check), which runs nothing".into(),
@@ -706,7 +721,35 @@ pub(crate) fn run(
     let open_max = nix::sys::resource::getrlimit(Resource::RLIMIT_NOFILE)
         .map_or(65_536, |(soft, _)| soft.min(65_536) as i32);
 
-    let environment = environment(&tmpdir);
+    // The egress proxy: its listener in a network namespace made for this run, which the child
+    // joins; the proxy serves it from here until the run ends.
+    let egress = match &plan.egress {
+        Some(list) if jailed => {
+            let ns = super::netns::make(crate::egress::PROXY_PORT).map_err(|e| {
+                RunError::Refused(format!(
+                    "the egress proxy cannot be set up for this run (network namespace: {e}); sandbox.network is enforced by host through it, so nothing runs without it"
+                ))
+            })?;
+            let judge = judge
+                .unwrap_or_else(|| std::sync::Arc::new(crate::egress::ListJudge(list.clone())));
+            let proxy = crate::egress::Proxy::start(ns.listener, judge, list.clone()).map_err(
+                |source| RunError::Setup {
+                    what: "egress proxy",
+                    source,
+                },
+            )?;
+            Some((ns.fd, proxy))
+        }
+        _ => None,
+    };
+    let netns_fd = egress.as_ref().map(|(fd, _)| {
+        use std::os::fd::AsRawFd;
+        fd.as_raw_fd()
+    });
+    let mut environment = environment(&tmpdir);
+    if egress.is_some() {
+        environment.extend(crate::egress::environment(crate::egress::PROXY_PORT));
+    }
     // Found on the jail's PATH here, as `execvp` would find it in the child, so that the child
     // does not try each folder of the PATH in turn (an `execve` each, through the filter).
     let found = find_program(program, &environment);
@@ -753,6 +796,9 @@ pub(crate) fn run(
             return Ok(());
         }
         close_inherited(open_max)?;
+        if let Some(fd) = netns_fd {
+            super::netns::enter(fd)?;
+        }
         match (&mut namespace, &exec) {
             // Returns only if the command could not be started; see `namespace::launch`.
             (Some(ns), Some(exec)) => namespace::launch(ns, exec, &|| confine.apply()),
@@ -760,7 +806,7 @@ pub(crate) fn run(
         }
     };
     // SAFETY: the hook runs in the forked child before exec. It makes only system calls
-    // (close_range, clone, wait4, mount and the new mount API, chdir, write, setrlimit, prctl,
+    // (close_range, setns, clone, wait4, mount and the new mount API, chdir, write, setrlimit, prctl,
     // capset, landlock_add_rule, landlock_restrict_self, seccomp, execve, close) on values built
     // before the fork (the highest capability number, the mount layout, program, arguments and
     // environment as C strings, and the room for the clones' descriptors included), allocates
@@ -799,6 +845,14 @@ pub(crate) fn run(
         plan.idle_tmpdirs.give_back(tmp);
     }
     let duration = started.elapsed();
+    let connections = match egress {
+        Some((fd, proxy)) => {
+            let connections = proxy.stop();
+            drop(fd);
+            connections
+        }
+        None => Vec::new(),
+    };
     let spawn_error = |source| RunError::Spawn {
         program: program.clone(),
         source,
@@ -824,6 +878,7 @@ pub(crate) fn run(
         stderr_bytes,
         duration,
         not_enforced,
+        connections,
     })
 }
 
@@ -883,6 +938,7 @@ mod tests {
             stderr_bytes: 0,
             duration: Duration::ZERO,
             not_enforced: Vec::new(),
+            connections: Vec::new(),
         };
         assert_eq!(r.not_enforced_line(), None);
         r.not_enforced = vec!["process count: x".into(), "y".into()];

@@ -1,0 +1,170 @@
+//! The `sandbox.network` entries as the egress proxy and the policy stage read them: each
+//! `HOST:PORT` an allow for the call `network_connect {host, port}`, where HOST is a name
+//! (`index.crates.io`), a glob on names (`*.example.com`, `*` for any), or an IP literal
+//! (`127.0.0.1`, `[::1]`). Names are compared case-insensitively, ports exactly.
+//!
+//! An IP literal is also the only way to reach an address in a refused range
+//! ([`super::address`]): `127.0.0.1:8080` lets a connection to 127.0.0.1 port 8080 through,
+//! while `localhost:8080`, `*:8080` or a name that resolves to 127.0.0.1 does not.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// An entry as written: `HOST:PORT`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The host, a glob on names, or an IP literal, as written.
+    pub host: String,
+    /// The TCP port.
+    pub port: u16,
+}
+
+impl fmt::Display for Listed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// One entry, compiled.
+#[derive(Clone, Debug)]
+struct Entry {
+    rule: Listed,
+    host: GlobMatcher,
+    ip: Option<IpAddr>,
+}
+
+/// The `sandbox.network` entries, compiled once.
+#[derive(Clone, Debug, Default)]
+pub struct Allowlist {
+    entries: Vec<Entry>,
+}
+
+/// An IP literal as written in a rule or a request: `127.0.0.1`, `::1` or `[::1]`.
+pub fn ip_literal(host: &str) -> Option<IpAddr> {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    bare.parse().ok()
+}
+
+impl Allowlist {
+    /// Compiles the entries (`sandbox.network`: host and port each); one whose host is not a
+    /// valid glob is refused with its text.
+    ///
+    /// # Errors
+    ///
+    /// The entry and what is wrong with it.
+    pub fn new<'a>(rules: impl IntoIterator<Item = (&'a str, u16)>) -> Result<Allowlist, String> {
+        let mut entries = Vec::new();
+        for (host, port) in rules {
+            let rule = Listed {
+                host: host.to_owned(),
+                port,
+            };
+            let ip = ip_literal(&rule.host);
+            let pattern = match ip {
+                Some(ip) => globset::escape(&ip.to_string()),
+                None => rule.host.to_ascii_lowercase(),
+            };
+            let host = GlobBuilder::new(&pattern)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| format!("network rule {rule}: {e}"))?
+                .compile_matcher();
+            entries.push(Entry { rule, host, ip });
+        }
+        Ok(Allowlist { entries })
+    }
+
+    /// Whether there is no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry that allows `host:port`, if one does.
+    pub fn allows(&self, host: &str, port: u16) -> Option<&Listed> {
+        let host = match ip_literal(host) {
+            Some(ip) => ip.to_string(),
+            None => host.trim_end_matches('.').to_ascii_lowercase(),
+        };
+        self.entries
+            .iter()
+            .find(|e| e.rule.port == port && e.host.is_match(&host))
+            .map(|e| &e.rule)
+    }
+
+    /// The entry that names `ip` literally on `port`, if one does: what lets a connection reach
+    /// an address in a refused range.
+    pub fn names_ip(&self, ip: IpAddr, port: u16) -> Option<&Listed> {
+        let canonical = |ip: IpAddr| match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        self.entries
+            .iter()
+            .find(|e| e.rule.port == port && e.ip.map(canonical) == Some(canonical(ip)))
+            .map(|e| &e.rule)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(rules: &[&str]) -> Allowlist {
+        Allowlist::new(rules.iter().map(|r| {
+            let (host, port) = r.rsplit_once(':').unwrap();
+            (host, port.parse().unwrap())
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_name_is_allowed_on_its_port_only_and_case_insensitively() {
+        let l = list(&["index.crates.io:443"]);
+        assert!(l.allows("index.crates.io", 443).is_some());
+        assert!(l.allows("INDEX.Crates.IO", 443).is_some());
+        assert!(l.allows("index.crates.io.", 443).is_some());
+        assert!(l.allows("index.crates.io", 80).is_none());
+        assert!(l.allows("static.crates.io", 443).is_none());
+        assert!(l.allows("index.crates.io.evil.example", 443).is_none());
+    }
+
+    #[test]
+    fn a_wildcard_covers_subdomains_but_not_the_bare_domain() {
+        let l = list(&["*.example.com:443"]);
+        assert!(l.allows("a.example.com", 443).is_some());
+        assert!(l.allows("a.b.example.com", 443).is_some());
+        assert!(l.allows("example.com", 443).is_none());
+        assert!(l.allows("example.com.evil.example", 443).is_none());
+        assert!(l.allows("evilexample.com", 443).is_none());
+    }
+
+    #[test]
+    fn a_star_allows_any_host_on_its_port_but_names_no_ip() {
+        let l = list(&["*:8080"]);
+        assert!(l.allows("anything.example", 8080).is_some());
+        assert!(l.allows("127.0.0.1", 8080).is_some());
+        assert!(l.names_ip("127.0.0.1".parse().unwrap(), 8080).is_none());
+    }
+
+    #[test]
+    fn an_ip_literal_names_that_address_in_any_spelling() {
+        let l = list(&["127.0.0.1:8080", "[::1]:9090"]);
+        assert!(l.allows("127.0.0.1", 8080).is_some());
+        assert!(l.names_ip("127.0.0.1".parse().unwrap(), 8080).is_some());
+        assert!(
+            l.names_ip("::ffff:127.0.0.1".parse().unwrap(), 8080)
+                .is_some()
+        );
+        assert!(l.names_ip("127.0.0.2".parse().unwrap(), 8080).is_none());
+        assert!(l.names_ip("127.0.0.1".parse().unwrap(), 8081).is_none());
+        assert!(l.allows("[::1]", 9090).is_some());
+        assert!(l.allows("::1", 9090).is_some());
+        assert!(l.names_ip("::1".parse().unwrap(), 9090).is_some());
+        assert!(l.allows("localhost", 8080).is_none());
+    }
+}
