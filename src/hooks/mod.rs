@@ -28,15 +28,15 @@
 //! 5. A hook that exits non-zero, is killed by a signal, outlives its timeout, or prints
 //!    anything but that one JSON object **blocks** the call, with a reason that says which.
 //!
-//! **Not jailed yet.** TODO(jail): the jail's run cannot feed stdin or make the workspace
-//! read-only for one run yet. Until it can, a hook runs as a plain process (its own process
-//! group, a cleared environment, killed at its timeout); under a `sandbox` mode of `enforce`,
-//! a call a hook would have to judge is blocked instead, and under `best_effort` the verdict
-//! says the hook ran unjailed.
+//! A hook runs in the OS jail, read-only on the workspace and the write roots
+//! ([`Gate::hooks_jail`]): it can read what it judges, never change it. Its process group and
+//! cgroups are killed at its timeout and once it has answered. A hooks plan that refuses to run
+//! anything (`enforce` on a kernel that cannot enforce it) blocks every hooked call, in the
+//! plan's words; with `sandbox.bash: off` a hook runs with Reasonix's own rights, and the
+//! verdict says so.
 
 mod process;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -86,14 +86,13 @@ struct Hook {
 /// The pre-tool hooks of a session, checked. Immutable.
 pub struct Hooks {
     pre: Vec<Hook>,
-    workspace: PathBuf,
-    mode: Mode,
 }
 
 impl Hooks {
     /// Checks the section: every glob compiles, every command has a program, no post-tool hook
-    /// (not supported by this version). `mode` is the sandbox mode hooks would run under.
-    pub fn new(spec: &HooksSpec, workspace: &Path, mode: Mode) -> Result<Hooks, String> {
+    /// (not supported by this version). Hooks run under the judging gate's
+    /// [`Gate::hooks_jail`].
+    pub fn new(spec: &HooksSpec) -> Result<Hooks, String> {
         if !spec.post_tool.is_empty() {
             return Err(
                 "hooks.post_tool: post-tool hooks are not supported by this version of Reasonix; remove them"
@@ -122,11 +121,7 @@ impl Hooks {
                 timeout: h.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
             });
         }
-        Ok(Hooks {
-            pre,
-            workspace: workspace.to_path_buf(),
-            mode,
-        })
+        Ok(Hooks { pre })
     }
 
     /// Whether there is no hook at all.
@@ -161,22 +156,14 @@ impl Hooks {
             .unwrap_or_else(|| call_arguments(call));
         let mut judgement = judgement;
         for hook in self.pre.iter().filter(|h| h.tools.is_match(&tool)) {
-            if self.mode == Mode::Enforce {
-                return judgement.block(
-                    Stage::Hook,
-                    format!(
-                        "{} must judge this call, and hooks cannot run in the OS jail yet; sandbox mode enforce blocks it (best_effort would run the hook unjailed, and say so)",
-                        hook.name
-                    ),
-                );
-            }
             let admission = judgement.admission();
             let stdin = json!({
                 "call": {"id": call.id, "name": tool, "arguments": arguments},
                 "admission": admission,
                 "input": admission.input,
             });
-            let answer = match process::run(&hook.command, &self.workspace, &stdin, hook.timeout)
+            let plan = gate.hooks_jail();
+            let answer = match process::run(plan, &hook.command, &stdin, hook.timeout)
                 .and_then(|out| parse(&out))
             {
                 Ok(a) => a,
@@ -195,10 +182,12 @@ impl Hooks {
                 .as_deref()
                 .map(|r| format!(": {}", crate::text::visible(r)))
                 .unwrap_or_default();
-            judgement = judgement.note(format!(
-                "not enforced: {} ran outside the OS jail (hooks cannot run in it yet)",
-                hook.name
-            ));
+            if plan.mode() == Mode::Off {
+                judgement = judgement.note(format!(
+                    "not enforced: {} ran with Reasonix's own rights (sandbox.bash is off)",
+                    hook.name
+                ));
+            }
             match (answer.decision, answer.arguments) {
                 (Decision::Deny, _) => {
                     return judgement.block(Stage::Hook, format!("{} denied{said}", hook.name));
@@ -316,22 +305,13 @@ mod tests {
     #[test]
     fn post_tool_hooks_and_empty_commands_are_refused_at_load() {
         let spec = |yaml: &str| -> HooksSpec { yaml_serde::from_str(yaml).unwrap() };
-        let ws = Path::new("/ws");
-        let e = Hooks::new(
-            &spec("post_tool: [{tools: ['*'], command: [x]}]"),
-            ws,
-            Mode::Off,
-        )
-        .err()
-        .unwrap();
+        let e = Hooks::new(&spec("post_tool: [{tools: ['*'], command: [x]}]"))
+            .err()
+            .unwrap();
         assert!(e.contains("not supported"), "{e}");
-        let e = Hooks::new(
-            &spec("pre_tool: [{tools: ['*'], command: []}]"),
-            ws,
-            Mode::Off,
-        )
-        .err()
-        .unwrap();
+        let e = Hooks::new(&spec("pre_tool: [{tools: ['*'], command: []}]"))
+            .err()
+            .unwrap();
         assert!(e.contains("needs a program"), "{e}");
     }
 }
