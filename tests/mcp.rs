@@ -504,3 +504,32 @@ fn an_mcp_tool_through_the_proxy_is_judged_as_itself() {
     );
     assert_eq!(v["verdict"], "invalid", "{v}");
 }
+
+#[test]
+fn check_in_plan_mode_connects_with_a_normal_gate_as_run_plan_does() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    w.file("notes.txt", "n");
+    let p = w.policy("p.yaml", &policy());
+    // The connect is judged as `run --plan` judges it (normal mode: starting a server is not a
+    // read, and the plan stage would refuse it), so the declared read is judged in plan mode.
+    let (code, v) = w.check(
+        &call("mcp__fx__read_note", json!({"path": "notes.txt"})),
+        &["--policy", &p, "--mode", "plan"],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    assert!(marker.exists(), "the server started");
+    // The writer stays refused by plan mode itself.
+    let (_, v) = w.check(
+        &call(
+            "mcp__fx__write_note",
+            json!({"path": "n.txt", "content": "c"}),
+        ),
+        &["--policy", &p, "--mode", "plan"],
+    );
+    assert_eq!(
+        (v["verdict"].as_str(), v["stage"].as_str()),
+        (Some("deny"), Some("plan")),
+        "{v}"
+    );
+}
