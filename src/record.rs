@@ -183,6 +183,10 @@ pub struct CallRecord {
     /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement (as
     /// JSON), which was judged again and is what ran; `arguments_sha256` stays the model's.
     pub replaced_arguments_sha256: Option<String>,
+    /// Each post-tool hook that ran on the call, in order: its note, or why it failed. Neither
+    /// changed the outcome. Left out when none ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub post_tool: Vec<crate::hooks::PostToolRan>,
 }
 
 /// Connecting to an MCP server (`mcp_connect__NAME`): one line per server a run tried, with the

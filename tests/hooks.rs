@@ -1,14 +1,19 @@
 //! Pre-tool hooks, through `reasonix check` (which runs them as a live run does): they narrow
 //! (deny, ask, continue), never widen; a replacement re-enters the gate from the top; a hook
-//! that crashes, times out, exits non-zero or prints garbage blocks the call.
+//! that crashes, times out, exits non-zero or prints garbage blocks the call. Hooks run in the
+//! OS jail (`enforce`, the default), read-only on the workspace.
 
 mod common;
 
 use common::{World, reasons};
 use serde_json::{Value, json};
 
-/// The embedded default's rules, with hooks allowed to run unjailed.
-const BEST_EFFORT: &str = "version: 1\nsandbox:\n  bash: best_effort\n";
+/// The Python hooks run with: the system's, which the jail lets a process read and run (the
+/// test's own `python3` may be a shim under the real home, which the jail does not grant).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// The embedded default's sandbox (`enforce`), stated.
+const ENFORCE: &str = "version: 1\nsandbox:\n  bash: enforce\n";
 
 impl World {
     /// Writes a Python hook under `<ws>/hooks/NAME.py` whose body follows reading the request
@@ -20,13 +25,13 @@ impl World {
         self.file(
             "reasonix.yaml",
             &format!(
-                "hooks:\n  pre_tool:\n    - tools: {tools}\n      command: [python3, hooks/{name}.py]\n      timeout_ms: {timeout_ms}\n"
+                "hooks:\n  pre_tool:\n    - tools: {tools}\n      command: [{PYTHON}, hooks/{name}.py]\n      timeout_ms: {timeout_ms}\n"
             ),
         );
     }
 
     fn check_hooked(&self, call: Value, extra: &[&str]) -> (i32, Value) {
-        let be = self.policy("be.yaml", BEST_EFFORT);
+        let be = self.policy("be.yaml", ENFORCE);
         let mut args = vec!["--policy", "builtin:default", "--policy", be.as_str()];
         args.extend_from_slice(extra);
         self.check(&call, &args)
@@ -88,7 +93,7 @@ fn a_hook_that_continues_leaves_the_verdict_and_receives_the_call_admission_and_
     w.hook("cont", body, "[bash]", 5000);
     let (code, v) = w.check_hooked(bash("ls"), &[]);
     assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
-    assert!(reasons(&v).contains("not enforced"), "{v}");
+    assert!(!reasons(&v).contains("not enforced"), "in the jail: {v}");
     assert!(
         v.get("input").is_none_or(Value::is_null),
         "no --explain, no input"
@@ -205,7 +210,9 @@ fn a_crash_a_timeout_an_exit_status_and_garbage_each_block_and_say_which() {
     let w = World::new();
     for (body, timeout, says) in [
         (
-            "os.kill(os.getpid(), signal.SIGSEGV)",
+            // A real fault: in its PID namespace the hook is pid 1, which a signal it sends
+            // itself with `kill` does not reach (see the jail's caveats).
+            "import ctypes; ctypes.string_at(0)",
             5000,
             "crashed (killed by signal 11)",
         ),
@@ -245,19 +252,40 @@ fn no_hooks_leaves_them_out_and_says_so() {
 }
 
 #[test]
-fn under_enforce_a_hook_that_cannot_be_jailed_blocks_the_call() {
+fn a_hook_runs_in_the_jail_and_cannot_write_the_workspace_or_see_host_processes() {
     let w = World::new();
-    w.hook(
-        "cont",
-        &answer(json!({"decision": "continue"})),
-        "[bash]",
-        5000,
+    let planted = w.ws.join("planted.txt");
+    let ours = format!("/proc/{}/cmdline", std::process::id());
+    // The hook tries to write the workspace and to read this test's process, and tells which
+    // failed; it answers continue only when both did (and it could read the workspace).
+    let body = format!(
+        concat!(
+            "fails = []\n",
+            "try:\n    open({planted:?}, 'w').write('x')\nexcept OSError as e:\n    fails.append(str(e))\n",
+            "try:\n    open({ours:?}).read()\nexcept OSError as e:\n    fails.append(str(e))\n",
+            "readable = open('hooks/h.py').read().startswith('import')\n",
+            "ok = len(fails) == 2 and readable\n",
+            "print(json.dumps({{'decision': 'continue' if ok else 'deny', 'reason': '; '.join(fails) or 'nothing failed'}}))"
+        ),
+        planted = planted.to_str().unwrap(),
+        ours = ours,
     );
-    let (_, v) = w.check(&bash("ls"), &[]);
+    w.hook("h", &body, "[bash]", 5000);
+    let (code, v) = w.check_hooked(bash("ls"), &[]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    assert!(!planted.exists(), "a hook wrote the workspace");
+    // The control: with the jail off, the same hook writes the file and reads the process, and
+    // says so by denying.
+    let off = w.policy("off.yaml", "version: 1\nsandbox:\n  bash: off\n");
+    let (_, v) = w.check(
+        &bash("ls"),
+        &["--policy", "builtin:default", "--policy", &off],
+    );
     assert_eq!(
         (v["verdict"].as_str(), v["stage"].as_str()),
         (Some("deny"), Some("hook")),
         "{v}"
     );
-    assert!(reasons(&v).contains("cannot run in the OS jail yet"), "{v}");
+    assert!(reasons(&v).contains("nothing failed"), "{v}");
+    assert!(planted.exists());
 }

@@ -35,11 +35,12 @@ fn fixture() -> PathBuf {
         .clone()
 }
 
-/// A policy that lets the fixture server start (unjailed: best_effort), declares its reads, and
-/// denies `.env`.
+/// A policy that lets the fixture server start (in the jail, `enforce`; its folder is a read
+/// root), declares its reads, and denies `.env`. See [`policy`].
 const POLICY: &str = r#"version: 1
 sandbox:
-  bash: best_effort
+  bash: enforce
+  read_roots: ["@FIXTURES@"]
 defaults:
   read_only: allow
   writer: ask
@@ -61,11 +62,16 @@ mcp:
       paths: {path: target}
 "#;
 
+/// [`POLICY`], with the fixture's folder as a read root.
+fn policy() -> String {
+    POLICY.replace("@FIXTURES@", fixture().parent().unwrap().to_str().unwrap())
+}
+
 impl World {
     /// `.mcp.json` with the fixture as server `fx`, started through `sh` so that a marker file
-    /// proves whether any process started.
+    /// (in the workspace: the jailed server may write there) proves whether any process started.
     fn fixture_server(&self, mode: &str) -> PathBuf {
-        let marker = self.root.join("started");
+        let marker = self.ws.join("started");
         let script = format!(
             "touch '{}'; exec '{}' {mode}",
             marker.display(),
@@ -107,7 +113,7 @@ fn a_denied_connect_starts_no_process_and_its_tools_are_invalid_naming_the_refus
     assert!(!marker.exists(), "a denied connect started a process");
 
     // The same world with the connect allowed does start it: the marker proves it would show.
-    let p = w.policy("allow.yaml", POLICY);
+    let p = w.policy("allow.yaml", &policy());
     let (_, v) = w.check(
         &call("mcp__fx__echo", json!({"text": "hi"})),
         &["--policy", &p],
@@ -120,7 +126,7 @@ fn a_denied_connect_starts_no_process_and_its_tools_are_invalid_naming_the_refus
 fn no_mcp_starts_nothing_and_says_so() {
     let w = World::new();
     let marker = w.fixture_server("normal");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let (_, v) = w.check(
         &call("mcp__fx__echo", json!({"text": "hi"})),
         &["--policy", &p, "--no-mcp"],
@@ -131,31 +137,49 @@ fn no_mcp_starts_nothing_and_says_so() {
 }
 
 #[test]
-fn an_enforce_jail_refuses_to_start_a_stdio_server_it_cannot_hold() {
+fn a_connect_the_jail_cannot_hold_is_refused_at_stage_sandbox_and_starts_nothing() {
+    // A jail plan that refuses to run anything refuses a stdio server as it refuses a bash
+    // command; from the command line, a plan refuses when no private temporary folder can be
+    // made (TMPDIR names a folder that does not exist).
     let w = World::new();
     let marker = w.fixture_server("normal");
-    let p = w.policy(
-        "p.yaml",
-        &POLICY.replace("bash: best_effort", "bash: enforce"),
-    );
-    let (_, v) = w.check(
-        &call("mcp__fx__echo", json!({"text": "hi"})),
-        &["--policy", &p],
-    );
-    assert_eq!(v["verdict"], "invalid");
+    let p = w.policy("p.yaml", &policy());
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let call = call("mcp__fx__echo", json!({"text": "hi"})).to_string();
+    let no_tmp = w.root.join("no-such-tmp");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--workspace",
+            &ws,
+            "--policy",
+            &p,
+        ])
+        .arg(&call)
+        .current_dir(&w.outside)
+        .env("HOME", &w.home)
+        .env("TMPDIR", &no_tmp)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "invalid", "{v}");
     let why = reasons(&v);
+    // (Without a usable TMPDIR the probe finds no namespaces either; either refusal will do.)
     assert!(
-        why.contains("stage sandbox") && why.contains("not in the OS jail"),
+        why.contains("refused: deny at stage sandbox (sandbox.bash is enforce")
+            || why.contains("no private temporary folder"),
         "{why}"
     );
-    assert!(!marker.exists());
+    assert!(!marker.exists(), "a refused connect started the server");
 }
 
 #[test]
 fn a_schema_violation_is_invalid() {
     let w = World::new();
     w.fixture_server("normal");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     for args in [
         json!({"text": 5}),
         json!({}),
@@ -172,7 +196,7 @@ fn a_schema_violation_is_invalid() {
 fn an_undeclared_mcp_tool_asks_and_is_denied_unattended() {
     let w = World::new();
     w.fixture_server("normal");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let echo = call("mcp__fx__echo", json!({"text": "hi"}));
     let (_, v) = w.check(&echo, &["--policy", &p]);
     assert_eq!(v["verdict"], "ask", "{v}");
@@ -188,7 +212,7 @@ fn a_declared_read_is_read_only_and_a_declared_path_outside_the_workspace_is_blo
     w.fixture_server("normal");
     w.file("notes.txt", "n");
     std::fs::write(w.outside.join("x"), "x").unwrap();
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let (code, v) = w.check(
         &call("mcp__fx__read_note", json!({"path": "notes.txt"})),
         &["--policy", &p],
@@ -210,7 +234,7 @@ fn dot_env_through_mcp_is_denied_by_a_path_rule() {
     let w = World::new();
     w.fixture_server("normal");
     w.file(".env", "SECRET=1");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let (code, v) = w.check(
         &call("mcp__fx__read_note", json!({"path": ".env"})),
         &["--policy", &p],
@@ -224,7 +248,7 @@ fn dot_env_through_mcp_is_denied_by_a_path_rule() {
 fn any_declared_argument_is_judged_as_a_path() {
     let w = World::new();
     w.fixture_server("normal");
-    let yaml = POLICY.replace(
+    let yaml = policy().replace(
         "      effects: [read]\n      paths: {path: target}",
         "      effects: [read]\n      paths: {path: target, text: target}",
     );
@@ -242,7 +266,7 @@ fn any_declared_argument_is_judged_as_a_path() {
 fn annotations_show_in_explain_and_never_make_a_call_read_only() {
     let w = World::new();
     w.fixture_server("normal");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     // write_note says readOnlyHint: true; policy declares it a writer, and a writer it is.
     let (_, v) = w.check(
         &call(
@@ -272,7 +296,7 @@ fn annotations_show_in_explain_and_never_make_a_call_read_only() {
 fn a_tool_whose_schema_does_not_compile_is_unavailable_with_its_reason() {
     let w = World::new();
     w.fixture_server("normal");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let ws = w.ws.to_str().unwrap().to_owned();
     let args = [
         "check",
@@ -297,7 +321,7 @@ fn a_tool_whose_schema_does_not_compile_is_unavailable_with_its_reason() {
 #[test]
 fn a_listing_that_never_ends_contributes_nothing_and_says_why() {
     let w = World::new();
-    let marker = w.root.join("started");
+    let marker = w.ws.join("started");
     let script = format!(
         "touch '{}'; exec '{}' slow-list",
         marker.display(),
@@ -311,7 +335,7 @@ fn a_listing_that_never_ends_contributes_nothing_and_says_why() {
         ),
     )
     .unwrap();
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let started = Instant::now();
     let (_, v) = w.check(
         &call("mcp__fx__echo", json!({"text": "x"})),
@@ -325,12 +349,22 @@ fn a_listing_that_never_ends_contributes_nothing_and_says_why() {
 
 /// A gate over the fixture server, its connect judged and run, for the cases that execute.
 fn connected(w: &World) -> (reasonix::Gate, Servers) {
+    connected_with(w, &policy().replace("  writer: ask", "  writer: allow"))
+}
+
+/// The fixture's tools undeclared (exec and network, allowed as writers) under `sandbox.bash:
+/// JAIL`: what the server then does to the machine is up to the jail alone.
+fn undeclared(w: &World, jail: &str) -> (reasonix::Gate, Servers) {
+    let yaml = policy()
+        .replace("bash: enforce", &format!("bash: {jail}"))
+        .replace("  writer: ask", "  writer: allow");
+    let yaml = &yaml[..yaml.find("mcp:").unwrap()];
+    connected_with(w, yaml)
+}
+
+fn connected_with(w: &World, yaml: &str) -> (reasonix::Gate, Servers) {
     w.fixture_server("normal");
-    let policy = PolicySet::from_yaml(
-        "p.yaml",
-        &POLICY.replace("  writer: ask", "  writer: allow"),
-    )
-    .unwrap();
+    let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
     let gate = gate_over(
         Registry::with_builtins(),
         &policy,
@@ -393,12 +427,62 @@ fn the_connect_record_line_says_what_the_server_brought() {
             .contains(&json!("mcp__fx__echo"))
     );
     assert_eq!(v["unavailable"][0][0], "mcp__fx__bad_schema");
+    // The server ran in the jail: what is not enforced is the plan's own list.
+    let words = v["not_enforced"].as_str().unwrap();
+    assert!(words.contains("pathname UNIX sockets"), "{words}");
+    assert!(!words.contains("not in the OS jail"), "{words}");
+}
+
+#[test]
+fn a_jailed_stdio_server_cannot_write_outside_the_workspace_and_can_inside() {
+    let w = World::new();
+    let planted = w.outside.join("planted.txt");
+    let write = |path: &std::path::Path| json!({"path": path, "content": "x"});
+    let (gate, servers) = undeclared(&w, "enforce");
+    // Nothing but the jail stands between the server and the file: the write is tried, and the
+    // kernel refuses it (the read-only mount, or Landlock).
+    let e = run(&gate, "mcp__fx__write_note", write(&planted)).unwrap_err();
     assert!(
-        v["not_enforced"]
-            .as_str()
-            .unwrap()
-            .contains("not in the OS jail")
+        e.contains("Read-only file system") || e.contains("Permission denied"),
+        "{e}"
     );
+    assert!(
+        !planted.exists(),
+        "a jailed server wrote outside the workspace"
+    );
+    // The legitimate use: the workspace is writable, as for a bash command.
+    let inside = w.ws.join("inside.txt");
+    assert_eq!(
+        run(&gate, "mcp__fx__write_note", write(&inside)),
+        Ok("written".into())
+    );
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "x");
+    drop((gate, servers));
+    // The control: the same server and call without the jail writes the file.
+    let (gate, _servers) = undeclared(&w, "off");
+    assert_eq!(
+        run(&gate, "mcp__fx__write_note", write(&planted)),
+        Ok("written".into())
+    );
+    assert!(planted.exists());
+}
+
+#[test]
+fn a_jailed_stdio_server_sees_only_its_own_processes_in_proc() {
+    let w = World::new();
+    let ours = format!("/proc/{}/cmdline", std::process::id());
+    let read = |path: &str| json!({"path": path});
+    let (gate, servers) = undeclared(&w, "enforce");
+    let e = run(&gate, "mcp__fx__read_note", read(&ours)).unwrap_err();
+    assert!(e.contains("No such file"), "{e}");
+    // Its own PID namespace: pid 1 is the server itself.
+    let one = run(&gate, "mcp__fx__read_note", read("/proc/1/cmdline")).unwrap();
+    assert!(one.contains("mcp_fixture"), "{one:?}");
+    drop((gate, servers));
+    // The control: without the jail, the test's own process is there to read.
+    let (gate, _servers) = undeclared(&w, "off");
+    let seen = run(&gate, "mcp__fx__read_note", read(&ours)).unwrap();
+    assert!(!seen.is_empty());
 }
 
 #[test]
@@ -406,7 +490,7 @@ fn an_mcp_tool_through_the_proxy_is_judged_as_itself() {
     let w = World::new();
     w.fixture_server("normal");
     w.file(".env", "SECRET=1");
-    let p = w.policy("p.yaml", POLICY);
+    let p = w.policy("p.yaml", &policy());
     let proxied = json!({"name": "use_capability", "arguments": {
         "capability": "mcp__fx__read_note", "arguments": {"path": ".env"}}});
     let (code, v) = w.check(&proxied, &["--policy", &p, "--explain"]);
@@ -419,4 +503,33 @@ fn an_mcp_tool_through_the_proxy_is_judged_as_itself() {
         &["--policy", &p],
     );
     assert_eq!(v["verdict"], "invalid", "{v}");
+}
+
+#[test]
+fn check_in_plan_mode_connects_with_a_normal_gate_as_run_plan_does() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    w.file("notes.txt", "n");
+    let p = w.policy("p.yaml", &policy());
+    // The connect is judged as `run --plan` judges it (normal mode: starting a server is not a
+    // read, and the plan stage would refuse it), so the declared read is judged in plan mode.
+    let (code, v) = w.check(
+        &call("mcp__fx__read_note", json!({"path": "notes.txt"})),
+        &["--policy", &p, "--mode", "plan"],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
+    assert!(marker.exists(), "the server started");
+    // The writer stays refused by plan mode itself.
+    let (_, v) = w.check(
+        &call(
+            "mcp__fx__write_note",
+            json!({"path": "n.txt", "content": "c"}),
+        ),
+        &["--policy", &p, "--mode", "plan"],
+    );
+    assert_eq!(
+        (v["verdict"].as_str(), v["stage"].as_str()),
+        (Some("deny"), Some("plan")),
+        "{v}"
+    );
 }

@@ -29,16 +29,42 @@ fn example() -> String {
     )
 }
 
-/// Lets the servers of these tests start: by name, unjailed (best_effort) until the jail can
-/// hold a long-lived server.
+/// Lets the servers of these tests start: by name, in the jail (`enforce`), with the folders
+/// they are installed in as read roots ([`start`]).
 const START: &str = r#"version: 1
 sandbox:
-  bash: best_effort
+  bash: enforce
+  read_roots: @ROOTS@
 rules:
   - id: start-test-servers
     decision: allow
     tools: ["mcp_connect__files", "mcp_connect__time"]
 "#;
+
+/// The folders the installed servers live in, for `sandbox.read_roots`: the npm project holding
+/// the filesystem server's `node_modules`, the time server's virtualenv and the Python it was
+/// made from (its `pyvenv.cfg` `home`).
+fn install_roots() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(index) = server("REASONIX_MCP_FILESYSTEM") {
+        let modules = index.ancestors().find(|a| a.ends_with("node_modules"));
+        roots.extend(modules.and_then(|m| m.parent()).map(PathBuf::from));
+    }
+    if let Some(venv) =
+        server("REASONIX_MCP_TIME").and_then(|t| Some(t.parent()?.parent()?.to_owned()))
+    {
+        let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).unwrap_or_default();
+        let home = cfg.lines().find_map(|l| l.strip_prefix("home = "));
+        roots.extend(home.and_then(|h| PathBuf::from(h).parent().map(PathBuf::from)));
+        roots.push(venv);
+    }
+    roots
+}
+
+/// [`START`] with the servers' folders as read roots.
+fn start() -> String {
+    START.replace("@ROOTS@", &json!(install_roots()).to_string())
+}
 
 impl World {
     /// `.mcp.json` with the filesystem server as `files`, serving the workspace; `None` when
@@ -65,7 +91,7 @@ impl World {
     }
 
     fn policies(&self) -> Vec<String> {
-        let start = self.policy("start.yaml", START);
+        let start = self.policy("start.yaml", &start());
         vec![
             "--policy".into(),
             "builtin:default".into(),
@@ -194,7 +220,7 @@ fn an_undeclared_filesystem_tool_asks_and_is_denied_unattended() {
         return;
     }
     // Without the example's classification, even read_text_file is exec + network.
-    let start = w.policy("start.yaml", START);
+    let start = w.policy("start.yaml", &start());
     let c = call("mcp__files__read_text_file", json!({"path": "notes.txt"}));
     let (_, v) = w.check(&c, &["--policy", "builtin:default", "--policy", &start]);
     assert_eq!(v["verdict"], "ask", "{v}");
@@ -248,7 +274,7 @@ fn a_denied_connect_of_the_filesystem_server_starts_no_process() {
         skip_unless(false, "the MCP filesystem server (REASONIX_MCP_FILESYSTEM)");
         return;
     };
-    let marker = w.root.join("started");
+    let marker = w.ws.join("started");
     let script = format!(
         "touch '{}'; exec node '{}' .",
         marker.display(),
@@ -262,7 +288,7 @@ fn a_denied_connect_of_the_filesystem_server_starts_no_process() {
     .unwrap();
     let deny = w.policy(
         "deny.yaml",
-        "version: 1\nsandbox:\n  bash: best_effort\nrules:\n  - id: no-files\n    decision: deny\n    tools: [\"mcp_connect__files\"]\n",
+        "version: 1\nrules:\n  - id: no-files\n    decision: deny\n    tools: [\"mcp_connect__files\"]\n",
     );
     let (_, v) = w.check(
         &call("mcp__files__list_allowed_directories", json!({})),
@@ -304,7 +330,7 @@ fn the_filesystem_server_reads_a_file_it_was_allowed_to_read() {
     let example = std::fs::read_to_string(example()).unwrap();
     let out = run_real(
         &w,
-        &[("start.yaml", START), ("files.yaml", &example)],
+        &[("start.yaml", &start()), ("files.yaml", &example)],
         "mcp__files__read_text_file",
         json!({"path": w.ws.join("notes.txt")}),
     )
@@ -326,7 +352,8 @@ fn the_time_server_answers_and_its_schema_is_enforced() {
     )
     .unwrap();
     let declared = format!(
-        "{START}mcp:\n  classify:\n    - tools: [\"mcp__time__*\"]\n      effects: [read]\n"
+        "{}mcp:\n  classify:\n    - tools: [\"mcp__time__*\"]\n      effects: [read]\n",
+        start()
     );
     let p = w.policy("time.yaml", &declared);
     let (code, v) = w.check(
@@ -347,4 +374,60 @@ fn the_time_server_answers_and_its_schema_is_enforced() {
     )
     .unwrap();
     assert!(out.contains("UTC"), "{out}");
+}
+
+#[test]
+fn the_jailed_filesystem_server_cannot_write_outside_the_workspace_though_it_was_told_it_may() {
+    let w = World::new();
+    let Some(index) = server("REASONIX_MCP_FILESYSTEM") else {
+        skip_unless(false, "the MCP filesystem server (REASONIX_MCP_FILESYSTEM)");
+        return;
+    };
+    // The server is told it may use the workspace and the outside folder; its tools are left
+    // undeclared (exec and network, allowed as writers), so only the jail is left to stop it.
+    std::fs::write(
+        w.ws.join(".mcp.json"),
+        json!({"mcpServers": {"files": {"command": "node", "args": [index, w.ws, w.outside]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let writers = "version: 1\ndefaults:\n  writer: allow\n";
+    let planted = w.outside.join("planted.txt");
+    let write = |p: &PathBuf| json!({"path": p, "content": "x"});
+    let e = run_real(
+        &w,
+        &[("start.yaml", &start()), ("w.yaml", writers)],
+        "mcp__files__write_file",
+        write(&planted),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("EROFS") || e.contains("EACCES") || e.contains("read-only"),
+        "{e}"
+    );
+    assert!(
+        !planted.exists(),
+        "a jailed server wrote outside the workspace"
+    );
+    // The legitimate use: the workspace is written.
+    let inside = w.ws.join("inside.txt");
+    let out = run_real(
+        &w,
+        &[("start.yaml", &start()), ("w.yaml", writers)],
+        "mcp__files__write_file",
+        write(&inside),
+    )
+    .unwrap();
+    assert!(out.contains("Successfully wrote"), "{out}");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "x");
+    // The control: the jail off, the same call writes outside.
+    let off = start().replace("bash: enforce", "bash: off");
+    run_real(
+        &w,
+        &[("start.yaml", &off), ("w.yaml", writers)],
+        "mcp__files__write_file",
+        write(&planted),
+    )
+    .unwrap();
+    assert!(planted.exists());
 }

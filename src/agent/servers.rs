@@ -247,12 +247,7 @@ impl Servers {
             failure,
             tools,
             unavailable: unavailable.to_vec(),
-            not_enforced: c
-                .result
-                .as_ref()
-                .ok()
-                .and_then(|c| c.not_enforced)
-                .map(str::to_owned),
+            not_enforced: c.result.as_ref().ok().and_then(|c| c.not_enforced.clone()),
         })
     }
 }

@@ -723,7 +723,10 @@ impl Session {
                     full = "the plan is already approved; there is nothing to review".into();
                 }
             }
-            let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
+            let told = shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned();
+            let post = self.post_tool(&j, outcome, exit_code, &told);
+            let mut record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
+            record.post_tool = post;
             tracing::info!(
                 call_id = %record.call_id,
                 tool = %record.tool,
@@ -743,9 +746,17 @@ impl Session {
                 self.recorder.append(&line)?;
                 self.terminal.plan_reviewed(&line);
             }
+            // A post-tool hook's note follows the result, marked as the hook's; it changes
+            // nothing the record says of the call.
+            let mut content = told;
+            for ran in &record.post_tool {
+                if let Some(note) = &ran.note {
+                    content.push_str(&format!("\n[note from {}: {note}]", ran.hook));
+                }
+            }
             self.messages.push(Message::Tool {
                 call_id: j.call.id,
-                content: shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
+                content,
             });
         }
         Ok(ending)
@@ -840,6 +851,32 @@ impl Session {
         Some((told, line, end))
     }
 
+    /// Runs the post-tool hooks on a call that has ended ([`crate::hooks`]), under the gate's
+    /// hooks plan: each one's note or failure. Nothing they say changes the outcome.
+    fn post_tool(
+        &self,
+        j: &Decided,
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        told: &str,
+    ) -> Vec<crate::hooks::PostToolRan> {
+        let Some((hooks, _)) = &self.hooks else {
+            return Vec::new();
+        };
+        let name = j.admission.tool.as_deref().unwrap_or(&j.call.name);
+        let arguments = serde_json::from_str::<Value>(&j.call.arguments)
+            .unwrap_or_else(|_| Value::String(j.call.arguments.clone()));
+        let ended = crate::hooks::Ended {
+            id: &j.call.id,
+            name,
+            arguments,
+            outcome: outcome.as_str(),
+            exit_code,
+            result: told,
+        };
+        hooks.post_tool(self.gate.hooks_jail(), &ended)
+    }
+
     /// The record line of a call that has ended.
     fn call_record(
         &self,
@@ -881,6 +918,7 @@ impl Session {
             snapshot: ran.map(|r| r.changed.clone()).unwrap_or_default(),
             annotations: j.admission.annotations.clone(),
             replaced_arguments_sha256: j.replaced_sha256.clone(),
+            post_tool: Vec::new(),
         }
     }
 

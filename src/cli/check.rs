@@ -69,7 +69,7 @@ enum Format {
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let posture = Posture::from(args.posture);
-    let built = super::gate(super::GateSpec {
+    let spec = super::GateSpec {
         workspace: &workspace,
         policies: super::Policies::Named {
             policies: &args.policies,
@@ -82,7 +82,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         mode: args.mode.into(),
         explain: args.explain,
         dry_run: true,
-    })?;
+    };
+    let built = super::gate(spec)?;
     let decisions = super::decision_log(&built, &args.fleet)?;
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()
@@ -91,13 +92,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let hooks = match &built.settings.hooks {
         Some(spec) => Some(
-            reasonix::hooks::Hooks::new(
-                spec,
-                built.gate.roots().workspace(),
-                built.gate.jail().mode(),
-            )
-            .map_err(anyhow::Error::msg)
-            .context("reasonix.yaml hooks")?,
+            reasonix::hooks::Hooks::new(spec)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
         ),
         None => None,
     }
@@ -105,7 +102,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut servers = if args.no_mcp {
         None
     } else {
-        Some(super::mcp_servers(&built.gate, &built.settings)?)
+        Some(connect_servers(spec, &built)?)
     };
     let mut gate = if args.no_mcp {
         let mut registry = reasonix::Registry::with_builtins();
@@ -265,6 +262,32 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
 /// is judged by the same gate, and only an allowed one starts it (a dry run asks nobody, so a
 /// connect that needs a person stays unstarted, and the call says why). Then the gate is
 /// rebuilt with the server's tools.
+/// The workspace's MCP servers, connected as `run` connects them: each connect call judged by a
+/// normal-mode gate (in `--mode plan` too: a server must start for its read-only tools to be
+/// offered) whose jail plan is built, not a dry run's — a connect `check` admits really starts
+/// the server, in the jail. That gate is built only when some server is configured.
+fn connect_servers(
+    spec: super::GateSpec<'_>,
+    built: &super::Built,
+) -> anyhow::Result<reasonix::agent::servers::Servers> {
+    let configured = reasonix::mcp::servers(
+        built.gate.roots().workspace(),
+        &built.settings.mcp_servers.clone().unwrap_or_default(),
+    )
+    .map_err(anyhow::Error::msg)
+    .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
+    if configured.is_empty() {
+        return super::mcp_servers(&built.gate, &built.settings);
+    }
+    let connecting = super::gate(super::GateSpec {
+        mode: reasonix::Mode::Normal,
+        explain: false,
+        dry_run: false,
+        ..spec
+    })?;
+    super::mcp_servers(&connecting.gate, &connecting.settings)
+}
+
 fn start_named_server(
     servers: &mut reasonix::agent::servers::Servers,
     gate: &mut reasonix::Gate,

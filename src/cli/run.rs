@@ -208,7 +208,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
     // must start for its read-only tools to be offered); the record gets one line per server.
     let mut connected_servers = None;
-    let jail_mode = gate.jail().mode();
     let registry = if args.no_mcp {
         let mut registry = reasonix::Registry::with_builtins();
         registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
@@ -278,7 +277,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .record_arguments(config.record.arguments.unwrap_or_default());
     let mut session = match &config.hooks {
         Some(spec) => session.hooks(Arc::new(
-            reasonix::hooks::Hooks::new(spec, &workspace, jail_mode)
+            reasonix::hooks::Hooks::new(spec)
                 .map_err(anyhow::Error::msg)
                 .context("reasonix.yaml hooks")?,
         )),

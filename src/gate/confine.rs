@@ -3,10 +3,9 @@
 //! 1. a path it reads or writes (not a shell word that may name a file: the jail confines what
 //!    a command really opens) lies outside every root it may use, or did not resolve;
 //! 2. it would change the host's own files, or a folder that holds one ([`crate::host`]);
-//! 3. it starts a process under an `enforce` jail plan this kernel cannot enforce;
-//! 4. it starts a process the jail cannot hold at all yet (a stdio MCP server,
-//!    [`crate::tool::Classification::unjailed`]) under `enforce`; under `best_effort` it is not
-//!    refused, and the verdict's last reason says what is not enforced.
+//! 3. it starts a process — a bash command, or a stdio MCP server
+//!    ([`crate::tool::Classification::starts_process`]) — under a jail plan that refuses to run
+//!    anything (`enforce` on a kernel that cannot enforce it).
 //!
 //! This runs before approval so that nobody is asked about a call that could not run. A policy
 //! deny is reported as it is (stage `policy`): the rule a security team wrote is what the user
@@ -41,11 +40,6 @@ pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &SharedPlan) -> Conf
                 .chain(reasons.into_iter().map(|r| format!("(policy alone: {r})")))
                 .collect();
         }
-    }
-    if verdict != Verdict::Deny
-        && let Some(why) = &ruled.resolved.class.unjailed
-    {
-        reasons.push(format!("not enforced: {why}"));
     }
     Confined {
         ruled,
@@ -84,17 +78,10 @@ fn refusals(ruled: &Ruled, host: &Protected, jail: &SharedPlan) -> Vec<String> {
             out.push(why);
         }
     }
-    if class.bash.is_some()
+    if (class.bash.is_some() || class.starts_process)
         && let Some(why) = jail.get().refusal()
     {
         out.push(why.to_owned());
-    }
-    if let Some(why) = &class.unjailed
-        && jail.get().mode() == crate::sandbox::jail::Mode::Enforce
-    {
-        out.push(format!(
-            "{why}; sandbox mode enforce refuses it (best_effort would start it unjailed, and say so)"
-        ));
     }
     out
 }

@@ -108,6 +108,8 @@ pub struct Gate {
     inputs: bool,
     /// Planned when a call first needs it ([`SharedPlan`]).
     jail: SharedPlan,
+    /// The plan hooks run under: [`Plan::read_only`], never a dry run's (`check` runs hooks).
+    hooks_jail: SharedPlan,
     host: HostFiles,
     protected: Protected,
     /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
@@ -245,6 +247,18 @@ impl GateBuilder<'_, HostFiles> {
             self.dry_run,
         );
         let host_files: Vec<PathBuf> = self.host.all().map(Path::to_path_buf).collect();
+        // Hooks read the workspace and never change it, in a dry run too (they run there).
+        let hooks_jail = {
+            let (config, ws, home, files) = (
+                jail_config.clone(),
+                roots.workspace().to_path_buf(),
+                roots.home().map(Path::to_path_buf),
+                host_files.clone(),
+            );
+            SharedPlan::new(move || {
+                Plan::read_only(&config, &ws, home.as_deref()).with_host_files(files)
+            })
+        };
         let jail = SharedPlan::new(move || {
             let (config, ws, home) = (&jail_config, &workspace, home.as_deref());
             match (mode, dry) {
@@ -288,6 +302,7 @@ impl GateBuilder<'_, HostFiles> {
             explain: self.explain,
             inputs: self.inputs,
             jail,
+            hooks_jail,
             host: self.host,
             protected,
             asker: None,
@@ -334,6 +349,7 @@ impl Gate {
             explain: self.explain,
             inputs: self.inputs,
             jail: self.jail.clone(),
+            hooks_jail: self.hooks_jail.clone(),
             host: self.host.clone(),
             protected: self.protected.clone(),
             asker: self.asker.clone(),
@@ -406,6 +422,13 @@ impl Gate {
     /// The jail plan bash calls run under (planned now if no call needed it yet).
     pub fn jail(&self) -> &Plan {
         self.jail.get()
+    }
+
+    /// The jail plan pre- and post-tool hooks run under: the workspace and the write roots
+    /// read-only ([`Plan::read_only`]), planned when a hook first runs. Never a dry run's plan:
+    /// `reasonix check` runs the hooks too.
+    pub fn hooks_jail(&self) -> &Plan {
+        self.hooks_jail.get()
     }
 
     /// The tools this gate admits calls to.
@@ -557,7 +580,7 @@ impl Gate {
             posture: self.posture,
             policy_revision: current.session.policy_revision.clone(),
             input: ruled.input.filter(|_| self.explain || self.inputs),
-            sandbox: class.bash.as_ref().map(|_| self.jail.view()),
+            sandbox: (class.bash.is_some() || class.starts_process).then(|| self.jail.view()),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };

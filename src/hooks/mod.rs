@@ -1,5 +1,7 @@
 //! Pre-tool hooks: the `hooks` stage of the admission path, after the gate has admitted a call
 //! (after its approve stage) and before any lease or process. A hook can only **narrow**.
+//! Post-tool hooks: after a call has ended, they see it and may add a note for the model; they
+//! cannot change what happened.
 //!
 //! ```yaml
 //! hooks:                       # in reasonix.yaml
@@ -7,9 +9,25 @@
 //!     - tools: ["bash", "mcp__*"]        # globs on the resolved tool name
 //!       command: ["python3", "hooks/check.py"]
 //!       timeout_ms: 5000                  # default 5000
+//!   post_tool:
+//!     - tools: ["*"]
+//!       command: ["./hooks/audit.sh"]
 //! ```
 //!
-//! # Protocol
+//! # Post-tool protocol
+//!
+//! A post-tool hook runs on every call of a run whose (resolved) tool name it matches, once
+//! the call has ended — ran, failed, was blocked or invalid — and before its tool message goes
+//! to the model. It reads `{"call": {"id", "name", "arguments"}, "outcome": "succeeded" |
+//! "failed" | "blocked" | "invalid", "exit_code": int | null, "result": str}` (`result`: the
+//! text the model is told, bounded as the model gets it) and answers `{}` or `{"note": str}`.
+//! A note (at most 2 KiB kept) is appended to the tool message, marked as the hook's. A hook
+//! that fails (exits non-zero, crashes, times out, answers anything else) is recorded with why
+//! on the call's line (`post_tool`) and changes nothing else; nor does a note change the
+//! outcome, the record's result digest or anything the gate decided. `reasonix check` runs no
+//! post-tool hook: nothing ran.
+//!
+//! # Pre-tool protocol
 //!
 //! The hook reads one JSON object on stdin, `{"call": {"id", "name", "arguments"}, "admission":
 //! {…the verdict as check prints it…}, "input": {…the policy input…}}`, and answers one JSON
@@ -28,15 +46,15 @@
 //! 5. A hook that exits non-zero, is killed by a signal, outlives its timeout, or prints
 //!    anything but that one JSON object **blocks** the call, with a reason that says which.
 //!
-//! **Not jailed yet.** TODO(jail): the jail's run cannot feed stdin or make the workspace
-//! read-only for one run yet. Until it can, a hook runs as a plain process (its own process
-//! group, a cleared environment, killed at its timeout); under a `sandbox` mode of `enforce`,
-//! a call a hook would have to judge is blocked instead, and under `best_effort` the verdict
-//! says the hook ran unjailed.
+//! A hook runs in the OS jail, read-only on the workspace and the write roots
+//! ([`Gate::hooks_jail`]): it can read what it judges, never change it. Its process group and
+//! cgroups are killed at its timeout and once it has answered. A hooks plan that refuses to run
+//! anything (`enforce` on a kernel that cannot enforce it) blocks every hooked call, in the
+//! plan's words; with `sandbox.bash: off` a hook runs with Reasonix's own rights, and the
+//! verdict says so.
 
 mod process;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -58,8 +76,7 @@ pub struct HooksSpec {
     /// Run after admission, before the lease.
     #[serde(default)]
     pub pre_tool: Vec<HookSpec>,
-    /// Run after the call (not run yet by this version; refused at load so that nobody relies
-    /// on one).
+    /// Run after the call has ended.
     #[serde(default)]
     pub post_tool: Vec<HookSpec>,
 }
@@ -83,60 +100,108 @@ struct Hook {
     timeout: Duration,
 }
 
-/// The pre-tool hooks of a session, checked. Immutable.
+/// The pre- and post-tool hooks of a session, checked. Immutable.
 pub struct Hooks {
     pre: Vec<Hook>,
-    workspace: PathBuf,
-    mode: Mode,
+    post: Vec<Hook>,
+}
+
+/// The longest note of a post-tool hook that is kept.
+const NOTE_KEPT: usize = 2048;
+
+/// One post-tool hook that ran on a call, for the record.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PostToolRan {
+    /// Which hook (`hooks.post_tool[N]`).
+    pub hook: String,
+    /// Its note, as appended to the tool message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Why it failed, when it did; the call's outcome is what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// What a post-tool hook is shown of an ended call.
+pub struct Ended<'a> {
+    /// The call's id.
+    pub id: &'a str,
+    /// The resolved tool name.
+    pub name: &'a str,
+    /// Its arguments, as proposed.
+    pub arguments: Value,
+    /// `succeeded`, `failed`, `blocked` or `invalid`.
+    pub outcome: &'a str,
+    /// A process's exit status.
+    pub exit_code: Option<i32>,
+    /// The text the model is told, bounded.
+    pub result: &'a str,
 }
 
 impl Hooks {
-    /// Checks the section: every glob compiles, every command has a program, no post-tool hook
-    /// (not supported by this version). `mode` is the sandbox mode hooks would run under.
-    pub fn new(spec: &HooksSpec, workspace: &Path, mode: Mode) -> Result<Hooks, String> {
-        if !spec.post_tool.is_empty() {
-            return Err(
-                "hooks.post_tool: post-tool hooks are not supported by this version of Reasonix; remove them"
-                    .into(),
-            );
-        }
-        let mut pre = Vec::new();
-        for (i, h) in spec.pre_tool.iter().enumerate() {
-            let name = format!("hooks.pre_tool[{i}]");
-            if h.command.is_empty() || h.command[0].is_empty() {
-                return Err(format!("{name}: `command` needs a program"));
-            }
-            if h.tools.is_empty() {
-                return Err(format!(
-                    "{name}: `tools` is empty; write [\"*\"] to run it on every call"
-                ));
-            }
-            let mut set = GlobSetBuilder::new();
-            for t in &h.tools {
-                set.add(Glob::new(t).map_err(|e| format!("{name}: bad glob {t:?}: {e}"))?);
-            }
-            pre.push(Hook {
-                name,
-                tools: set.build().map_err(|e| e.to_string())?,
-                command: h.command.clone(),
-                timeout: h.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-            });
-        }
+    /// Checks the section: every glob compiles, every command has a program. Hooks run under
+    /// the judging gate's [`Gate::hooks_jail`].
+    pub fn new(spec: &HooksSpec) -> Result<Hooks, String> {
         Ok(Hooks {
-            pre,
-            workspace: workspace.to_path_buf(),
-            mode,
+            pre: checked("pre_tool", &spec.pre_tool)?,
+            post: checked("post_tool", &spec.post_tool)?,
         })
     }
 
     /// Whether there is no hook at all.
     pub fn is_empty(&self) -> bool {
-        self.pre.is_empty()
+        self.pre.is_empty() && self.post.is_empty()
     }
 
     /// Whether some pre-tool hook matches `tool`.
     pub fn matches(&self, tool: &str) -> bool {
         self.pre.iter().any(|h| h.tools.is_match(tool))
+    }
+
+    /// Runs the post-tool hooks that match `ended.name`, in order, under `plan` (the gate's
+    /// [`Gate::hooks_jail`]); see the module doc. Returns each hook's note or failure.
+    pub fn post_tool(
+        &self,
+        plan: &crate::sandbox::jail::Plan,
+        ended: &Ended<'_>,
+    ) -> Vec<PostToolRan> {
+        let matching: Vec<&Hook> = self
+            .post
+            .iter()
+            .filter(|h| h.tools.is_match(ended.name))
+            .collect();
+        if matching.is_empty() {
+            return Vec::new();
+        }
+        let stdin = json!({
+            "call": {"id": ended.id, "name": ended.name, "arguments": ended.arguments},
+            "outcome": ended.outcome,
+            "exit_code": ended.exit_code,
+            "result": ended.result,
+        });
+        matching
+            .into_iter()
+            .map(|hook| {
+                let answer = process::run(plan, &hook.command, &stdin, hook.timeout)
+                    .and_then(|out| parse_post(&out));
+                match answer {
+                    Ok(note) => PostToolRan {
+                        hook: hook.name.clone(),
+                        note: note.map(|n| {
+                            let n = crate::text::visible(n.trim()).into_owned();
+                            crate::text::shorten(&n, NOTE_KEPT, crate::text::Keep::Head)
+                                .into_owned()
+                        }),
+                        failure: None,
+                    },
+                    Err(why) => PostToolRan {
+                        hook: hook.name.clone(),
+                        note: None,
+                        failure: Some(format!("{} ({}) failed: {why}", hook.name, hook.command[0])),
+                    },
+                }
+            })
+            .collect()
     }
 
     /// Runs the pre-tool hooks on the gate's judgement of `call` (see the module doc). `gate`
@@ -161,22 +226,14 @@ impl Hooks {
             .unwrap_or_else(|| call_arguments(call));
         let mut judgement = judgement;
         for hook in self.pre.iter().filter(|h| h.tools.is_match(&tool)) {
-            if self.mode == Mode::Enforce {
-                return judgement.block(
-                    Stage::Hook,
-                    format!(
-                        "{} must judge this call, and hooks cannot run in the OS jail yet; sandbox mode enforce blocks it (best_effort would run the hook unjailed, and say so)",
-                        hook.name
-                    ),
-                );
-            }
             let admission = judgement.admission();
             let stdin = json!({
                 "call": {"id": call.id, "name": tool, "arguments": arguments},
                 "admission": admission,
                 "input": admission.input,
             });
-            let answer = match process::run(&hook.command, &self.workspace, &stdin, hook.timeout)
+            let plan = gate.hooks_jail();
+            let answer = match process::run(plan, &hook.command, &stdin, hook.timeout)
                 .and_then(|out| parse(&out))
             {
                 Ok(a) => a,
@@ -195,10 +252,12 @@ impl Hooks {
                 .as_deref()
                 .map(|r| format!(": {}", crate::text::visible(r)))
                 .unwrap_or_default();
-            judgement = judgement.note(format!(
-                "not enforced: {} ran outside the OS jail (hooks cannot run in it yet)",
-                hook.name
-            ));
+            if plan.mode() == Mode::Off {
+                judgement = judgement.note(format!(
+                    "not enforced: {} ran with Reasonix's own rights (sandbox.bash is off)",
+                    hook.name
+                ));
+            }
             match (answer.decision, answer.arguments) {
                 (Decision::Deny, _) => {
                     return judgement.block(Stage::Hook, format!("{} denied{said}", hook.name));
@@ -252,6 +311,49 @@ impl Hooks {
         }
         judgement
     }
+}
+
+/// One list of hooks (`pre_tool` or `post_tool`), checked.
+fn checked(list: &str, specs: &[HookSpec]) -> Result<Vec<Hook>, String> {
+    let mut out = Vec::new();
+    for (i, h) in specs.iter().enumerate() {
+        let name = format!("hooks.{list}[{i}]");
+        if h.command.is_empty() || h.command[0].is_empty() {
+            return Err(format!("{name}: `command` needs a program"));
+        }
+        if h.tools.is_empty() {
+            return Err(format!(
+                "{name}: `tools` is empty; write [\"*\"] to run it on every call"
+            ));
+        }
+        let mut set = GlobSetBuilder::new();
+        for t in &h.tools {
+            set.add(Glob::new(t).map_err(|e| format!("{name}: bad glob {t:?}: {e}"))?);
+        }
+        out.push(Hook {
+            name,
+            tools: set.build().map_err(|e| e.to_string())?,
+            command: h.command.clone(),
+            timeout: h.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        });
+    }
+    Ok(out)
+}
+
+/// A post-tool hook's stdout as its answer: its note, if any.
+fn parse_post(stdout: &str) -> Result<Option<String>, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PostAnswer {
+        note: Option<String>,
+    }
+    let answer: PostAnswer = serde_json::from_str(stdout.trim()).map_err(|e| {
+        format!(
+            "its output is not one answer object {{\"note\"?: str}} ({e}): {:?}",
+            crate::text::shorten(stdout.trim(), 200, crate::text::Keep::Head)
+        )
+    })?;
+    Ok(answer.note)
 }
 
 fn call_arguments(call: &Call) -> Value {
@@ -314,24 +416,37 @@ mod tests {
     }
 
     #[test]
-    fn post_tool_hooks_and_empty_commands_are_refused_at_load() {
+    fn post_tool_hooks_load_and_empty_commands_are_refused_at_load() {
         let spec = |yaml: &str| -> HooksSpec { yaml_serde::from_str(yaml).unwrap() };
-        let ws = Path::new("/ws");
-        let e = Hooks::new(
-            &spec("post_tool: [{tools: ['*'], command: [x]}]"),
-            ws,
-            Mode::Off,
-        )
-        .err()
-        .unwrap();
-        assert!(e.contains("not supported"), "{e}");
-        let e = Hooks::new(
-            &spec("pre_tool: [{tools: ['*'], command: []}]"),
-            ws,
-            Mode::Off,
-        )
-        .err()
-        .unwrap();
-        assert!(e.contains("needs a program"), "{e}");
+        let hooks = Hooks::new(&spec("post_tool: [{tools: ['*'], command: [x]}]")).unwrap();
+        assert!(!hooks.is_empty() && !hooks.matches("bash"), "post only");
+        for (yaml, says) in [
+            (
+                "pre_tool: [{tools: ['*'], command: []}]",
+                "hooks.pre_tool[0]: `command` needs a program",
+            ),
+            (
+                "post_tool: [{tools: [], command: [x]}]",
+                "hooks.post_tool[0]: `tools` is empty",
+            ),
+        ] {
+            let e = Hooks::new(&spec(yaml)).err().unwrap();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_post_tool_answer_is_an_object_with_at_most_a_note() {
+        assert_eq!(parse_post("{}"), Ok(None));
+        assert_eq!(parse_post("{\"note\": \"n\"}\n"), Ok(Some("n".into())));
+        for bad in [
+            "",
+            "note",
+            "{\"note\": 1}",
+            "{\"decision\": \"deny\"}",
+            "[]",
+        ] {
+            assert!(parse_post(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -1,46 +1,29 @@
-//! Running one hook: its command in the workspace, in a process group of its own, with an
-//! environment of PATH, HOME and LANG only, the request on stdin, at most 64 KiB of stdout kept,
-//! and the whole group killed at the timeout. Not jailed yet (see the module doc of `hooks`).
+//! Running one hook: its command in the OS jail under the gate's hooks plan (the workspace
+//! read-only: [`crate::Gate::hooks_jail`]), in the workspace, with the jail's environment, the
+//! request on stdin, at most 64 KiB of stdout and stderr kept, and its process group and cgroups
+//! killed at the timeout or when it has answered.
 
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::sandbox::jail::{self, Plan};
 
 /// The most of a hook's stdout (and stderr) that is read.
 const KEPT: u64 = 64 * 1024;
 
 /// Runs the hook; its stdout when it exited 0, or why it did not.
 pub(super) fn run(
+    plan: &Plan,
     command: &[String],
-    workspace: &Path,
     request: &Value,
     timeout: Duration,
 ) -> Result<String, String> {
-    let Some((program, args)) = command.split_first() else {
-        return Err("no command".into());
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(workspace)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    for key in ["PATH", "HOME", "LANG"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("it could not be started: {e}"))?;
-    let pgid = child.id();
+    let mut child =
+        jail::spawn(plan, command, &[]).map_err(|e| format!("it could not be started: {e}"))?;
     let bytes = serde_json::to_vec(request).map_err(|e| e.to_string())?;
-    let stdin = child.stdin.take();
+    let stdin = child.take_stdin();
     // A hook that does not read its stdin must not stall the gate: write from a thread.
     let writer = std::thread::spawn(move || {
         if let Some(mut s) = stdin {
@@ -58,14 +41,12 @@ pub(super) fn run(
     };
     let out = read(
         child
-            .stdout
-            .take()
+            .take_stdout()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
     let err = read(
         child
-            .stderr
-            .take()
+            .take_stderr()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
     let started = Instant::now();
@@ -73,22 +54,18 @@ pub(super) fn run(
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() >= timeout => {
-                kill(pgid);
-                let _ = child.wait();
+                let _ = child.kill();
                 return Err(format!(
                     "it did not answer within {} ms (timeout_ms); it was killed",
                     timeout.as_millis()
                 ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => {
-                kill(pgid);
-                return Err(format!("cannot wait for it: {e}"));
-            }
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
         }
     };
     // Whatever it left running in its group goes with it.
-    kill(pgid);
+    drop(child);
     let _ = writer.join();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
@@ -110,13 +87,4 @@ pub(super) fn run(
         ));
     }
     String::from_utf8(stdout).map_err(|_| "its output is not UTF-8".into())
-}
-
-fn kill(pgid: u32) {
-    if let Ok(pgid) = i32::try_from(pgid) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }

@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -22,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::config::{Server, Transport};
 use super::process;
+use crate::sandbox::jail::{Jailed, Plan};
 
 /// The runtime every MCP connection lives on.
 fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
@@ -68,13 +68,14 @@ pub struct Connection {
     call_timeout: Duration,
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, ()>>>,
-    pgid: Option<i32>,
-    child: Option<Arc<tokio::sync::Mutex<tokio::process::Child>>>,
+    /// A stdio server's jailed process (killed when the connection is dropped).
+    process: Option<Mutex<Jailed>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     dead: Mutex<Option<String>>,
     tools: Vec<McpTool>,
-    /// What about the connection is not enforced (a stdio server outside the jail).
-    pub not_enforced: Option<&'static str>,
+    /// What the jail does not enforce for a stdio server's process (its plan's words and its
+    /// run's), in words; `None` for a server reached over HTTP.
+    pub not_enforced: Option<String>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -87,62 +88,69 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    /// Starts (or reaches) the server, does the handshake and lists its tools, all within its
+    /// Starts the server under `plan` (a stdio server runs in the jail; see
+    /// [`process`]) or reaches it, does the handshake and lists its tools, all within its
     /// startup limit. Blocking.
-    pub fn open(server: &Server, workspace: &Path) -> Result<Arc<Connection>, String> {
+    pub fn open(server: &Server, plan: &Plan) -> Result<Arc<Connection>, String> {
         let limit = server.startup_timeout;
         let name = server.name.clone();
-        let transport = server.transport.clone();
-        let workspace = workspace.to_path_buf();
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let tail = Arc::clone(&stderr);
-        // The pid is known as soon as the process exists, so a timeout can still kill it.
-        let pgid_slot: Arc<Mutex<Option<i32>>> = Arc::new(Mutex::new(None));
-        let pgid_seen = Arc::clone(&pgid_slot);
+        // A stdio server is started here, before the runtime takes over its pipes: if anything
+        // after fails, dropping `process` kills it with everything it started.
+        let (process, pipes, not_enforced) = match &server.transport {
+            Transport::Stdio { command, args, env } => {
+                let started = process::spawn(plan, command, args, env, Arc::clone(&stderr))
+                    .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                let words: Vec<String> = plan
+                    .not_enforced()
+                    .iter()
+                    .chain(started.process.not_enforced())
+                    .cloned()
+                    .collect();
+                (
+                    Some(started.process),
+                    Some((started.stdin, started.stdout)),
+                    Some(words.join("; ")),
+                )
+            }
+            Transport::Http { .. } => (None, None, None),
+        };
+        let transport = server.transport.clone();
         let opened = wait(limit, async move {
-            let (service, pgid, child, not_enforced) = match transport {
-                Transport::Stdio { command, args, env } => {
-                    let started = process::spawn(&command, &args, &env, &workspace, tail)
-                        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-                    if let Ok(mut slot) = pgid_seen.lock() {
-                        *slot = started.pgid;
-                    }
-                    let process::Started {
-                        child,
-                        pgid,
-                        stdin,
-                        stdout,
-                    } = started;
-                    let service =
-                        ().serve((stdout, stdin))
-                            .await
-                            .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-                    let child = Arc::new(tokio::sync::Mutex::new(child));
-                    (service, pgid, Some(child), Some(process::NOT_JAILED))
-                }
-                Transport::Http { url, headers } => {
-                    let transport = http_transport(&url, &headers)?;
-                    let service = ()
-                        .serve(transport)
+            let service = match (transport, pipes) {
+                (Transport::Stdio { .. }, Some((stdin, stdout))) => {
+                    let stdin = tokio::process::ChildStdin::from_std(stdin)
+                        .map_err(|e| format!("cannot use the server's stdin: {e}"))?;
+                    let stdout = tokio::process::ChildStdout::from_std(stdout)
+                        .map_err(|e| format!("cannot use the server's stdout: {e}"))?;
+                    ().serve((stdout, stdin))
                         .await
-                        .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
-                    (service, None, None, None)
+                        .map_err(|e| format!("the MCP handshake failed: {e}"))?
+                }
+                (Transport::Http { url, headers }, _) => {
+                    let transport = http_transport(&url, &headers)?;
+                    ().serve(transport)
+                        .await
+                        .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?
+                }
+                (Transport::Stdio { .. }, None) => {
+                    return Err("the server's pipes were not opened".to_owned());
                 }
             };
             let tools = service
                 .list_all_tools()
                 .await
                 .map_err(|e| format!("listing its tools failed: {e}"))?;
-            Ok::<_, String>((service, pgid, child, not_enforced, tools))
+            Ok::<_, String>((service, tools))
         });
-        let (service, pgid, child, not_enforced, tools) = match opened {
+        let (service, tools) = match opened {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => {
-                kill_seen(&pgid_slot);
+                drop(process);
                 return Err(with_stderr(e, &stderr));
             }
             Err(Elapsed::Timeout) => {
-                kill_seen(&pgid_slot);
+                drop(process);
                 return Err(with_stderr(
                     format!(
                         "it did not start and list its tools within {} ms (startup_timeout_ms)",
@@ -158,8 +166,7 @@ impl Connection {
             call_timeout: server.call_timeout,
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
-            pgid,
-            child,
+            process: process.map(Mutex::new),
             stderr,
             dead: Mutex::new(None),
             tools,
@@ -228,43 +235,35 @@ impl Connection {
         }
     }
 
-    /// `; exit status N` once the process has ended.
+    /// `; exit status N` once the process has ended (waiting for it a little: the transport
+    /// may close a moment before the process is gone).
     fn exit_status(&self) -> String {
-        let Some(child) = &self.child else {
+        let Some(process) = &self.process else {
             return String::new();
         };
-        let child = Arc::clone(child);
-        let status = wait(Duration::from_millis(500), async move {
-            let mut c = child.lock().await;
-            tokio::time::timeout(Duration::from_millis(300), c.wait())
-                .await
-                .ok()
-                .and_then(Result::ok)
-        });
-        match status {
-            Ok(Some(s)) => format!("; {s}"),
-            _ => String::new(),
+        for _ in 0..30 {
+            let status = match process.lock() {
+                Ok(mut p) => p.try_wait(),
+                Err(p) => p.into_inner().try_wait(),
+            };
+            match status {
+                Ok(Some(s)) => return format!("; {s}"),
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(_) => break,
+            }
         }
+        String::new()
     }
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        // Dropping the service cancels its task (synchronously); the runtime ends it.
+        // Dropping the service cancels its task (synchronously); the runtime ends it. Then the
+        // process goes, with everything it started (`Jailed`'s drop).
         if let Ok(mut s) = self.service.lock() {
             drop(s.take());
         }
-        if let Some(pgid) = self.pgid {
-            process::kill_group(pgid);
-        }
-    }
-}
-
-fn kill_seen(slot: &Mutex<Option<i32>>) {
-    if let Ok(s) = slot.lock()
-        && let Some(pgid) = *s
-    {
-        process::kill_group(pgid);
+        drop(self.process.take());
     }
 }
 

@@ -1,105 +1,86 @@
 //! Starting a stdio MCP server: the one function that builds its process.
 //!
-//! The server runs in the workspace, in a process group of its own (so the whole group is
-//! killed when the connection ends), with an environment of PATH, HOME and LANG plus what its
-//! configuration adds — not Reasonix's own environment, which may hold the provider's key. Its
-//! stdin and stdout carry the protocol; the last 4 KiB of its stderr are kept for error
+//! The server runs in the OS jail under its connect call's plan, as a bash command does
+//! ([`crate::sandbox::jail::Jailed`]): the workspace and the `write_roots` writable as the plan
+//! grants them (read-only in plan mode), the rest of the machine read-only or hidden, TCP only
+//! to the `network` rules' ports, its own process group, cgroups, TMPDIR and PID namespace,
+//! and an environment of the jail's (PATH, HOME, LANG, … — not Reasonix's own, which may hold
+//! the provider's key) plus what its configuration adds. It has no wall clock: it lives as
+//! long as its connection, and dropping the connection kills it with everything it started.
+//! Its stdin and stdout carry the protocol; the last 4 KiB of its stderr are kept for error
 //! messages.
 //!
-//! **Not jailed yet.** TODO(jail): the OS jail ([`crate::sandbox::jail`]) runs a command to
-//! completion and does not offer a long-lived child with piped stdin and stdout yet. Until it
-//! does, a stdio server runs as a plain process: its connect call carries
-//! [`NOT_JAILED`], so the sandbox stage refuses it under `enforce` and a `best_effort` verdict
-//! says "not enforced". Nothing here claims a jail it does not apply.
+//! The program and any file it reads must be readable in the jail: a server installed outside
+//! the system folders and the workspace (a `node_modules` or a virtualenv elsewhere) needs its
+//! folder in `sandbox.read_roots`.
 
-use std::path::Path;
-use std::process::Stdio;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::process::{ChildStdin, ChildStdout};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-
-/// What a connect verdict says while stdio servers run outside the jail.
-pub const NOT_JAILED: &str = "a stdio MCP server runs as a plain process in the workspace (own process group, cleared environment), not in the OS jail: the jail cannot hold a long-lived server yet";
+use crate::sandbox::jail::{self, Jailed, Plan};
 
 /// How much of a server's stderr is kept.
 const STDERR_KEPT: usize = 4096;
 
 /// A started server process and its pipes.
 pub struct Started {
-    /// The process (killed on drop, with its group by [`kill_group`]).
-    pub child: Child,
-    /// Its process group.
-    pub pgid: Option<i32>,
+    /// The jailed process (killed, with what it started, on drop).
+    pub process: Jailed,
     /// What the client writes to.
     pub stdin: ChildStdin,
     /// What the client reads from.
     pub stdout: ChildStdout,
 }
 
-/// Starts `command args` in `workspace` (see the module doc); the tail of its stderr goes to
-/// `stderr` as it writes. Must run inside a tokio runtime (it starts the stderr reader there).
+/// Starts `command args` under `plan` (see the module doc); the tail of its stderr goes to
+/// `stderr` as it writes, from a thread of its own.
 pub fn spawn(
+    plan: &Plan,
     command: &str,
     args: &[String],
-    env: &std::collections::BTreeMap<String, String>,
-    workspace: &Path,
+    env: &BTreeMap<String, String>,
     stderr: Arc<Mutex<Vec<u8>>>,
-) -> std::io::Result<Started> {
-    let mut cmd = Command::new(command);
-    cmd.args(args)
-        .current_dir(workspace)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    for key in ["PATH", "HOME", "LANG"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    cmd.envs(env);
-    let mut child = cmd.spawn()?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    let (Some(stdin), Some(stdout), Some(mut err)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(std::io::Error::other("the server's pipes were not opened"));
+) -> Result<Started, String> {
+    let argv: Vec<String> = std::iter::once(command.to_owned())
+        .chain(args.iter().cloned())
+        .collect();
+    let extra: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut process = jail::spawn(plan, &argv, &extra).map_err(|e| e.to_string())?;
+    let (Some(stdin), Some(stdout), Some(mut err)) = (
+        process.take_stdin(),
+        process.take_stdout(),
+        process.take_stderr(),
+    ) else {
+        return Err("the server's pipes were not opened".into());
     };
     let tail = stderr;
-    tokio::spawn(async move {
-        let mut buf = [0u8; 1024];
-        while let Ok(n) = err.read(&mut buf).await {
-            if n == 0 {
-                break;
+    std::thread::Builder::new()
+        .name("reasonix-mcp-stderr".into())
+        .spawn(move || {
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut kept = match tail.lock() {
+                    Ok(k) => k,
+                    Err(p) => p.into_inner(),
+                };
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > STDERR_KEPT {
+                    let cut = kept.len() - STDERR_KEPT;
+                    kept.drain(..cut);
+                }
             }
-            let mut kept = match tail.lock() {
-                Ok(k) => k,
-                Err(p) => p.into_inner(),
-            };
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > STDERR_KEPT {
-                let cut = kept.len() - STDERR_KEPT;
-                kept.drain(..cut);
-            }
-        }
-    });
+        })
+        .map_err(|e| format!("cannot read the server's stderr: {e}"))?;
     Ok(Started {
-        child,
-        pgid,
+        process,
         stdin,
         stdout,
     })
-}
-
-/// Kills a server's whole process group (what it started too).
-pub fn kill_group(pgid: i32) {
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(pgid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
 }
 
 /// The last non-empty line of a server's stderr, for an error message.

@@ -103,14 +103,14 @@ impl Tool for ConnectTool {
         Ok(match &self.server.transport {
             Transport::Stdio { .. } => {
                 let mut c = Classification::changes(&[Effect::Exec], Vec::new());
-                c.unjailed = Some(super::process::NOT_JAILED.to_owned());
+                c.starts_process = true;
                 c
             }
             Transport::Http { .. } => Classification::changes(&[Effect::Network], Vec::new()),
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
-        let opened = Connection::open(&self.server, call.jail().workspace());
+        let opened = Connection::open(&self.server, call.jail());
         let text = match &opened {
             Ok(c) => format!(
                 "connected to MCP server {:?}: {} tools",

@@ -37,10 +37,10 @@ pub struct Classification {
     pub analysed: bool,
     /// The analysis of a bash call (`None` for other tools).
     pub bash: Option<crate::shell::Analysis>,
-    /// The call starts a process the OS jail cannot hold yet, and why (starting a stdio MCP
-    /// server, until the jail offers a long-lived child with pipes). Under an `enforce` jail
-    /// the sandbox stage refuses it; under `best_effort` it runs and the verdict says so.
-    pub unjailed: Option<String>,
+    /// The call starts a long-lived process in the OS jail (a stdio MCP server), as a bash
+    /// call starts a command there: the sandbox stage refuses it when the jail plan refuses to
+    /// run anything, and its verdict shows the plan.
+    pub starts_process: bool,
 }
 
 impl Classification {
@@ -52,7 +52,7 @@ impl Classification {
             read_only: true,
             analysed: true,
             bash: None,
-            unjailed: None,
+            starts_process: false,
         }
     }
 
@@ -64,7 +64,7 @@ impl Classification {
             read_only: false,
             analysed: true,
             bash: None,
-            unjailed: None,
+            starts_process: false,
         }
     }
 
@@ -76,7 +76,7 @@ impl Classification {
             read_only: analysis.read_only,
             analysed: analysis.analysed,
             bash: Some(analysis),
-            unjailed: None,
+            starts_process: false,
         }
     }
 }

@@ -12,8 +12,12 @@
 //! frozen: its fields are private, and what a run applies comes from the same computation as its
 //! words.
 //!
-//! A process is started under a plan in two ways only: an admitted bash call (the bash tool runs
-//! it under its admission's plan; the function is crate-private), or
+//! A process is started under a plan in three ways only: an admitted bash call (the bash tool
+//! runs it to completion under its admission's plan; the function is crate-private); a
+//! long-lived child with piped standard streams ([`Jailed`], crate-private too): a stdio MCP
+//! server started by its admitted connect call, under that call's plan, and a pre-tool hook,
+//! under the gate's read-only hooks plan ([`crate::Gate::hooks_jail`]) — the same steps between
+//! fork and exec, no wall clock, killed with its group and cgroups when dropped; or
 //! [`danger::exec_unjudged`], which runs a command no gate judged — for `reasonix sandbox exec`
 //! and tests.
 //!
@@ -184,8 +188,8 @@ use serde::Serialize;
 pub use config::{JailConfig, Limits, Mode, NetRule};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
-pub use run::{Capture, Exit, RunError, RunResult};
-pub(crate) use run::{run, run_judged};
+pub use run::{Capture, Exit, Jailed, RunError, RunResult};
+pub(crate) use run::{run, run_judged, spawn};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[

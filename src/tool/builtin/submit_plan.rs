@@ -53,7 +53,7 @@ impl Tool for SubmitPlan {
             read_only: true,
             analysed: true,
             bash: None,
-            unjailed: None,
+            starts_process: false,
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {

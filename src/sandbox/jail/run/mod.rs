@@ -24,9 +24,13 @@ use super::cgroup::{self, Cgroup};
 use super::mounts::{self, Layout};
 use super::{Mode, Plan};
 
+mod child;
 mod idle;
 mod namespace;
 mod watch;
+
+pub use child::Jailed;
+pub(crate) use child::spawn;
 
 pub(super) use idle::{IdleCgroups, IdleTmpdirs};
 pub(super) use namespace::namespaces_work;
@@ -603,28 +607,38 @@ fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
     }
 }
 
-/// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
-/// capturing output as asked. Crate-private: a bash call reaches it with an admission (the bash
-/// tool), anything else through [`super::danger::exec_unjudged`].
-pub(crate) fn run(
-    plan: &Plan,
-    argv: &[String],
-    timeout: Option<Duration>,
-    capture: Capture,
-) -> Result<RunResult, RunError> {
-    run_judged(plan, argv, timeout, capture, None)
+/// Where a started process's standard streams go.
+struct Streams {
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
 }
 
-/// [`run`], with the judge of the connections its processes ask the egress proxy for (the
-/// gate, for an admitted bash call). Without one — or for a plan without a proxy — the
-/// `sandbox.network` entries alone decide ([`crate::egress::ListJudge`]).
-pub(crate) fn run_judged(
+/// A process started under a plan, with what its run holds until it ends.
+struct Start {
+    child: std::process::Child,
+    pgid: Pid,
+    /// Its private temporary folder (removed on drop).
+    tmp: tempfile::TempDir,
+    /// Its cgroups (everything left in them killed, and removed, on drop).
+    cgroups: RunCgroups,
+    /// What this run could not apply of its plan.
+    not_enforced: Vec<String>,
+    started: Instant,
+    /// The run's network namespace and the egress proxy serving it, while the process runs.
+    egress: Option<(std::os::fd::OwnedFd, crate::egress::Proxy)>,
+}
+
+/// Starts `argv` under `plan` (see the module doc of `jail` for the steps between fork and
+/// exec), in the workspace, with the jail's environment plus `extra` (which may not replace
+/// `TMPDIR`) and the streams given.
+fn start(
     plan: &Plan,
     argv: &[String],
-    timeout: Option<Duration>,
-    capture: Capture,
+    extra: &[(String, String)],
+    streams: Streams,
     judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
-) -> Result<RunResult, RunError> {
+) -> Result<Start, RunError> {
     if plan.dry {
         return Err(RunError::Refused(
             "this plan was computed for a dry run (reasonix check), which runs nothing".into(),
@@ -639,8 +653,6 @@ pub(crate) fn run_judged(
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "no command"),
         });
     };
-    let limit = Duration::from_millis(plan.limits.timeout_ms);
-    let timeout = timeout.map_or(limit, |t| t.min(limit));
     let parent = plan
         .tmp
         .as_ref()
@@ -750,6 +762,10 @@ pub(crate) fn run_judged(
     if egress.is_some() {
         environment.extend(crate::egress::environment(crate::egress::PROXY_PORT));
     }
+    for (k, v) in extra.iter().filter(|(k, _)| k != "TMPDIR") {
+        environment.retain(|(e, _)| e != k);
+        environment.push((k.clone(), v.clone()));
+    }
     // Found on the jail's PATH here, as `execvp` would find it in the child, so that the child
     // does not try each folder of the PATH in turn (an `execve` each, through the filter).
     let found = find_program(program, &environment);
@@ -760,16 +776,10 @@ pub(crate) fn run_judged(
         .current_dir(&plan.workspace)
         .env_clear()
         .envs(environment.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(streams.stdin)
+        .stdout(streams.stdout)
+        .stderr(streams.stderr)
         .process_group(0);
-    match capture {
-        Capture::Bounded(_) => {
-            command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
-        Capture::Inherit => {
-            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        }
-    }
     let confine = Confine {
         procs,
         limits,
@@ -817,7 +827,7 @@ pub(crate) fn run_judged(
         command.pre_exec(hook);
     }
     let started = Instant::now();
-    let mut child = command.spawn().map_err(|source| RunError::Spawn {
+    let child = command.spawn().map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
     })?;
@@ -826,6 +836,60 @@ pub(crate) fn run_judged(
     if let Some(rulesets) = plan.rulesets.as_ref().filter(|_| jailed) {
         rulesets.refill();
     }
+    Ok(Start {
+        child,
+        pgid,
+        tmp,
+        cgroups,
+        not_enforced,
+        started,
+        egress,
+    })
+}
+
+/// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
+/// capturing output as asked. Crate-private: a bash call reaches it with an admission (the bash
+/// tool), anything else through [`super::danger::exec_unjudged`].
+pub(crate) fn run(
+    plan: &Plan,
+    argv: &[String],
+    timeout: Option<Duration>,
+    capture: Capture,
+) -> Result<RunResult, RunError> {
+    run_judged(plan, argv, timeout, capture, None)
+}
+
+/// [`run`], with the judge of the connections its processes ask the egress proxy for (the
+/// gate, for an admitted bash call). Without one — or for a plan without a proxy — the
+/// `sandbox.network` entries alone decide ([`crate::egress::ListJudge`]).
+pub(crate) fn run_judged(
+    plan: &Plan,
+    argv: &[String],
+    timeout: Option<Duration>,
+    capture: Capture,
+    judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+) -> Result<RunResult, RunError> {
+    let limit = Duration::from_millis(plan.limits.timeout_ms);
+    let timeout = timeout.map_or(limit, |t| t.min(limit));
+    let (stdout, stderr) = match capture {
+        Capture::Bounded(_) => (Stdio::piped(), Stdio::piped()),
+        Capture::Inherit => (Stdio::inherit(), Stdio::inherit()),
+    };
+    let streams = Streams {
+        stdin: Stdio::null(),
+        stdout,
+        stderr,
+    };
+    let Start {
+        mut child,
+        pgid,
+        tmp,
+        cgroups,
+        not_enforced,
+        started,
+        egress,
+    } = start(plan, argv, &[], streams, judge)?;
+    let program = &argv[0];
 
     // Watched on this thread until it exits, its output read as it comes; at the wall clock,
     // its group is killed (see `watch`).

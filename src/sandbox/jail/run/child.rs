@@ -1,0 +1,201 @@
+//! A long-lived jailed process with pipes: what a stdio MCP server and a hook run as.
+//!
+//! [`spawn`] starts a command exactly as a run does — the same plan, the same steps between
+//! fork and exec, its own process group, cgroups, TMPDIR and (where the plan has them) mount
+//! and PID namespaces — but with its standard input, output and error piped to the caller and
+//! no wall clock: the caller speaks to it for as long as it needs, and bounds what it reads of
+//! its stderr. Dropping the [`Jailed`] value ends it: its process group is killed with
+//! `SIGKILL`, then everything still in its cgroups (even a process that left the group with
+//! `setsid`), it is reaped, and its TMPDIR removed. With a PID namespace the command is pid 1
+//! of it, so what it started dies with it anyway.
+//!
+//! # Cancel safety
+//!
+//! None is needed: nothing here is async. A caller on a runtime turns the pipes into its own
+//! types (`tokio::process::ChildStdout::from_std`); dropping the value from any thread ends the
+//! process.
+
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
+
+use nix::sys::signal::{Signal, killpg};
+
+use super::super::Plan;
+use super::{RunCgroups, RunError, Start, Streams, start};
+
+/// A jailed process that runs until it exits or this value is dropped (see the module doc).
+pub struct Jailed {
+    child: std::process::Child,
+    pgid: nix::unistd::Pid,
+    /// Held for the life of the process: dropped after it is killed.
+    cgroups: Option<RunCgroups>,
+    _tmp: tempfile::TempDir,
+    /// The network namespace and egress proxy of a process with `network` rules: the
+    /// `sandbox.network` entries alone judge its connections (no gate is at hand).
+    _egress: Option<(std::os::fd::OwnedFd, crate::egress::Proxy)>,
+    not_enforced: Vec<String>,
+    reaped: Option<ExitStatus>,
+}
+
+impl std::fmt::Debug for Jailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jailed")
+            .field("pid", &self.child.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts `argv` under `plan` with piped standard streams and no wall clock, with the jail's
+/// environment plus `extra` (which cannot replace `TMPDIR`). Crate-private, like a run: a stdio
+/// MCP server reaches it through its admitted connect call, a hook after its call's admission.
+///
+/// # Errors
+///
+/// As a run's: [`RunError::Refused`] when the plan refuses to run anything (under `enforce`,
+/// a part it cannot apply; a dry run's plan), and nothing was started;
+/// [`RunError::Setup`] and [`RunError::Spawn`] when the jail or the program failed.
+pub(crate) fn spawn(
+    plan: &Plan,
+    argv: &[String],
+    extra: &[(String, String)],
+) -> Result<Jailed, RunError> {
+    let streams = Streams {
+        stdin: Stdio::piped(),
+        stdout: Stdio::piped(),
+        stderr: Stdio::piped(),
+    };
+    let Start {
+        child,
+        pgid,
+        tmp,
+        cgroups,
+        not_enforced,
+        started: _,
+        egress,
+    } = start(plan, argv, extra, streams, None)?;
+    Ok(Jailed {
+        child,
+        pgid,
+        cgroups: Some(cgroups),
+        _tmp: tmp,
+        _egress: egress,
+        not_enforced,
+        reaped: None,
+    })
+}
+
+impl Jailed {
+    /// Its standard input, once.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Its standard output, once.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Its standard error, once. The caller bounds what it keeps.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Its process id (outside any namespace of its own: the launcher's, which leads the group).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What of its plan this process runs without (under `best_effort`), in words.
+    pub fn not_enforced(&self) -> &[String] {
+        &self.not_enforced
+    }
+
+    /// How it ended, if it has (without waiting).
+    pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if self.reaped.is_none() {
+            self.reaped = self.child.try_wait()?;
+        }
+        Ok(self.reaped)
+    }
+
+    /// Kills its process group and everything in its cgroups, and reaps it: how it ended.
+    pub fn kill(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.reaped {
+            return Ok(status);
+        }
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        if let Some(cgroups) = &self.cgroups {
+            for cg in &cgroups.groups {
+                cg.kill_all();
+            }
+        }
+        let status = self.child.wait()?;
+        self.reaped = Some(status);
+        Ok(status)
+    }
+}
+
+impl Drop for Jailed {
+    fn drop(&mut self) {
+        // Whatever it left in its group goes too, even when the process itself has exited.
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.kill();
+        // Kills whatever is left in them, then removes them.
+        drop(self.cgroups.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+
+    use super::*;
+    use crate::sandbox::jail::{JailConfig, Mode};
+
+    fn plan(ws: &std::path::Path) -> Plan {
+        let config = JailConfig {
+            mode: Mode::BestEffort,
+            ..JailConfig::default()
+        };
+        Plan::new(&config, ws, None)
+    }
+
+    #[test]
+    fn a_jailed_child_talks_over_its_pipes_and_dropping_it_kills_its_whole_group() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let plan = plan(&ws);
+        // A background process beside the one that answers: both must go on drop.
+        let argv = ["/bin/sh", "-c", "sleep 60 & exec cat"].map(String::from);
+        let mut child = spawn(&plan, &argv, &[("GREETING".into(), "hi".into())]).unwrap();
+        let mut stdin = child.take_stdin().unwrap();
+        let mut stdout = BufReader::new(child.take_stdout().unwrap());
+        stdin.write_all(b"hello\n").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "hello\n");
+        assert_eq!(child.try_wait().unwrap(), None, "it lives on");
+        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        drop(child);
+        // Killed at once; the last of them may take a moment to be reaped (by the machine's
+        // init: their parent, the launcher, went first).
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            killpg(pgid, None) == Err(nix::errno::Errno::ESRCH)
+        });
+        assert!(gone, "nothing of its group is left");
+    }
+
+    #[test]
+    fn a_dry_plan_spawns_nothing() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let marker = ws.join("ran");
+        let dry = Plan::dry(&JailConfig::default(), &ws, None);
+        let argv = ["touch".to_owned(), marker.display().to_string()];
+        match spawn(&dry, &argv, &[]) {
+            Err(RunError::Refused(why)) => assert!(why.contains("dry run"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!marker.exists());
+    }
+}
