@@ -74,6 +74,7 @@
 
 pub mod agent;
 pub mod call;
+pub mod claude;
 pub mod execute;
 pub mod gate;
 pub mod hooks;

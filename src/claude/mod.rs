@@ -1,0 +1,12 @@
+//! Claude Code, met where it is: its `PreToolUse` hook ([`hook`]: a tool call of Claude's mapped
+//! to Reasonix calls and judged by the same gate) and its `settings.json` permission rules
+//! ([`settings`]: imported as a YAML policy, read strictly).
+//!
+//! On the admission path this is the step before `parse`: it turns another agent's proposal into
+//! calls the gate judges as it judges its own. It never runs anything: Claude Code does, once the
+//! hook has answered. The tools only another host serves (a web fetch, an MCP tool of a server
+//! Claude connected) are judged as [`tools::NetworkConnect`] and [`tools::Observed`], which
+//! refuse to execute.
+
+pub mod hook;
+pub mod tools;
