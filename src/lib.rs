@@ -75,10 +75,12 @@
 pub mod agent;
 pub mod call;
 pub mod claude;
+pub mod codex;
 pub mod execute;
 pub mod gate;
 pub mod hooks;
 pub mod host;
+pub mod import;
 pub mod lease;
 pub mod mcp;
 pub mod policy;

@@ -9,4 +9,5 @@
 //! refuse to execute.
 
 pub mod hook;
+pub mod settings;
 pub mod tools;

@@ -13,6 +13,7 @@
 
 mod check;
 mod hook;
+mod import;
 mod out;
 mod policy;
 mod render;
