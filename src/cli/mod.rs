@@ -14,6 +14,7 @@
 mod check;
 mod hook;
 mod import;
+mod mcp;
 mod out;
 mod policy;
 mod render;
@@ -86,6 +87,11 @@ enum Command {
     Hook {
         #[command(subcommand)]
         command: hook::HookCommand,
+    },
+    /// Serve the gated tools to MCP clients: `reasonix mcp serve`.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
     },
     /// Inspect and use the OS jail.
     Sandbox {
@@ -170,6 +176,7 @@ pub fn main() -> ExitCode {
         Command::Rewind(args) => rewind::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Hook { command } => hook::run(command),
+        Command::Mcp { command } => mcp::run(command),
         Command::Sandbox { command } => sandbox::run(command),
         Command::Completions { shell } => completions(shell),
     };
