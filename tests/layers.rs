@@ -11,22 +11,24 @@
 //! | `shell` | classify's engine for bash |
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
+//! | `import`, `codex` | another agent's rules read as a policy (written out, never judged here) |
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve |
+//! | `claude` | Claude Code met where it is: its hook's tool calls mapped to calls for the gate, its settings' rules imported |
 //! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
-//! | `agent` | the loop that drives it all |
+//! | `agent` | the loop that drives it all, and the same calls served over MCP (`agent::serve`) |
 //!
 //! Inside `gate`, each stage module may use only the stages before it.
 
 use std::path::{Path, PathBuf};
 
 const ORDER: &[&str] = &[
-    "text", "vocab", "call", "shell", "sandbox", "policy", "host", "tool", "mcp", "gate", "hooks",
-    "lease", "execute", "record", "rewind", "agent",
+    "text", "vocab", "call", "shell", "sandbox", "policy", "import", "codex", "host", "tool",
+    "mcp", "gate", "claude", "hooks", "lease", "execute", "record", "rewind", "agent",
 ];
 
 const GATE_STAGES: &[&str] = &[

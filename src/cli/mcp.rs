@@ -1,4 +1,4 @@
-//! `reasonix mcp serve`: the gated tools over MCP stdio ([`reasonix::mcp::serve`]).
+//! `reasonix mcp serve`: the gated tools over MCP stdio ([`reasonix::agent::serve`]).
 //!
 //! The workspace's builtin tools, and the tools of the MCP servers it configures (each connect
 //! judged first, as in `run`), are offered to whichever MCP client started this process; each
@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use reasonix::agent::serve::{Gated, NoModel, Quiet};
 use reasonix::agent::{Always, Answer, Session};
 use reasonix::lease::Leases;
-use reasonix::mcp::serve::{Gated, NoModel, Quiet};
 use reasonix::record::{EventRecord, Recorder, now_ms};
 use reasonix::{Mode, Posture};
 
