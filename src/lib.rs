@@ -75,12 +75,15 @@
 pub mod agent;
 pub mod bundle;
 pub mod call;
+pub mod claude;
+pub mod codex;
 pub mod decisions;
 pub mod egress;
 pub mod execute;
 pub mod gate;
 pub mod hooks;
 pub mod host;
+pub mod import;
 pub mod lease;
 pub mod mcp;
 pub mod policy;

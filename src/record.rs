@@ -2,7 +2,8 @@
 //! approved, what lease and jail it ran under, how it ended, and receipts of what was observed.
 //! Append-only, each line written whole and `fsync`ed before the next call goes on.
 //!
-//! Lines that are not calls carry an `event`: `run_started`, `mcp_connect` (one per MCP server a
+//! Lines that are not calls carry an `event`: `claude_hook` (a decision of `reasonix hook
+//! claude`, [`HookRecord`]), `run_started`, `mcp_connect` (one per MCP server a
 //! run tried to start, [`ConnectRecord`]), `network_connect` (one per connection a bash call's
 //! processes asked the egress proxy for, after the call's line, [`NetworkRecord`]), `attempt_failed` (one per attempt at an answer that
 //! failed before it was whole), `provider_error`, `run_ended`; and for the three
@@ -237,6 +238,37 @@ pub struct NetworkRecord<'a> {
     /// The connection.
     #[serde(flatten)]
     pub connection: &'a crate::egress::Connection,
+}
+
+/// One decision of `reasonix hook claude`: a tool call Claude Code proposed, the Reasonix call
+/// it was judged as, and what the gate concluded. Claude Code runs the tool (or not) after the
+/// answer; nothing here ran it, so the line has no outcome, only the `decision` Claude was given.
+#[derive(Clone, Debug, Serialize)]
+pub struct HookRecord {
+    /// `claude-` and Claude's session id: one session's decisions share it.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch, when the call was judged.
+    pub time_ms: u128,
+    /// `claude_hook`.
+    pub event: &'static str,
+    /// Claude's id of the tool use.
+    pub tool_use_id: Option<String>,
+    /// Claude's tool name.
+    pub claude_tool: String,
+    /// Claude's permission mode, as it said.
+    pub permission_mode: Option<String>,
+    /// The Reasonix tool it was judged as (`null`: it has no mapping).
+    pub tool: Option<String>,
+    /// The arguments judged, cut past [`ARGUMENTS_BOUND`] bytes.
+    pub arguments: Option<String>,
+    /// sha256 of the arguments judged, all of them.
+    pub arguments_sha256: Option<String>,
+    /// What the gate concluded (`null`: nothing was judged).
+    pub admission: Option<AdmissionRecord>,
+    /// What Claude Code was told for the whole tool call: `allow`, `ask` or `deny`.
+    pub decision: &'static str,
+    /// The reason it was told.
+    pub reason: String,
 }
 
 /// A line that is not a call: the start and end of a run, a provider error. (A failed attempt
@@ -532,6 +564,17 @@ impl Recorder {
     /// Opens (creating it and its folders) the record at `path` for appending, and holds an
     /// exclusive lock on it until dropped: two runs never share a record.
     pub fn open(path: &Path) -> std::io::Result<Recorder> {
+        Recorder::open_with(path, false)
+    }
+
+    /// [`Recorder::open`], waiting for the lock rather than refusing: for short-lived writers
+    /// that append a line or two and go (`reasonix hook claude`, run once per tool call, several
+    /// at once when Claude Code calls tools in parallel).
+    pub fn open_waiting(path: &Path) -> std::io::Result<Recorder> {
+        Recorder::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, wait: bool) -> std::io::Result<Recorder> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
@@ -541,7 +584,9 @@ impl Recorder {
             .append(true)
             .open(path)?;
         // One writer at a time: a second run on the same record would look like tampering.
-        if let Err(e) = file.try_lock() {
+        if wait {
+            file.lock()?;
+        } else if let Err(e) = file.try_lock() {
             // The caller names the path; the error says only what is wrong with it.
             return Err(std::io::Error::other(match e {
                 std::fs::TryLockError::WouldBlock => {

@@ -13,10 +13,12 @@
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
 //! | `bundle` | where the policy comes from: OPA bundles, downloaded, verified, swapped between calls |
+//! | `import`, `codex` | another agent's rules read as a policy (written out, never judged here) |
 //! | `host` | the host's own files, for the confine stage |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve |
+//! | `claude` | Claude Code met where it is: its hook's tool calls mapped to calls for the gate, its settings' rules imported |
 //! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
@@ -36,10 +38,13 @@ const ORDER: &[&str] = &[
     "sandbox",
     "policy",
     "bundle",
+    "import",
+    "codex",
     "host",
     "tool",
     "mcp",
     "gate",
+    "claude",
     "hooks",
     "lease",
     "execute",

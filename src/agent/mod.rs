@@ -15,6 +15,7 @@ pub mod config;
 pub mod openai;
 pub mod provider;
 pub mod script;
+pub mod serve;
 pub mod servers;
 pub mod session;
 

@@ -762,6 +762,55 @@ impl Session {
         Ok(ending)
     }
 
+    /// One call that comes from outside the model loop (`reasonix mcp serve`: a client's
+    /// `tools/call`): judged, approved by the session's approver, leased, run and recorded exactly
+    /// as a call of a turn is. Returns how it ended and the text the caller is told (bounded as a
+    /// model's result is).
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Record`] when the record cannot be written: the call's effects may have
+    /// happened, and the caller must stop rather than go on unrecorded.
+    pub async fn call(
+        &mut self,
+        name: &str,
+        arguments: String,
+    ) -> Result<(Outcome, String), SessionError> {
+        let n = self.call_ids.len() + 1;
+        let id = self.fresh_id(format!("call-{n}"));
+        let proposed = ProposedCall {
+            id,
+            name: name.to_owned(),
+            arguments,
+        };
+        let mut j = self.judge(proposed);
+        let ran = match j.runnable.take() {
+            Some(admitted) => Some(
+                run_one(
+                    admitted,
+                    Arc::clone(&self.leases),
+                    self.store.clone(),
+                    self.note_for(&j.call),
+                )
+                .await,
+            ),
+            None => None,
+        };
+        let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
+        let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
+        self.recorder.append(&record)?;
+        self.settle(ran.as_ref());
+        self.terminal.call_ended(&CallEnd {
+            admission: &j.admission,
+            record: &record,
+            arguments: &j.call.arguments,
+        });
+        Ok((
+            outcome,
+            shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
+        ))
+    }
+
     /// Has a plan handed in with `submit_plan` reviewed, when the session is in plan mode:
     /// returns what the model is told, the `plan` line, and the plan when the run ends with it.
     /// An approved plan swaps in the normal-mode gate.

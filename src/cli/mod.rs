@@ -12,6 +12,9 @@
 //! `-q` none; without `-v`/`-q`, `RUST_LOG` says what to log when it is set.
 
 mod check;
+mod hook;
+mod import;
+mod mcp;
 mod out;
 mod policy;
 mod render;
@@ -78,6 +81,17 @@ enum Command {
     Policy {
         #[command(subcommand)]
         command: policy::PolicyCommand,
+    },
+    /// Another agent's hook, answered by the gate: `reasonix hook claude` is Claude Code's
+    /// PreToolUse hook (`--print-settings` prints the settings.json that installs it).
+    Hook {
+        #[command(subcommand)]
+        command: hook::HookCommand,
+    },
+    /// Serve the gated tools to MCP clients: `reasonix mcp serve`.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
     },
     /// Inspect and use the OS jail.
     Sandbox {
@@ -161,6 +175,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Rewind(args) => rewind::run(args),
         Command::Policy { command } => policy::run(command),
+        Command::Hook { command } => hook::run(command),
+        Command::Mcp { command } => mcp::run(command),
         Command::Sandbox { command } => sandbox::run(command),
         Command::Completions { shell } => completions(shell),
     };

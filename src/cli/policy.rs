@@ -12,6 +12,8 @@
 //! and otherwise lists the rules and Rego packages it found, with a warning on stderr for each
 //! rule that can never fire (`--deny-warnings`: exit 1 when there is one).
 //!
+//! `policy import --from claude|codex FILE` reads another agent's rules ([`super::import`]).
+//!
 //! `policy show-default` prints the embedded default policy.
 //!
 //! Every listing stops quietly when its reader goes away (`| head`), keeping its exit status.
@@ -39,6 +41,9 @@ pub enum PolicyCommand {
     /// Load policies, report problems with file and line, warn about rules that can never
     /// fire, list the rules found.
     Check(PolicyCheckArgs),
+    /// Import another agent's permission rules as a YAML policy, with cases from each rule's
+    /// examples. Exit 1 when some rules could not be expressed (each is listed).
+    Import(super::import::ImportArgs),
     /// Print the embedded default policy (what applies without --policy; `builtin:default`
     /// names it beside one's own).
     ShowDefault,
@@ -80,6 +85,7 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<ExitCode> {
     match command {
         PolicyCommand::Test(args) => test(args),
         PolicyCommand::Check(args) => check(args),
+        PolicyCommand::Import(args) => super::import::run(args),
         PolicyCommand::ShowDefault => {
             let mut out = Stdout::plain();
             out.write_all(DEFAULT_POLICY.as_bytes())?;

@@ -1,6 +1,7 @@
 //! MCP servers and their tools: which servers a workspace names ([`config`]), starting one
 //! ([`process`]), speaking to it ([`client`], the official Rust SDK `rmcp` as a client), and the
-//! tools they put in the registry ([`tools`]).
+//! tools they put in the registry ([`tools`]). Reasonix's own gated tools served to MCP clients
+//! are the agent's (`crate::agent::serve`): a session with no model.
 //!
 //! On the admission path this is the tool side of `validate` and `execute`: a server's tool is
 //! a registry entry whose schema is the server's `inputSchema`, compiled and enforced like a

@@ -98,6 +98,12 @@ pub use lint::ToolFacts;
 pub use load::{PolicySet, is_case_file, is_test_module};
 pub use yaml::Unattended;
 
+/// Checks a path glob as a YAML rule's `paths:` entry would be checked when it loads; the error
+/// says what is wrong.
+pub fn check_path_glob(glob: &str) -> Result<(), String> {
+    yaml::PathGlob::try_from(glob.to_owned()).map(|_| ())
+}
+
 /// The embedded default policy (`policies/default.yaml`), used when no `--policy` is given.
 pub const DEFAULT_POLICY: &str = include_str!("../../policies/default.yaml");
 /// The name the embedded default is reported under.

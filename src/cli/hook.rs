@@ -1,0 +1,224 @@
+//! `reasonix hook claude`: the gate as Claude Code's `PreToolUse` hook.
+//!
+//! It reads the hook's JSON from stdin, maps Claude's tool to Reasonix calls in the workspace
+//! `cwd` ([`reasonix::claude::hook`]), judges them with the gate `check` uses (dry run: the
+//! policies of `reasonix.yaml` or `--policy`, the host's own files protected), appends one
+//! `claude_hook` line per judged call to the record, and prints Claude's hook output with exit 0.
+//!
+//! Claude Code's contract for a command hook: exit 0 with JSON on stdout is read as the
+//! decision; exit 2 blocks the tool and shows stderr to the model. So anything that goes wrong
+//! inside — input that is not the hook's JSON, a workspace that does not exist, a policy that
+//! does not load, a record that cannot be written, even a panic — exits 2 with the reason on
+//! stderr: the tool is blocked, never let through by a hook that failed.
+//!
+//! `--print-settings` prints the `settings.json` snippet that installs the hook.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use reasonix::claude::hook::{self, HookInput, HookOutput, Mapped, Permission};
+use reasonix::claude::tools::Observed;
+use reasonix::record::{ARGUMENTS_BOUND, AdmissionRecord, HookRecord, Recorder, now_ms, sha256};
+use reasonix::text::{Keep, shorten};
+use reasonix::{Admission, Posture, Registry};
+
+use super::PostureArg;
+
+#[derive(Subcommand)]
+pub enum HookCommand {
+    /// Claude Code's PreToolUse hook: reads the hook JSON on stdin, prints its decision.
+    Claude(ClaudeArgs),
+}
+
+#[derive(Args)]
+pub struct ClaudeArgs {
+    /// A YAML or Rego policy file or folder; repeat to merge several. Without any, `policies:`
+    /// of reasonix.yaml in Claude's cwd, else the embedded default.
+    #[arg(long = "policy", value_name = "PATH")]
+    policies: Vec<PathBuf>,
+    /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
+    #[arg(long = "data", value_name = "FILE")]
+    data: Vec<PathBuf>,
+    /// Who answers an `ask`: `interactive` passes it to Claude Code, which asks its user;
+    /// `unattended` turns it into the policy's `defaults.unattended`.
+    #[arg(long, value_enum, default_value_t = PostureArg::Interactive)]
+    posture: PostureArg,
+    /// The record the decisions are appended to (default: .reasonix/record.jsonl in Claude's
+    /// cwd, or `record:` of reasonix.yaml).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Print the settings.json snippet that installs this hook (with the flags given), and exit.
+    #[arg(long)]
+    print_settings: bool,
+}
+
+pub fn run(command: HookCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        HookCommand::Claude(args) => claude(args),
+    }
+}
+
+fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
+    if args.print_settings {
+        return print_settings(&args);
+    }
+    // A panic is an internal error like any other: Claude must see exit 2, not 101.
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "reasonix hook claude: internal error, the tool is blocked: {info}"
+        );
+        std::process::exit(2);
+    }));
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the hook input on stdin")?;
+    let input: HookInput = serde_json::from_str(&text)
+        .context("the input is not Claude Code's PreToolUse hook JSON")?;
+    if input.hook_event_name != "PreToolUse" {
+        anyhow::bail!(
+            "this hook answers PreToolUse, and was called for {:?}; install it under PreToolUse (reasonix hook claude --print-settings)",
+            input.hook_event_name
+        );
+    }
+    let cwd = PathBuf::from(&input.cwd);
+    let built = super::gate(super::GateSpec {
+        fleet: &super::FleetArgs::default(),
+        workspace: &cwd,
+        policies: super::Policies::Named {
+            policies: &args.policies,
+            data: &args.data,
+            refused: "; the tool is blocked",
+        },
+        record: args.record.as_deref(),
+        posture: Posture::from(args.posture),
+        mode: reasonix::Mode::Normal,
+        explain: false,
+        dry_run: true,
+    })?;
+    let mapped = hook::map(&input.tool_name, &input.tool_input);
+    let mut registry = Registry::with_builtins();
+    if input.tool_name.starts_with("mcp__") {
+        registry
+            .add_mcp(std::sync::Arc::new(Observed::new(&input.tool_name)))
+            .with_context(|| format!("cannot judge the MCP tool {:?}", input.tool_name))?;
+    }
+    let gate = built
+        .gate
+        .with_registry(registry)
+        .context("cannot set up the gate")?;
+    let record = gate.host_files().record().to_path_buf();
+    let recorder = Recorder::open_waiting(&record)
+        .with_context(|| format!("cannot open the execution record {}", record.display()))?;
+    let run_id = format!("claude-{}", input.session_id);
+
+    let (output, judged) = match mapped {
+        Mapped::Calls(calls) => {
+            let judged: Vec<(String, String, Admission)> = calls
+                .iter()
+                .map(|call| {
+                    let arguments = call
+                        .parse_arguments()
+                        .map(|a| serde_json::Value::Object(a).to_string())
+                        .unwrap_or_default();
+                    (
+                        call.name.clone(),
+                        arguments,
+                        gate.admit(call).into_admission(),
+                    )
+                })
+                .collect();
+            let admissions: Vec<Admission> = judged.iter().map(|(_, _, a)| a.clone()).collect();
+            (hook::answer(&admissions), judged)
+        }
+        Mapped::Unmapped(why) => (
+            HookOutput::new(Permission::Ask, format!("reasonix: {why}")),
+            Vec::new(),
+        ),
+    };
+    let decision = match output.specific.decision {
+        Permission::Allow => "allow",
+        Permission::Ask => "ask",
+        Permission::Deny => "deny",
+    };
+    let line = |tool: Option<String>, arguments: Option<&str>, a: Option<&Admission>| HookRecord {
+        run_id: run_id.clone(),
+        time_ms: now_ms(),
+        event: "claude_hook",
+        tool_use_id: input.tool_use_id.clone(),
+        claude_tool: input.tool_name.clone(),
+        permission_mode: input.permission_mode.clone(),
+        tool,
+        arguments: arguments.map(|s| shorten(s, ARGUMENTS_BOUND, Keep::Head).into_owned()),
+        arguments_sha256: arguments.map(|s| sha256(s.as_bytes())),
+        admission: a.map(|a| AdmissionRecord {
+            verdict: a.verdict,
+            stage: a.stage,
+            rules: a.rules.clone(),
+            reasons: a.reasons.clone(),
+        }),
+        decision,
+        reason: output.specific.reason.clone(),
+    };
+    if judged.is_empty() {
+        recorder
+            .append(&line(None, None, None))
+            .context("cannot write the execution record")?;
+    }
+    for (tool, arguments, a) in &judged {
+        recorder
+            .append(&line(Some(tool.clone()), Some(arguments), Some(a)))
+            .context("cannot write the execution record")?;
+    }
+    let mut stdout = super::out::Stdout::plain();
+    serde_json::to_writer(&mut stdout, &output)?;
+    writeln!(stdout)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The settings.json snippet: every tool (`matcher: "*"`) goes through the hook.
+fn print_settings(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
+    let mut words = vec!["reasonix".to_owned(), "hook".into(), "claude".into()];
+    for p in &args.policies {
+        words.push("--policy".into());
+        words.push(p.display().to_string());
+    }
+    for d in &args.data {
+        words.push("--data".into());
+        words.push(d.display().to_string());
+    }
+    if matches!(args.posture, PostureArg::Unattended | PostureArg::Strict) {
+        words.push("--posture".into());
+        words.push(
+            match args.posture {
+                PostureArg::Unattended => "unattended",
+                _ => "strict",
+            }
+            .into(),
+        );
+    }
+    if let Some(r) = &args.record {
+        words.push("--record".into());
+        words.push(r.display().to_string());
+    }
+    let command = shlex::try_join(words.iter().map(String::as_str))
+        .map_err(|e| anyhow::anyhow!("a flag cannot be quoted for a shell: {e}"))?;
+    let settings = serde_json::json!({
+        "hooks": {
+            "PreToolUse": [{
+                "matcher": "*",
+                "hooks": [{"type": "command", "command": command, "timeout": 60}]
+            }]
+        }
+    });
+    let mut stdout = super::out::Stdout::plain();
+    serde_json::to_writer_pretty(&mut stdout, &settings)?;
+    writeln!(stdout)?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,195 @@
+//! `reasonix mcp serve`: the gated tools over MCP stdio ([`reasonix::agent::serve`]).
+//!
+//! The workspace's builtin tools, and the tools of the MCP servers it configures (each connect
+//! judged first, as in `run`), are offered to whichever MCP client started this process; each
+//! `tools/call` goes through the gate, runs in the jail and is recorded as in `run`. Posture:
+//! `unattended` by default (no terminal is ours: stdin and stdout are the client's), so an ask
+//! becomes `defaults.unattended`; `strict` runs only what an allow rule covers. Logs and notes go
+//! to stderr; stdout carries only MCP messages.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use reasonix::agent::serve::{Gated, NoModel, Quiet};
+use reasonix::agent::{Always, Answer, Session};
+use reasonix::lease::Leases;
+use reasonix::record::{EventRecord, Recorder, now_ms};
+use reasonix::{Mode, Posture};
+
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// Serve the gated tools over MCP stdio: every tools/call is judged, jailed and recorded.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// A YAML or Rego policy file or folder; repeat to merge several. Without any, `policies:`
+    /// of reasonix.yaml, else the embedded default.
+    #[arg(long = "policy", value_name = "PATH")]
+    policies: Vec<PathBuf>,
+    /// A JSON or YAML document mounted under `data.` for Rego policies; repeat for several.
+    #[arg(long = "data", value_name = "FILE")]
+    data: Vec<PathBuf>,
+    /// The workspace the tools work in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Who answers an ask: nobody (`unattended`: it becomes `defaults.unattended`), or only
+    /// what an allow rule covers runs (`strict`).
+    #[arg(long, value_enum, default_value_t = ServePosture::Unattended)]
+    posture: ServePosture,
+    /// The JSONL execution record (default: .reasonix/record.jsonl in the workspace).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Leave the workspace's MCP servers out: only the builtin tools are served.
+    #[arg(long)]
+    no_mcp: bool,
+}
+
+/// The postures a server without a terminal can take.
+#[derive(Clone, Copy, ValueEnum)]
+enum ServePosture {
+    Unattended,
+    Strict,
+}
+
+/// The largest result a client is sent, as `run` bounds a model's (reasonix.yaml
+/// `result_bytes` overrides it).
+const DEFAULT_RESULT_BYTES: usize = 16 * 1024;
+
+pub fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        McpCommand::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let workspace = super::workspace(args.workspace.as_deref())?;
+    let posture = match args.posture {
+        ServePosture::Unattended => Posture::Unattended,
+        ServePosture::Strict => Posture::Strict,
+    };
+    let built = super::gate(super::GateSpec {
+        fleet: &super::FleetArgs::default(),
+        workspace: &workspace,
+        policies: super::Policies::Named {
+            policies: &args.policies,
+            data: &args.data,
+            refused: "; nothing is served",
+        },
+        record: args.record.as_deref(),
+        posture,
+        mode: Mode::Normal,
+        explain: false,
+        dry_run: false,
+    })?;
+    if let Some(notice) = built.chosen.default_notice() {
+        super::warn(&notice);
+    }
+    let (gate, config) = (built.gate, built.settings);
+    let record = gate.host_files().record().to_path_buf();
+    let recorder = Arc::new(
+        Recorder::open(&record)
+            .with_context(|| format!("cannot open the execution record {}", record.display()))?,
+    );
+    // Nobody answers: a connect that needs a person stays unstarted (the posture has turned
+    // every ask into the policy's answer before an approver would be asked).
+    let approver = Arc::new(Always(Answer::Deny));
+    let mut connected = None;
+    let registry = if args.no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        registry
+    } else {
+        let mut servers = super::mcp_servers(&gate, &config)?;
+        let names: Vec<String> = servers.names().map(str::to_owned).collect();
+        for name in &names {
+            let c = servers.connect(name, &mut |_| Some(reasonix::record::Approval::Deny));
+            match &c.result {
+                Ok(c) => super::note(&format!("MCP server {name}: {} tools", c.tools().len())),
+                Err(e) => super::warn(&format!("MCP server {name} contributes no tools: {e}")),
+            }
+        }
+        let (registry, unavailable) = servers.registry();
+        super::unavailable_notes(&unavailable);
+        connected = Some((servers, names, unavailable));
+        registry
+    };
+    let tools = registry.schemas();
+    let gate = gate
+        .with_registry(registry)
+        .context("cannot set up the gate")?;
+    let workspace = gate.roots().workspace().to_path_buf();
+    let session = Session::new(
+        Arc::new(gate),
+        Arc::new(NoModel),
+        approver,
+        Arc::clone(&recorder),
+        Leases::new(),
+        Arc::new(Quiet),
+        1,
+        config.result_bytes.unwrap_or(DEFAULT_RESULT_BYTES),
+    )
+    .record_arguments(config.record.arguments.unwrap_or_default());
+    let session = match &config.hooks {
+        Some(spec) => session.hooks(Arc::new(
+            reasonix::hooks::Hooks::new(spec)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
+        )),
+        None => session,
+    };
+    let run_id = session.run_id().to_owned();
+    let event = |event: &'static str, detail: String| EventRecord {
+        run_id: run_id.clone(),
+        time_ms: now_ms(),
+        event,
+        detail,
+    };
+    recorder
+        .append(&event(
+            "run_started",
+            format!(
+                "reasonix mcp serve: {} tools over MCP stdio, posture {}",
+                tools.len(),
+                posture.as_str()
+            ),
+        ))
+        .context("cannot write the execution record")?;
+    if let Some((servers, names, unavailable)) = &connected {
+        for name in names {
+            let none = Vec::new();
+            let listed = unavailable.get(name).unwrap_or(&none);
+            if let Some(line) = servers.record(name, &run_id, listed) {
+                recorder
+                    .append(&line)
+                    .context("cannot write the execution record")?;
+            }
+        }
+    }
+    super::note(&format!(
+        "serving {} gated tools over MCP stdio in {}; record: {}",
+        tools.len(),
+        workspace.display(),
+        record.display()
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let served = runtime.block_on(Gated::new(session, tools).serve_stdio());
+    let how = match &served {
+        Ok(()) => "the client went away".to_owned(),
+        Err(e) => e.clone(),
+    };
+    recorder
+        .append(&event("run_ended", how))
+        .context("cannot write the execution record")?;
+    let _ = std::io::stderr().flush();
+    served.map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
+}
