@@ -352,7 +352,7 @@ fn cases(
             "WebFetch" => {
                 return (
                     Vec::new(),
-                    Some("no case: network_connect is a call only `reasonix hook claude` makes; the case runner has only the builtin tools".into()),
+                    Some("no case: a bare WebFetch rule names no host to build an example `network_connect` call from".into()),
                 );
             }
             _ => {
