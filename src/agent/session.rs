@@ -369,9 +369,16 @@ impl Session {
         self
     }
 
-    /// Appends a call's line — with the revision of the bundle that judged it, which the lines
-    /// after it carry too — and logs its decision.
-    fn record_call(&self, j: &Decided, record: &CallRecord) -> Result<(), SessionError> {
+    /// Ends a call in the record and on the terminal: its line — with the revision of the bundle
+    /// that judged it, which the lines after it carry too — and its decision logged, then a line
+    /// per connection its processes asked the egress proxy for, then its rewind note settled.
+    /// Every way a call ends goes through here (a turn's calls, a goal's check, a served call).
+    fn end_call(
+        &self,
+        j: &Decided,
+        ran: Option<&Ran>,
+        record: &CallRecord,
+    ) -> Result<(), SessionError> {
         if j.admission.policy_revision.is_some() {
             self.recorder
                 .set_policy_revision(j.admission.policy_revision.clone());
@@ -380,7 +387,21 @@ impl Session {
         if let Some(log) = &self.decisions {
             log.decide(&j.admission, Some(record.outcome));
         }
+        self.record_connections(&record.call_id, ran)?;
+        self.settle(ran);
+        self.terminal.call_ended(&CallEnd {
+            admission: &j.admission,
+            record,
+            arguments: &j.call.arguments,
+        });
         Ok(())
+    }
+
+    /// Runs a judged call alone, if it was admitted: its lease, its rewind note, its execution.
+    async fn run_alone(&self, j: &mut Decided) -> Option<Ran> {
+        let admitted = j.runnable.take()?;
+        let note = self.note_for(&j.call);
+        Some(run_one(admitted, Arc::clone(&self.leases), self.store.clone(), note).await)
     }
 
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
@@ -469,28 +490,10 @@ impl Session {
             arguments: serde_json::json!({ "command": goal.verify }).to_string(),
         };
         let mut j = self.judge(call);
-        let ran = match j.runnable.take() {
-            Some(a) => Some(
-                run_one(
-                    a,
-                    Arc::clone(&self.leases),
-                    self.store.clone(),
-                    self.note_for(&j.call),
-                )
-                .await,
-            ),
-            None => None,
-        };
+        let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
-        self.record_call(&j, &record)?;
-        self.record_connections(&record.call_id, ran.as_ref())?;
-        self.settle(ran.as_ref());
-        self.terminal.call_ended(&CallEnd {
-            admission: &j.admission,
-            record: &record,
-            arguments: &j.call.arguments,
-        });
+        self.end_call(&j, ran.as_ref(), &record)?;
         let met = ran.is_some() && exit_code == Some(0) && outcome == Outcome::Succeeded;
         let evidence = EvidenceRecord {
             run_id: self.run_id.clone(),
@@ -692,7 +695,7 @@ impl Session {
                 let admitted = j.runnable.take();
                 let leases = Arc::clone(&self.leases);
                 let store = self.store.clone();
-                let note = (self.run_id.clone(), j.call.id.clone(), j.call.name.clone());
+                let note = self.note_for(&j.call);
                 async move {
                     match admitted {
                         Some(a) => Some(run_one(a, leases, store, note).await),
@@ -734,14 +737,7 @@ impl Session {
                 duration_ms = record.duration_ms as u64,
                 "call ended"
             );
-            self.record_call(&j, &record)?;
-            self.record_connections(&record.call_id, ran.as_ref())?;
-            self.settle(ran.as_ref());
-            self.terminal.call_ended(&CallEnd {
-                admission: &j.admission,
-                record: &record,
-                arguments: &j.call.arguments,
-            });
+            self.end_call(&j, ran.as_ref(), &record)?;
             if let Some(line) = reviewed {
                 self.recorder.append(&line)?;
                 self.terminal.plan_reviewed(&line);
@@ -784,27 +780,10 @@ impl Session {
             arguments,
         };
         let mut j = self.judge(proposed);
-        let ran = match j.runnable.take() {
-            Some(admitted) => Some(
-                run_one(
-                    admitted,
-                    Arc::clone(&self.leases),
-                    self.store.clone(),
-                    self.note_for(&j.call),
-                )
-                .await,
-            ),
-            None => None,
-        };
+        let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
-        self.recorder.append(&record)?;
-        self.settle(ran.as_ref());
-        self.terminal.call_ended(&CallEnd {
-            admission: &j.admission,
-            record: &record,
-            arguments: &j.call.arguments,
-        });
+        self.end_call(&j, ran.as_ref(), &record)?;
         Ok((
             outcome,
             shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
