@@ -205,18 +205,10 @@ struct Stream {
 
 impl Stream {
     fn start(w: &World, extra: &[&str]) -> Stream {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_reasonix"))
-            .args(["check", "--format", "json", "--workspace"])
-            .arg(&w.ws)
-            .args(extra)
-            .current_dir(&w.outside)
-            .env("HOME", &w.home)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let ws = w.ws.to_str().unwrap();
+        let mut args = vec!["check", "--format", "json", "--workspace", ws];
+        args.extend_from_slice(extra);
+        let mut child = w.spawn(&args);
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Stream {
@@ -338,8 +330,9 @@ fn a_new_revision_is_swapped_in_between_calls_of_one_run() {
         "b.tar.gz",
         &tarball(&bundle("r2", &["secret.txt", "notes.txt"])),
     );
-    server.wait_for("the new revision's download", |r| {
-        r.iter().filter(|l| l.ends_with(" 200")).count() >= 2
+    // The poll after it: the poller has verified and published this download.
+    server.wait_for("the new revision's download, judged", |r| {
+        polled_after(r, 2)
     });
     let after = s.ask(&read("notes.txt"));
     assert_eq!(
@@ -349,6 +342,16 @@ fn a_new_revision_is_swapped_in_between_calls_of_one_run() {
     );
     let (code, stderr) = s.finish();
     assert_eq!(code, 20, "{stderr}");
+}
+
+/// Whether the server has answered `n` downloads with 200 and been asked again since.
+fn polled_after(requests: &[String], n: usize) -> bool {
+    let nth = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.ends_with(" 200"))
+        .nth(n - 1);
+    nth.is_some_and(|(at, _)| requests.len() > at + 1)
 }
 
 #[test]
@@ -367,9 +370,8 @@ fn a_corrupt_or_misshapen_bundle_is_refused_and_the_last_good_one_kept() {
     assert_eq!(s.ask(&read("secret.txt"))["policy_revision"], "r1");
     // Not a tarball at all.
     server.serve("b.tar.gz", b"this is not gzip");
-    server.wait_for("the corrupt download", |r| {
-        r.iter().filter(|l| l.ends_with(" 200")).count() >= 2
-    });
+    // The poll after it: the poller has judged this download (it polls one at a time).
+    server.wait_for("the corrupt download, judged", |r| polled_after(r, 2));
     let v = s.ask(&read("secret.txt"));
     assert_eq!(
         (&v["verdict"], &v["policy_revision"]),
@@ -379,9 +381,8 @@ fn a_corrupt_or_misshapen_bundle_is_refused_and_the_last_good_one_kept() {
     let mut outside = bundle("r3", &[]);
     outside[0].1 = br#"{"revision": "r3", "roots": ["hosts"]}"#.to_vec();
     server.serve("b.tar.gz", &tarball(&outside));
-    server.wait_for("the misshapen download", |r| {
-        r.iter().filter(|l| l.ends_with(" 200")).count() >= 3
-    });
+    // The poll after it: the poller has judged this download (it polls one at a time).
+    server.wait_for("the misshapen download, judged", |r| polled_after(r, 3));
     let v = s.ask(&read("secret.txt"));
     assert_eq!(
         (&v["verdict"], &v["policy_revision"]),

@@ -60,10 +60,10 @@ impl World {
         std::os::unix::fs::symlink(target, self.ws.join(rel)).unwrap();
     }
 
-    /// Runs `reasonix` with the given arguments and stdin, in the `outside` folder, with HOME
-    /// pointing at this world's home. Returns the exit code, stdout and stderr.
-    pub fn run(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_reasonix"))
+    /// Starts `reasonix` with the given arguments, in the `outside` folder, with HOME pointing
+    /// at this world's home and its three standard streams piped.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_reasonix"))
             .args(args)
             .current_dir(&self.outside)
             .env("HOME", &self.home)
@@ -72,7 +72,13 @@ impl World {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Runs `reasonix` with the given arguments and stdin, in the `outside` folder, with HOME
+    /// pointing at this world's home. Returns the exit code, stdout and stderr.
+    pub fn run(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
+        let mut child = self.spawn(args);
         child
             .stdin
             .take()
