@@ -99,26 +99,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Nobody answers: a connect that needs a person stays unstarted (the posture has turned
     // every ask into the policy's answer before an approver would be asked).
     let approver = Arc::new(Always(Answer::Deny));
-    let mut connected = None;
-    let registry = if args.no_mcp {
-        let mut registry = reasonix::Registry::with_builtins();
-        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
-        registry
-    } else {
-        let mut servers = super::mcp_servers(&gate, &config)?;
-        let names: Vec<String> = servers.names().map(str::to_owned).collect();
-        for name in &names {
-            let c = servers.connect(name, &mut |_| Some(reasonix::record::Approval::Deny));
-            match &c.result {
-                Ok(c) => super::note(&format!("MCP server {name}: {} tools", c.tools().len())),
-                Err(e) => super::warn(&format!("MCP server {name} contributes no tools: {e}")),
-            }
-        }
-        let (registry, unavailable) = servers.registry();
-        super::unavailable_notes(&unavailable);
-        connected = Some((servers, names, unavailable));
-        registry
-    };
+    let (registry, connected) =
+        super::session_tools(&gate, &config, args.no_mcp, approver.as_ref())?;
     let tools = registry.schemas();
     let gate = gate
         .with_registry(registry)

@@ -684,6 +684,51 @@ fn mcp_servers(
         .context("cannot offer the MCP servers' connect calls")
 }
 
+/// The MCP servers a session started: the servers, their names in order, and each server's
+/// tools that are unavailable with why.
+type Started = (
+    reasonix::agent::servers::Servers,
+    Vec<String>,
+    std::collections::BTreeMap<String, Vec<(String, String)>>,
+);
+
+/// The tools a session offers. With `--no-mcp`, the builtins alone (MCP tools withdrawn, saying
+/// why). Otherwise each configured server is connected — its connect judged by `gate` first, an
+/// `ask` put to `approver` — and said on stderr, and the builtins come with the tools of those
+/// that started (`run` and `mcp serve` alike).
+fn session_tools(
+    gate: &Gate,
+    settings: &RunConfig,
+    no_mcp: bool,
+    approver: &dyn reasonix::agent::Approver,
+) -> anyhow::Result<(reasonix::Registry, Option<Started>)> {
+    use reasonix::agent::Answer;
+    use reasonix::record::Approval;
+    if no_mcp {
+        let mut registry = reasonix::Registry::with_builtins();
+        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
+        return Ok((registry, None));
+    }
+    let mut servers = mcp_servers(gate, settings)?;
+    let names: Vec<String> = servers.names().map(str::to_owned).collect();
+    for name in &names {
+        let connected = servers.connect(name, &mut |admission| {
+            Some(match approver.ask(admission) {
+                Answer::Once => Approval::AllowOnce,
+                Answer::Session => Approval::AllowSession,
+                Answer::Deny => Approval::Deny,
+            })
+        });
+        match &connected.result {
+            Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
+            Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
+        }
+    }
+    let (registry, unavailable) = servers.registry();
+    unavailable_notes(&unavailable);
+    Ok((registry, Some((servers, names, unavailable))))
+}
+
 /// One line on stderr per MCP tool a server offered that is unavailable.
 fn unavailable_notes(unavailable: &std::collections::BTreeMap<String, Vec<(String, String)>>) {
     for (tool, why) in unavailable.values().flatten() {

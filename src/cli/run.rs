@@ -207,32 +207,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The MCP servers connect before the run starts: the model needs their tools' schemas.
     // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
     // must start for its read-only tools to be offered); the record gets one line per server.
-    let mut connected_servers = None;
-    let registry = if args.no_mcp {
-        let mut registry = reasonix::Registry::with_builtins();
-        registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
-        registry
-    } else {
-        let mut servers = super::mcp_servers(&gate, &config)?;
-        let names: Vec<String> = servers.names().map(str::to_owned).collect();
-        for name in &names {
-            let connected = servers.connect(name, &mut |admission| {
-                Some(match approver.ask(admission) {
-                    Answer::Once => Approval::AllowOnce,
-                    Answer::Session => Approval::AllowSession,
-                    Answer::Deny => Approval::Deny,
-                })
-            });
-            match &connected.result {
-                Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
-                Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
-            }
-        }
-        let (registry, unavailable) = servers.registry();
-        super::unavailable_notes(&unavailable);
-        connected_servers = Some((servers, names, unavailable));
-        registry
-    };
+    let (registry, connected_servers) =
+        super::session_tools(&gate, &config, args.no_mcp, approver.as_ref())?;
     let gate = gate
         .with_registry(registry.clone())
         .context("cannot set up the gate")?;
