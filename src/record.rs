@@ -201,6 +201,10 @@ pub struct ConnectRecord {
     pub time_ms: u128,
     /// `mcp_connect`.
     pub event: &'static str,
+    /// Which restart of the server this connect is (`null`: its first connect). A server whose
+    /// connection died is restarted by the next call to one of its tools, its connect judged
+    /// again: each restart is a line of its own.
+    pub restart: Option<usize>,
     /// The server.
     pub server: String,
     /// The connect call as judged (`mcp_connect__NAME`).

@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{World, gate_over, reasons};
@@ -69,11 +69,12 @@ fn policy() -> String {
 
 impl World {
     /// `.mcp.json` with the fixture as server `fx`, started through `sh` so that a marker file
-    /// (in the workspace: the jailed server may write there) proves whether any process started.
+    /// (in the workspace: the jailed server may write there) proves whether any process started:
+    /// each start adds a line to it ([`starts`]).
     fn fixture_server(&self, mode: &str) -> PathBuf {
         let marker = self.ws.join("started");
         let script = format!(
-            "touch '{}'; exec '{}' {mode}",
+            "echo started >> '{}'; exec '{}' {mode}",
             marker.display(),
             fixture().display()
         );
@@ -85,6 +86,13 @@ impl World {
         .unwrap();
         marker
     }
+}
+
+/// How many times the fixture server was started (lines of its marker file).
+fn starts(marker: &std::path::Path) -> usize {
+    std::fs::read_to_string(marker)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 fn call(name: &str, args: Value) -> Value {
@@ -532,4 +540,258 @@ fn check_in_plan_mode_connects_with_a_normal_gate_as_run_plan_does() {
         (Some("deny"), Some("plan")),
         "{v}"
     );
+}
+
+// A dead server is restarted by the next call to one of its tools, its connect judged again.
+
+/// [`POLICY`] with every writer allowed: the fixture's undeclared tools (`echo`, `crash`) run.
+fn restart_policy() -> String {
+    policy().replace("  writer: ask", "  writer: allow")
+}
+
+/// `reasonix run --unattended` over a script of one call per turn; returns the exit code,
+/// stderr and the record's lines.
+fn run_script(w: &World, yaml: &str, calls: &[Value]) -> (i32, String, Vec<Value>) {
+    let p = w.policy("p.yaml", yaml);
+    let turns: Vec<Value> = calls.iter().map(|c| json!({"tool_calls": [c]})).collect();
+    let script = w.root.join("s.json");
+    std::fs::write(&script, Value::Array(turns).to_string()).unwrap();
+    let provider = format!("script:{}", script.display());
+    let ws = w.ws.to_str().unwrap();
+    let args = [
+        "run",
+        "--provider",
+        &provider,
+        "--workspace",
+        ws,
+        "--policy",
+        &p,
+        "--unattended",
+        "go",
+    ];
+    let (code, _, stderr) = w.run(&args, "");
+    let lines = common::jsonl(&w.ws.join(".reasonix/record.jsonl"));
+    (code, stderr, lines)
+}
+
+/// The record's lines of one event, or of calls to one tool.
+fn lines_of<'a>(lines: &'a [Value], key: &str, value: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l[key] == value).collect()
+}
+
+#[test]
+fn a_server_that_died_is_restarted_by_the_next_call_its_connect_judged_again() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let echo = call("mcp__fx__echo", json!({"text": "back again"}));
+    let (code, stderr, lines) = run_script(
+        &w,
+        &restart_policy(),
+        &[call("mcp__fx__crash", json!({})), echo],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let crash = lines_of(&lines, "tool", "mcp__fx__crash");
+    assert_eq!(crash[0]["outcome"], "failed", "{}", crash[0]);
+    // Two connect lines: the first, then the restart, judged again by the same rule.
+    let connects = lines_of(&lines, "event", "mcp_connect");
+    assert_eq!(connects.len(), 2, "{connects:?}");
+    assert_eq!(connects[0]["restart"], Value::Null);
+    assert_eq!(connects[1]["restart"], 1);
+    for c in &connects {
+        assert_eq!(c["admission"]["verdict"], "allow", "{c}");
+        assert_eq!(c["admission"]["rules"][0]["id"], "start-fx", "{c}");
+        assert_eq!(c["outcome"], "succeeded", "{c}");
+    }
+    assert!(
+        connects[1]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__fx__echo"))
+    );
+    // A new process, and the call on it succeeds.
+    assert_eq!(starts(&marker), 2);
+    let echoed = lines_of(&lines, "tool", "mcp__fx__echo");
+    assert_eq!(echoed[0]["outcome"], "succeeded", "{}", echoed[0]);
+    // The restart line comes before the call it was made for.
+    let at = |l: &Value| lines.iter().position(|x| x == l).unwrap();
+    assert!(at(connects[1]) < at(echoed[0]));
+}
+
+#[test]
+fn a_crash_looping_server_is_restarted_at_most_three_times() {
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let crash = call("mcp__fx__crash", json!({}));
+    let calls = vec![crash; 5];
+    let mut calls = calls;
+    calls.push(call("mcp__fx__echo", json!({"text": "x"})));
+    let (code, stderr, lines) = run_script(&w, &restart_policy(), &calls);
+    assert_eq!(code, 0, "{stderr}");
+    // The first start and three restarts; the fifth crash call finds the limit.
+    assert_eq!(starts(&marker), 1 + reasonix::agent::servers::MAX_RESTARTS);
+    let connects = lines_of(&lines, "event", "mcp_connect");
+    let restarts: Vec<&Value> = connects.iter().map(|c| &c["restart"]).collect();
+    assert_eq!(restarts, [&json!(null), &json!(1), &json!(2), &json!(3)]);
+    let outcomes: Vec<&str> = lines_of(&lines, "tool", "mcp__fx__crash")
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["failed", "failed", "failed", "failed", "invalid"]
+    );
+    let last = lines_of(&lines, "tool", "mcp__fx__echo")[0];
+    assert_eq!(last["outcome"], "invalid", "{last}");
+    let why = last["admission"]["reasons"][0].as_str().unwrap();
+    assert!(why.contains("at most 3 times per session"), "{why}");
+}
+
+/// Answers each ask from a list, in order, and keeps the tools it was asked about.
+struct Scripted {
+    answers: std::sync::Mutex<Vec<reasonix::agent::Answer>>,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl reasonix::agent::Approver for Scripted {
+    fn ask(&self, admission: &reasonix::gate::Admission) -> reasonix::agent::Answer {
+        self.asked
+            .lock()
+            .unwrap()
+            .push(admission.tool.clone().unwrap_or_default());
+        let mut answers = self.answers.lock().unwrap();
+        if answers.is_empty() {
+            reasonix::agent::Answer::Deny
+        } else {
+            answers.remove(0)
+        }
+    }
+}
+
+/// A session set up as `run` sets one up, interactive, with `approver` answering: the fixture's
+/// connect asked and answered first, then `turns` (one call each) played.
+fn session_run(w: &World, approver: Arc<Scripted>, calls: &[Value]) -> Vec<Value> {
+    use reasonix::agent::{Answer, Approver};
+    use reasonix::record::Approval;
+    // The connect asks (a rule says so); the fixture's undeclared tools are allowed writers.
+    let yaml = restart_policy().replace(
+        "decision: allow\n    tools: [\"mcp_connect__fx\"]",
+        "decision: ask\n    tools: [\"mcp_connect__fx\"]",
+    );
+    assert!(yaml.contains("decision: ask"));
+    let policy = PolicySet::from_yaml("p.yaml", &yaml).unwrap();
+    let gate = gate_over(
+        Registry::with_builtins(),
+        &policy,
+        &w.ws,
+        Posture::Interactive,
+    );
+    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let mut servers = Servers::new(configured, &gate).unwrap();
+    let first = servers.connect("fx", &mut |a| {
+        Some(match approver.ask(a) {
+            Answer::Once => Approval::AllowOnce,
+            Answer::Session => Approval::AllowSession,
+            Answer::Deny => Approval::Deny,
+        })
+    });
+    assert!(first.result.is_ok(), "{:?}", first.result.as_ref().err());
+    let (registry, _) = servers.registry();
+    let gate = Arc::new(gate.with_registry(registry).unwrap());
+    let record = w.root.join("record.jsonl");
+    let recorder = Arc::new(reasonix::record::Recorder::open(&record).unwrap());
+    let turns = calls
+        .iter()
+        .map(|c| serde_json::from_value(json!({"tool_calls": [c]})).unwrap())
+        .collect();
+    let provider = Arc::new(reasonix::agent::script::ScriptProvider::new("test", turns));
+    let mut session = reasonix::agent::Session::new(
+        gate,
+        provider,
+        approver,
+        recorder,
+        reasonix::lease::Leases::new(),
+        Arc::new(reasonix::agent::serve::Quiet),
+        10,
+        16 * 1024,
+    )
+    .servers(servers);
+    // As `run` does: the servers connect first, then the session runs on a runtime.
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(session.run("go"))
+        .unwrap();
+    common::jsonl(&record)
+}
+
+#[test]
+fn a_restart_the_approver_refuses_starts_nothing_and_the_call_names_the_refusal() {
+    use reasonix::agent::Answer;
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    // The first connect approved, the restart denied.
+    let approver = Arc::new(Scripted {
+        answers: std::sync::Mutex::new(vec![Answer::Once, Answer::Deny]),
+        asked: Default::default(),
+    });
+    let calls = [
+        call("mcp__fx__crash", json!({})),
+        call("mcp__fx__echo", json!({"text": "x"})),
+        call("mcp__fx__echo", json!({"text": "y"})),
+    ];
+    let lines = session_run(&w, Arc::clone(&approver), &calls);
+    // The restart was judged again and put to the approver; nothing else asked.
+    assert_eq!(
+        *approver.asked.lock().unwrap(),
+        ["mcp_connect__fx", "mcp_connect__fx"]
+    );
+    assert_eq!(starts(&marker), 1, "a refused restart started a process");
+    let connect = lines_of(&lines, "event", "mcp_connect");
+    assert_eq!(connect.len(), 1, "{connect:?}");
+    assert_eq!(connect[0]["restart"], 1);
+    assert_eq!(connect[0]["admission"]["verdict"], "ask");
+    assert_eq!(connect[0]["approval"], "deny");
+    assert_eq!(connect[0]["outcome"], "blocked");
+    let echoed = lines_of(&lines, "tool", "mcp__fx__echo");
+    for e in &echoed {
+        assert_eq!(e["outcome"], "invalid", "{e}");
+        let why = e["admission"]["reasons"][0].as_str().unwrap();
+        assert!(
+            why.contains("mcp_connect__fx needs a person's approval, which it did not get"),
+            "{why}"
+        );
+    }
+    // Refused once, it is not asked again: the second echo did not ask.
+    assert_eq!(echoed.len(), 2);
+}
+
+#[test]
+fn a_restart_the_approver_allows_runs_the_call_on_a_new_process() {
+    use reasonix::agent::Answer;
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let approver = Arc::new(Scripted {
+        answers: std::sync::Mutex::new(vec![Answer::Once, Answer::Once]),
+        asked: Default::default(),
+    });
+    let calls = [
+        call("mcp__fx__crash", json!({})),
+        call("mcp__fx__echo", json!({"text": "again"})),
+    ];
+    let lines = session_run(&w, Arc::clone(&approver), &calls);
+    assert_eq!(approver.asked.lock().unwrap().len(), 2);
+    assert_eq!(starts(&marker), 2);
+    let connect = lines_of(&lines, "event", "mcp_connect");
+    assert_eq!(
+        (
+            connect[0]["restart"].as_u64(),
+            connect[0]["approval"].as_str()
+        ),
+        (Some(1), Some("allow_once")),
+        "{}",
+        connect[0]
+    );
+    let echoed = lines_of(&lines, "tool", "mcp__fx__echo");
+    assert_eq!(echoed[0]["outcome"], "succeeded", "{}", echoed[0]);
 }

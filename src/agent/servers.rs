@@ -11,6 +11,12 @@
 //!    (`mcp__NAME__TOOL`), whose schemas are compiled there; a tool whose schema does not
 //!    compile, or whose name is not a valid tool name, is withdrawn with the reason. The
 //!    session's gate is rebuilt over it ([`Gate::with_registry`]).
+//! 4. A server that dies (its connection failed mid-call) is restarted only when a call names
+//!    one of its tools again, and only through [`Servers::restart`]: the same connect call,
+//!    judged again by the same connect gate and answered by the same approver, then started
+//!    and listed anew. At most [`MAX_RESTARTS`] restarts per server per session; past that,
+//!    after a refused restart, or one that did not start, the server stays down for the
+//!    session and its tools are withdrawn with why.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +28,10 @@ use crate::mcp::tools::Slot;
 use crate::mcp::{ConnectTool, Connection, Server, ServerTool, connect_arguments, connect_name};
 use crate::record::{AdmissionRecord, Approval, ConnectRecord, Outcome, now_ms};
 use crate::tool::{Registry, RegistryError};
+
+/// The most times one server is restarted in a session (after its connection died): a server
+/// that crashes on every call is judged and started this many times again, not forever.
+pub const MAX_RESTARTS: usize = 3;
 
 /// How one server's connect ended.
 pub struct Connected {
@@ -35,6 +45,8 @@ pub struct Connected {
     pub started: bool,
     /// When it was judged.
     pub time_ms: u128,
+    /// Which restart this was (`None`: the first connect).
+    pub restart: Option<usize>,
 }
 
 /// The servers of a session and what became of each.
@@ -43,6 +55,7 @@ pub struct Servers {
     connect_gate: Gate,
     slots: BTreeMap<String, Slot>,
     tried: BTreeMap<String, Connected>,
+    restarts: BTreeMap<String, usize>,
 }
 
 impl Servers {
@@ -62,6 +75,7 @@ impl Servers {
             connect_gate: gate.with_registry(registry)?,
             slots,
             tried: BTreeMap::new(),
+            restarts: BTreeMap::new(),
         })
     }
 
@@ -73,6 +87,12 @@ impl Servers {
     /// Whether `name` is a configured server.
     pub fn has(&self, name: &str) -> bool {
         self.configured.contains_key(name)
+    }
+
+    /// The gate every connect call is judged by (`check` judges a connect call given to it
+    /// with this gate, and runs nothing).
+    pub fn connect_gate(&self) -> &Gate {
+        &self.connect_gate
     }
 
     /// Whether `name` was tried already.
@@ -95,6 +115,53 @@ impl Servers {
         &self.tried[name]
     }
 
+    /// Why server `name` died, when it was connected and its connection has since failed:
+    /// its next call needs a [`restart`](Servers::restart). `None` when it is alive, was never
+    /// tried, or was refused or did not start (those stay as they are).
+    pub fn died(&self, name: &str) -> Option<String> {
+        match &self.tried.get(name)?.result {
+            Ok(connection) => connection.dead(),
+            Err(_) => None,
+        }
+    }
+
+    /// Restarts server `name`, which [died](Servers::died): its connect call is judged again
+    /// as the first one was (same gate; an ask goes to `approve`) and, only when admitted,
+    /// started again (the dead connection is dropped, with whatever of its process is left),
+    /// its tools listed and their schemas compiled anew by [`Servers::registry`]. The outcome
+    /// replaces the first: a refused restart leaves the server refused for the session.
+    ///
+    /// # Errors
+    ///
+    /// When the server was restarted [`MAX_RESTARTS`] times already, nothing is judged or
+    /// started: the server stays down for the session, its tools withdrawn with that reason,
+    /// which is returned.
+    pub fn restart(
+        &mut self,
+        name: &str,
+        approve: &mut dyn FnMut(&Admission) -> Option<Approval>,
+    ) -> Result<&Connected, String> {
+        let done = self.restarts.get(name).copied().unwrap_or(0);
+        if done >= MAX_RESTARTS {
+            let why = format!(
+                "it died again after {done} restarts, and a server is restarted at most {MAX_RESTARTS} times per session ({})",
+                self.died(name).unwrap_or_default()
+            );
+            if let Some(last) = self.tried.get_mut(name) {
+                last.result = Err(why.clone());
+            }
+            return Err(why);
+        }
+        self.restarts.insert(name.to_owned(), done + 1);
+        // The dead connection is let go: what is left of its process is killed once the last
+        // of its tools (in the gate the caller is about to replace) lets go of it too.
+        self.tried.remove(name);
+        let mut connected = self.try_connect(name, approve);
+        connected.restart = Some(done + 1);
+        self.tried.insert(name.to_owned(), connected);
+        Ok(&self.tried[name])
+    }
+
     fn try_connect(
         &self,
         name: &str,
@@ -111,6 +178,7 @@ impl Servers {
                 result: Err(format!("no MCP server named {name:?} is configured")),
                 started: false,
                 time_ms,
+                restart: None,
             };
         };
         let call = Call::new(connect_name(name), connect_arguments(server));
@@ -149,6 +217,7 @@ impl Servers {
                 result: Err(why),
                 started: false,
                 time_ms,
+                restart: None,
             };
         };
         let leases = Leases::new();
@@ -174,6 +243,7 @@ impl Servers {
             result,
             started: true,
             time_ms,
+            restart: None,
         }
     }
 
@@ -233,6 +303,7 @@ impl Servers {
             run_id: run_id.to_owned(),
             time_ms: c.time_ms,
             event: "mcp_connect",
+            restart: c.restart,
             server: name.to_owned(),
             tool: connect_name(name),
             arguments: connect_arguments(server),

@@ -34,6 +34,13 @@
 //! - **Snapshots** ([`crate::rewind`]): before a file tool runs, with its lease held, the
 //!   previous content of each path it may change is kept beside the record; the `snapshot` of
 //!   its call line says what it changed, so `reasonix rewind` can go back.
+//! - **MCP restarts** ([`Session::servers`]): before the calls of an answer are judged, each
+//!   MCP server one of them names (directly or through `use_capability`) whose connection died
+//!   is restarted through [`Servers::restart`] — its connect judged again by the same connect
+//!   gate, an ask put to the session's approver — with an `mcp_connect` line marked as a
+//!   restart; the session's gates are then rebuilt over the tools it lists now, so the calls
+//!   are judged against the new schemas (a tool that vanished is `invalid`, and so is every
+//!   tool of a server whose restart was refused or that ran out of restarts, naming why).
 //!
 //! # Cancel safety
 //!
@@ -54,6 +61,7 @@ use super::config::RecordArguments;
 use super::provider::{
     Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
 };
+use super::servers::Servers;
 use crate::call::{Call, RawArguments};
 use crate::gate::{Admission, Admitted, Gate, Judgement, Mode, Verdict};
 use crate::lease::{Leases, Need};
@@ -183,6 +191,7 @@ pub struct Session {
     rounds: usize,
     hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
     decisions: Option<Arc<crate::decisions::DecisionLog>>,
+    servers: Option<Servers>,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -267,6 +276,7 @@ impl Session {
             call_ids: HashSet::new(),
             hooks: None,
             decisions: None,
+            servers: None,
             store,
             planning: None,
             plan_approved: false,
@@ -361,6 +371,14 @@ impl Session {
     /// The conversation so far.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The MCP servers whose tools the session's gate offers, once connected: a server whose
+    /// connection dies is restarted by the next call that names one of its tools (see the
+    /// module doc), through `servers`' connect gate and this session's approver.
+    pub fn servers(mut self, servers: Servers) -> Session {
+        self.servers = Some(servers);
+        self
     }
 
     /// Each call's decision, once the call has ended, goes to this log too.
@@ -683,6 +701,7 @@ impl Session {
     /// Judges, approves and runs the calls of one answer; answers each with a tool message.
     /// Returns the plan when one was handed in that nobody can review: the run ends with it.
     async fn act(&mut self, calls: Vec<ProposedCall>) -> Result<Option<String>, SessionError> {
+        self.restart_dead(&calls).await?;
         let mut judged: Vec<Decided> = calls.into_iter().map(|c| self.judge(c)).collect();
         let together = judged
             .iter()
@@ -779,6 +798,7 @@ impl Session {
             name: name.to_owned(),
             arguments,
         };
+        self.restart_dead(std::slice::from_ref(&proposed)).await?;
         let mut j = self.judge(proposed);
         let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
@@ -950,6 +970,87 @@ impl Session {
         }
     }
 
+    /// Restarts each MCP server that one of `calls` names and whose connection died (see the
+    /// module doc), records each restart's connect, and rebuilds the session's gates over the
+    /// tools the servers offer now. Judging and starting block (a person may be asked; a
+    /// process starts): they run on a blocking thread.
+    async fn restart_dead(&mut self, calls: &[ProposedCall]) -> Result<(), SessionError> {
+        let Some(servers) = &self.servers else {
+            return Ok(());
+        };
+        let mut dead: Vec<String> = calls
+            .iter()
+            .filter_map(named_server)
+            .filter(|name| servers.died(name).is_some())
+            .collect();
+        dead.sort();
+        dead.dedup();
+        if dead.is_empty() {
+            return Ok(());
+        }
+        let Some(mut servers) = self.servers.take() else {
+            return Ok(());
+        };
+        let approver = Arc::clone(&self.approver);
+        let run_id = self.run_id.clone();
+        let restarted = tokio::task::spawn_blocking(move || {
+            let mut lines = Vec::new();
+            for name in &dead {
+                let answered = servers.restart(name, &mut |admission| {
+                    Some(match approver.ask(admission) {
+                        Answer::Once => Approval::AllowOnce,
+                        Answer::Session => Approval::AllowSession,
+                        Answer::Deny => Approval::Deny,
+                    })
+                });
+                match answered {
+                    Ok(c) => {
+                        tracing::warn!(
+                            server = %name,
+                            restart = c.restart.unwrap_or(0),
+                            verdict = %c.admission.verdict,
+                            started = c.result.is_ok(),
+                            "MCP server restarted after it died"
+                        );
+                        let (_, unavailable) = servers.registry();
+                        let none = Vec::new();
+                        let listed = unavailable.get(name).unwrap_or(&none);
+                        lines.extend(servers.record(name, &run_id, listed));
+                    }
+                    Err(why) => {
+                        tracing::warn!(server = %name, "MCP server not restarted: {why}");
+                    }
+                }
+            }
+            (servers, lines)
+        })
+        .await;
+        let (servers, lines) = restarted
+            .map_err(|e| SessionError::Setup(format!("restarting an MCP server failed: {e}")))?;
+        for line in &lines {
+            self.recorder.append(line)?;
+        }
+        let (registry, _) = servers.registry();
+        self.servers = Some(servers);
+        let rebuilt = |gate: &Gate| {
+            gate.with_registry(registry.clone())
+                .map(Arc::new)
+                .map_err(|e| {
+                    SessionError::Setup(format!(
+                        "cannot offer the restarted MCP server's tools: {e}"
+                    ))
+                })
+        };
+        self.gate = rebuilt(&self.gate)?;
+        if let Some(planning) = &mut self.planning {
+            planning.then = rebuilt(&planning.then)?;
+        }
+        if let Some((_, explaining)) = &mut self.hooks {
+            *explaining = Arc::new(self.gate.with_explain(true));
+        }
+        Ok(())
+    }
+
     /// The gate, then the approver for an ask.
     fn judge(&mut self, call: ProposedCall) -> Decided {
         let proposed = Call {
@@ -1002,6 +1103,17 @@ impl Session {
             replaced_sha256,
         }
     }
+}
+
+/// The MCP server a proposed call names: its tool's (`mcp__NAME__TOOL`), or the tool it reaches
+/// through `use_capability`.
+fn named_server(call: &ProposedCall) -> Option<String> {
+    if call.name == crate::tool::builtin::use_capability::NAME {
+        let arguments: Value = serde_json::from_str(&call.arguments).ok()?;
+        let capability = arguments.get("capability")?.as_str()?;
+        return crate::mcp::server_of(capability).map(str::to_owned);
+    }
+    crate::mcp::server_of(&call.name).map(str::to_owned)
 }
 
 /// The gate with the session's approver answering an `ask` on a connection a running command

@@ -128,13 +128,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let format = args.format;
     // One call judged by `gate` and its verdict rendered.
+    // `connect`: the call is an MCP server's connect, judged as `run` judges it (by the
+    // connect gate, and no pre-tool hook takes part).
     let judge_with = |gate: &reasonix::Gate,
                       text: Result<&str, String>,
-                      line: Option<usize>|
+                      line: Option<usize>,
+                      connect: bool|
      -> std::io::Result<Judged> {
         let mut admission = match text {
             Ok(text) => {
                 let mut a = match (&hooks, reasonix::Call::parse(text)) {
+                    _ if connect => gate.admit_text(text).into_admission(),
                     (Some(hooks), Ok(call)) if !args.no_hooks => {
                         let explaining = gate.with_explain(true);
                         let judged = explaining.admit(&call);
@@ -204,11 +208,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
         || (hooks.is_some() && !args.no_hooks);
     let log = decisions.as_deref();
+    let explaining = args.explain || decisions.is_some();
     let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
         if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
+            if let Some(connecting) = connect_gate(servers, text, explaining) {
+                return judge_with(&connecting, Ok(text), line, true);
+            }
             start_named_server(servers, &mut gate, text);
         }
-        judge_with(&gate, text, line)
+        judge_with(&gate, text, line, false)
     };
     let mut worst: Option<Verdict> = None;
     let written = match &args.call {
@@ -240,8 +248,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 )
             } else {
                 let gate = &gate;
-                let each =
-                    |text: Result<&str, String>, line: Option<usize>| judge_with(gate, text, line);
+                let each = |text: Result<&str, String>, line: Option<usize>| {
+                    judge_with(gate, text, line, false)
+                };
                 stream(input, &mut out, Judging::Apart(&each), &mut worst, log)
             }
         }
@@ -286,6 +295,21 @@ fn connect_servers(
         ..spec
     })?;
     super::mcp_servers(&connecting.gate, &connecting.settings)
+}
+
+/// The gate that judges `text` when it is the connect call of a configured MCP server
+/// (`mcp_connect__NAME`): the gate `run` judges that connect with, attaching the policy input
+/// when `explain`. Judging it starts nothing; a call to one of the server's tools does.
+fn connect_gate(
+    servers: &reasonix::agent::servers::Servers,
+    text: &str,
+    explain: bool,
+) -> Option<reasonix::Gate> {
+    let call = reasonix::Call::parse(text).ok()?;
+    let name = call.name.strip_prefix("mcp_connect__")?;
+    servers
+        .has(name)
+        .then(|| servers.connect_gate().with_explain(explain))
 }
 
 fn start_named_server(

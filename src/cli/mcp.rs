@@ -142,8 +142,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             ),
         ))
         .context("cannot write the execution record")?;
-    if let Some((servers, names, unavailable)) = &connected {
-        for name in names {
+    let mut session = session;
+    if let Some((servers, names, unavailable)) = connected {
+        for name in &names {
             let none = Vec::new();
             let listed = unavailable.get(name).unwrap_or(&none);
             if let Some(line) = servers.record(name, &run_id, listed) {
@@ -152,6 +153,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     .context("cannot write the execution record")?;
             }
         }
+        // A server that dies is restarted by the next call to one of its tools (its connect
+        // judged again, an ask denied as every ask here is).
+        session = session.servers(servers);
     }
     super::note(&format!(
         "serving {} gated tools over MCP stdio in {}; record: {}",

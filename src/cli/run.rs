@@ -259,8 +259,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )),
         None => session,
     };
-    if let Some((servers, names, unavailable)) = &connected_servers {
-        for name in names {
+    if let Some((servers, names, unavailable)) = connected_servers {
+        for name in &names {
             let none = Vec::new();
             let tools = unavailable.get(name).unwrap_or(&none);
             if let Some(line) = servers.record(name, session.run_id(), tools) {
@@ -269,6 +269,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     .context("cannot write the execution record")?;
             }
         }
+        // A server that dies is restarted by the next call to one of its tools, its connect
+        // judged again by the same gate and approver.
+        session = session.servers(servers);
     }
     if let Some(then) = after_plan {
         let reviewer: Arc<dyn PlanReviewer> = if args.approve_plan {

@@ -7,8 +7,8 @@
 //!
 //! A connection that fails mid-call (the process died, the transport closed) is marked dead
 //! with the reason, and every tool of its server reports itself unavailable from then on: a
-//! later call is `invalid`, naming the death, until the server is connected again (judged
-//! again).
+//! later call is `invalid`, naming the death, until the server is restarted (its connect judged
+//! again: `crate::agent::servers`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -217,7 +217,7 @@ impl Connection {
                 let status = self.exit_status();
                 let why = with_stderr(
                     format!(
-                        "MCP server {:?} went away during the call ({e}{status}); its tools are unavailable until it is connected again",
+                        "MCP server {:?} went away during the call ({e}{status}); its tools are unavailable until it is restarted, its connect judged again",
                         self.name
                     ),
                     &self.stderr,
