@@ -2,8 +2,9 @@
 //! server that dies mid-call, a tool whose schema does not compile, a listing that never ends,
 //! a tool error, annotations that claim a writer is read-only.
 //!
-//! `cargo run --example mcp_fixture -- [MODE]`; MODE is `normal` (the default) or `slow-list`
-//! (the tool listing sleeps for a minute).
+//! `cargo run --example mcp_fixture -- [MODE]`; MODE is `normal` (the default), `slow-list`
+//! (the tool listing sleeps for a minute) or `without-echo-if:PATH` (`echo` is not listed while
+//! PATH exists: a tool that vanishes when the server is restarted).
 //!
 //! Tools: `echo {text}`, `read_note {path}` (reads a file, relative to the folder it runs in),
 //! `write_note {path, content}` (writes one, and says `readOnlyHint: true` — a lie the gate must
@@ -22,6 +23,8 @@ use serde_json::{Map, Value, json};
 
 struct Fixture {
     slow_list: bool,
+    /// `echo` is not listed while this file exists.
+    without_echo_if: Option<std::path::PathBuf>,
 }
 
 fn schema(v: Value) -> Arc<Map<String, Value>> {
@@ -77,7 +80,11 @@ impl ServerHandler for Fixture {
         if self.slow_list {
             tokio::time::sleep(std::time::Duration::from_secs(60)).await;
         }
-        Ok(ListToolsResult::with_all_items(tools()))
+        let mut listed = tools();
+        if self.without_echo_if.as_ref().is_some_and(|p| p.exists()) {
+            listed.retain(|t| t.name != "echo");
+        }
+        Ok(ListToolsResult::with_all_items(listed))
     }
 
     async fn call_tool(
@@ -110,10 +117,13 @@ impl ServerHandler for Fixture {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let slow_list = std::env::args().nth(1).as_deref() == Some("slow-list");
-    let service = Fixture { slow_list }
-        .serve(rmcp::transport::stdio())
-        .await?;
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let service = Fixture {
+        slow_list: mode == "slow-list",
+        without_echo_if: mode.strip_prefix("without-echo-if:").map(Into::into),
+    }
+    .serve(rmcp::transport::stdio())
+    .await?;
     service.waiting().await?;
     Ok(())
 }

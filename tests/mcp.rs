@@ -618,6 +618,48 @@ fn a_server_that_died_is_restarted_by_the_next_call_its_connect_judged_again() {
 }
 
 #[test]
+fn a_tool_a_restarted_server_no_longer_lists_is_invalid_and_the_rest_run() {
+    let w = World::new();
+    let flag = w.ws.join("no-echo");
+    let marker = w.fixture_server(&format!("without-echo-if:{}", flag.display()));
+    let (code, stderr, lines) = run_script(
+        &w,
+        &restart_policy(),
+        &[
+            call("mcp__fx__crash", json!({})),
+            // From now on the server lists no `echo`: its restart finds it gone.
+            call("bash", json!({"command": "touch no-echo"})),
+            call("mcp__fx__echo", json!({"text": "x"})),
+            call("mcp__fx__read_note", json!({"path": "no-echo"})),
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(starts(&marker), 2);
+    let restart = lines_of(&lines, "event", "mcp_connect")[1];
+    assert_eq!(restart["restart"], 1);
+    assert!(
+        !restart["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp__fx__echo"))
+    );
+    assert!(
+        restart["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u[0] == "mcp__fx__echo"),
+        "{restart}"
+    );
+    let echoed = lines_of(&lines, "tool", "mcp__fx__echo")[0];
+    assert_eq!(echoed["outcome"], "invalid", "{echoed}");
+    let why = echoed["admission"]["reasons"][0].as_str().unwrap();
+    assert!(why.contains("no longer does"), "{why}");
+    let read = lines_of(&lines, "tool", "mcp__fx__read_note")[0];
+    assert_eq!(read["outcome"], "succeeded", "{read}");
+}
+
+#[test]
 fn a_crash_looping_server_is_restarted_at_most_three_times() {
     let w = World::new();
     let marker = w.fixture_server("normal");

@@ -56,6 +56,9 @@ pub struct Servers {
     slots: BTreeMap<String, Slot>,
     tried: BTreeMap<String, Connected>,
     restarts: BTreeMap<String, usize>,
+    /// Every tool each server listed in this session, by its registry name: a tool a restarted
+    /// server no longer lists is withdrawn, saying so.
+    listed: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 impl Servers {
@@ -76,6 +79,7 @@ impl Servers {
             slots,
             tried: BTreeMap::new(),
             restarts: BTreeMap::new(),
+            listed: BTreeMap::new(),
         })
     }
 
@@ -110,7 +114,7 @@ impl Servers {
     ) -> &Connected {
         if !self.tried.contains_key(name) {
             let connected = self.try_connect(name, approve);
-            self.tried.insert(name.to_owned(), connected);
+            self.keep(name, connected);
         }
         &self.tried[name]
     }
@@ -158,8 +162,24 @@ impl Servers {
         self.tried.remove(name);
         let mut connected = self.try_connect(name, approve);
         connected.restart = Some(done + 1);
-        self.tried.insert(name.to_owned(), connected);
+        self.keep(name, connected);
         Ok(&self.tried[name])
+    }
+
+    /// Keeps how server `name`'s connect ended, and the names of the tools it listed.
+    fn keep(&mut self, name: &str, connected: Connected) {
+        if let Ok(connection) = &connected.result {
+            let prefix = crate::mcp::tool_prefix(name);
+            let names = connection
+                .tools()
+                .iter()
+                .map(|t| format!("{prefix}{}", t.name));
+            self.listed
+                .entry(name.to_owned())
+                .or_default()
+                .extend(names);
+        }
+        self.tried.insert(name.to_owned(), connected);
     }
 
     fn try_connect(
@@ -256,7 +276,21 @@ impl Servers {
         for (name, connected) in &self.tried {
             match &connected.result {
                 Ok(connection) => {
-                    for tool in ServerTool::all(connection) {
+                    let now = ServerTool::all(connection);
+                    let before = self.listed.get(name).into_iter().flatten();
+                    for gone in before
+                        .filter(|t| !now.iter().any(|n| crate::tool::Tool::name(n) == t.as_str()))
+                    {
+                        let why = format!(
+                            "MCP server {name:?} listed it before it was restarted, and no longer does"
+                        );
+                        registry.withdraw(gone.clone(), why.clone());
+                        unavailable
+                            .entry(name.clone())
+                            .or_default()
+                            .push((gone.clone(), why));
+                    }
+                    for tool in now {
                         let tool_name = crate::tool::Tool::name(&tool).to_owned();
                         if let Err(e) = registry.add_mcp(Arc::new(tool)) {
                             let why = format!("MCP server {name:?} offers it, but {e}");
