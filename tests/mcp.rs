@@ -837,3 +837,57 @@ fn a_restart_the_approver_allows_runs_the_call_on_a_new_process() {
     let echoed = lines_of(&lines, "tool", "mcp__fx__echo");
     assert_eq!(echoed[0]["outcome"], "succeeded", "{}", echoed[0]);
 }
+
+#[test]
+fn mcp_serve_restarts_a_dead_server_for_its_client_judging_the_connect_again() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let w = World::new();
+    let marker = w.fixture_server("normal");
+    let p = w.policy("p.yaml", &restart_policy());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+            .args(["mcp", "serve", "--policy", &p, "--workspace"])
+            .arg(&w.ws)
+            .env("HOME", &w.home)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+        let client = ().serve((stdout, stdin)).await.unwrap();
+        let crash = client
+            .call_tool(CallToolRequestParams::new("mcp__fx__crash"))
+            .await
+            .unwrap();
+        assert_eq!(crash.is_error, Some(true));
+        let arguments = json!({"text": "served again"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let echo = client
+            .call_tool(CallToolRequestParams::new("mcp__fx__echo").with_arguments(arguments))
+            .await
+            .unwrap();
+        assert_ne!(echo.is_error, Some(true), "{echo:?}");
+        assert!(
+            serde_json::to_string(&echo.content)
+                .unwrap()
+                .contains("served again")
+        );
+        client.cancel().await.unwrap();
+        let _ = child.wait().await;
+    });
+    assert_eq!(starts(&marker), 2);
+    let lines = common::jsonl(&w.ws.join(".reasonix/record.jsonl"));
+    let connects = lines_of(&lines, "event", "mcp_connect");
+    let restarts: Vec<&Value> = connects.iter().map(|c| &c["restart"]).collect();
+    assert_eq!(restarts, [&json!(null), &json!(1)]);
+    assert_eq!(connects[1]["admission"]["rules"][0]["id"], "start-fx");
+}
