@@ -267,10 +267,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(exit_status(worst)))
 }
 
-/// Starts the MCP server a call names, if it is configured and not tried yet: its connect call
-/// is judged by the same gate, and only an allowed one starts it (a dry run asks nobody, so a
-/// connect that needs a person stays unstarted, and the call says why). Then the gate is
-/// rebuilt with the server's tools.
 /// The workspace's MCP servers, connected as `run` connects them: each connect call judged by a
 /// normal-mode gate (in `--mode plan` too: a server must start for its read-only tools to be
 /// offered) whose jail plan is built, not a dry run's — a connect `check` admits really starts
@@ -312,6 +308,10 @@ fn connect_gate(
         .then(|| servers.connect_gate().with_explain(explain))
 }
 
+/// Starts the MCP server a call names, if it is configured and not tried yet: its connect call
+/// is judged by the same gate, and only an allowed one starts it (a dry run asks nobody, so a
+/// connect that needs a person stays unstarted, and the call says why). Then the gate is
+/// rebuilt with the server's tools.
 fn start_named_server(
     servers: &mut reasonix::agent::servers::Servers,
     gate: &mut reasonix::Gate,
