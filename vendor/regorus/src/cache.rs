@@ -124,7 +124,9 @@ impl<V> LruCache<V> {
 
 #[cfg(feature = "regex")]
 lazy_static! {
-    pub(crate) static ref REGEX_CACHE: Mutex<LruCache<regex::Regex>> =
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #3): shared, not cloned (a cloned Regex starts
+    // with an empty search cache pool, so each use built its lazy DFA cache again).
+    pub(crate) static ref REGEX_CACHE: Mutex<LruCache<alloc::sync::Arc<regex::Regex>>> =
         Mutex::new(LruCache::new(Config::default().regex));
 }
 

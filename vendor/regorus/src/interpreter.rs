@@ -2555,14 +2555,23 @@ impl Interpreter {
     }
 
     fn lookup_function_by_name(&self, path: &str) -> Option<(&Vec<Ref<Rule>>, &Ref<Module>)> {
-        let mut path = path.to_owned();
-        if !path.starts_with("data.") {
+        // PATCH (reasonix, vendor/regorus/PATCHES.md #4): the absolute path is built with one
+        // allocation and no `format!`, and a path already absolute is not copied.
+        let absolute;
+        let path = if path.starts_with("data.") {
+            path
+        } else {
             // `path` is already a canonical Rego path; its first component is an
             // identifier, so the separator here cannot flatten a string key.
-            path = format!("{}.{}", self.current_module_path, path);
-        }
+            let mut p = String::with_capacity(self.current_module_path.len() + 1 + path.len());
+            p.push_str(&self.current_module_path);
+            p.push('.');
+            p.push_str(path);
+            absolute = p;
+            absolute.as_str()
+        };
 
-        match self.compiled_policy.functions.get(&path) {
+        match self.compiled_policy.functions.get(path) {
             Some((f, _, m)) => Some((f, m)),
             _ => None,
         }
@@ -3835,7 +3844,16 @@ impl Interpreter {
     ) -> Result<Option<Ref<Module>>> {
         let previous_module = self.module.clone();
         if let Some(new_module) = &module {
-            self.current_module_path = get_path_string(&new_module.package.refr, Some("data"))?;
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #2): `current_module_path` is only ever
+            // set here, from `self.module`; when the module does not change (a call to a function
+            // of the caller's own module, and the return from it), neither does its path.
+            let same = previous_module
+                .as_ref()
+                .is_some_and(|m| core::ptr::eq(m.as_ref(), new_module.as_ref()));
+            if !same {
+                self.current_module_path =
+                    get_path_string(&new_module.package.refr, Some("data"))?;
+            }
             self.current_module_index = self.find_module_index(new_module);
         }
         self.module = module;

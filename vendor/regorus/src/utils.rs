@@ -149,21 +149,22 @@ pub(crate) fn get_rule_path_components(refr: &Expr) -> Result<Vec<PathComponent>
 }
 
 pub fn get_path_string(refr: &Expr, document: Option<&str>) -> Result<String> {
-    fn collect_simple(refr: &Expr, components: &mut Vec<PathComponent>) -> Result<()> {
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #1): the components are appended to one
+    // String as they are found, instead of being copied into a Vec and each appended to a
+    // fresh copy of the path (this runs on every function call and module switch).
+    fn collect_simple(refr: &Expr, path: &mut String) -> Result<()> {
         match refr {
             Expr::Var { span, .. } => {
-                components.push(PathComponent::String(span.text().to_string()));
+                append_path_component_to(path, span.text())?;
             }
             Expr::RefDot { refr, field, .. } => {
-                collect_simple(refr, components)?;
-                components.push(PathComponent::String(field.0.text().to_string()));
+                collect_simple(refr, path)?;
+                append_path_component_to(path, field.0.text())?;
             }
             Expr::RefBrack { refr, index, .. } => {
-                collect_simple(refr, components)?;
+                collect_simple(refr, path)?;
                 if let Expr::String { value, .. } = index.as_ref() {
-                    components.push(PathComponent::String(
-                        value.as_string()?.as_ref().to_string(),
-                    ));
+                    append_path_component_to(path, value.as_string()?.as_ref())?;
                 }
             }
             _ => bail!("internal error: not a simple ref {refr:?}"),
@@ -171,14 +172,10 @@ pub fn get_path_string(refr: &Expr, document: Option<&str>) -> Result<String> {
         Ok(())
     }
 
-    let mut components = Vec::new();
-    collect_simple(refr, &mut components)?;
-    let mut path = document.unwrap_or_default().to_string();
-    for component in components {
-        if let PathComponent::String(component) = component {
-            path = append_path_component(&path, &component)?;
-        }
-    }
+    let document = document.unwrap_or_default();
+    let mut path = String::with_capacity(document.len() + 48);
+    path.push_str(document);
+    collect_simple(refr, &mut path)?;
     Ok(path)
 }
 

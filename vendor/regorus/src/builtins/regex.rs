@@ -9,6 +9,7 @@ use crate::lexer::Span;
 use crate::value::Value;
 use crate::*;
 
+use alloc::sync::Arc;
 use anyhow::{bail, Result};
 use regex::{Regex, RegexBuilder};
 
@@ -38,16 +39,19 @@ fn compile_regex(pattern: &str) -> core::result::Result<Regex, regex::Error> {
 
 /// Compile a regex pattern, using the cache when the `cache` feature
 /// is enabled and falling back to direct compilation otherwise.
-fn get_or_compile_regex(pattern: &str) -> core::result::Result<Regex, regex::Error> {
+// PATCH (reasonix, vendor/regorus/PATCHES.md #3): the cache hands out the compiled Regex
+// behind an Arc. Cloning a `Regex` gives the clone a new, empty pool of search caches, so each
+// builtin call built a lazy DFA cache from scratch; a shared `Regex` reuses its pool.
+fn get_or_compile_regex(pattern: &str) -> core::result::Result<Arc<Regex>, regex::Error> {
     #[cfg(feature = "cache")]
     {
         {
             let mut cache = crate::cache::REGEX_CACHE.lock();
             if let Some(re) = cache.get(pattern) {
-                return Ok(re.clone());
+                return Ok(Arc::clone(re));
             }
         }
-        let re = compile_regex(pattern)?;
+        let re = Arc::new(compile_regex(pattern)?);
         {
             let mut cache = crate::cache::REGEX_CACHE.lock();
             cache.put(alloc::string::String::from(pattern), re.clone());
@@ -56,7 +60,7 @@ fn get_or_compile_regex(pattern: &str) -> core::result::Result<Regex, regex::Err
     }
     #[cfg(not(feature = "cache"))]
     {
-        compile_regex(pattern)
+        compile_regex(pattern).map(Arc::new)
     }
 }
 
@@ -66,7 +70,7 @@ fn get_or_compile_regex(pattern: &str) -> core::result::Result<Regex, regex::Err
 ///   that it propagates as a hard error even in non-strict mode.
 /// - Syntax errors produce a span-attached "invalid regex" error that the
 ///   evaluator may swallow to `Undefined` in non-strict mode (OPA-compatible).
-fn compile_regex_for_builtin(span: &Span, pattern: &str) -> Result<Regex> {
+fn compile_regex_for_builtin(span: &Span, pattern: &str) -> Result<Arc<Regex>> {
     get_or_compile_regex(pattern).map_err(|e| match e {
         regex::Error::CompiledTooBig(_) => {
             anyhow::Error::new(crate::utils::limits::LimitError::RegexSizeLimitExceeded {
