@@ -17,7 +17,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 count() {
     env -u RUST_BACKTRACE valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.%p" \
-        "$BIN" "$1" "$2" 2>&1 >/dev/null | grep -o 'Collected : [0-9]*' | tail -1 | grep -o '[0-9]*'
+        "$BIN" "$1" "$2" 2>&1 >/dev/null | grep -o 'Collected : [0-9]*' | grep -o '[0-9]*' | sort -n | tail -1
     rm -f "$OUT"/cg.*
 }
 for call in bash read_file; do

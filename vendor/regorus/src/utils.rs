@@ -40,9 +40,13 @@ fn is_identifier_component(component: &str) -> bool {
 }
 
 pub(crate) fn append_path_component(path: &str, component: &str) -> Result<String> {
-    let mut path = path.to_string();
-    append_path_component_to(&mut path, component)?;
-    Ok(path)
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #1): allocated once with room for the
+    // separator, instead of copied at its exact length and grown by the push that follows
+    // (this runs for each import lookup of each function call).
+    let mut out = String::with_capacity(path.len() + component.len() + 5);
+    out.push_str(path);
+    append_path_component_to(&mut out, component)?;
+    Ok(out)
 }
 
 fn append_path_component_to(path: &mut String, component: &str) -> Result<()> {
