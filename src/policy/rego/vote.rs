@@ -227,6 +227,83 @@ mod tests {
         }
     }
 
+    /// The reasons of the votes, sorted.
+    fn reasons(rego: &Rego, input: &str) -> Vec<String> {
+        let mut r: Vec<String> = rego
+            .votes(input)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.reason)
+            .collect();
+        r.sort();
+        r
+    }
+
+    /// vendor/regorus/PATCHES.md #1, #2, #4: a function is looked up in the module of its call
+    /// site, also after a call into another module (and from there within that module) has
+    /// returned, and through an import alias, an absolute path and a bracketed path. `f` and `h`
+    /// are defined in both packages with different results, so a module path left stale by a
+    /// call would pick the other package's function.
+    #[test]
+    fn functions_resolve_in_their_own_module_around_calls_into_another() {
+        let rego = load(&[
+            (
+                "a.rego",
+                "package reasonix.a\nimport rego.v1\nimport data.reasonix.b\n\nf(_) := \"a\"\nh(x) := f(x)\n\ndeny contains concat(\"\", [f(1), b.g(1), f(2), h(3)]) if input.go\ndeny contains concat(\"\", [data.reasonix.b.g(1), h(4)]) if input.go\ndeny contains concat(\"\", [data.reasonix[\"b\"].g(1), f(5), \"!\"]) if input.go\n",
+            ),
+            (
+                "b.rego",
+                "package reasonix.b\nimport rego.v1\n\nf(_) := \"B\"\nh(x) := f(x)\ng(x) := concat(\"\", [h(x), f(x)])\n\nask contains concat(\"\", [g(1), f(2)]) if input.go\n",
+            ),
+        ])
+        .unwrap()
+        .unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                reasons(&rego, r#"{"go": true}"#),
+                ["BBB", "BBa", "BBa!", "aBBaa"]
+            );
+            assert!(reasons(&rego, r#"{"go": false}"#).is_empty());
+        }
+    }
+
+    /// vendor/regorus/PATCHES.md #3: a compiled regex is shared by every use of its pattern,
+    /// across packages and evaluations, and gives each its own matches; an invalid pattern is
+    /// still an error (the call is denied), in the first evaluation and in later ones.
+    #[test]
+    fn a_shared_regex_matches_per_use_and_a_bad_pattern_still_fails_closed() {
+        let rego = load(&[
+            (
+                "r.rego",
+                "package reasonix.r\nimport rego.v1\n\nhost(w) := m[1] if {\n  some m in regex.find_all_string_submatch_n(`^https://([^/]+)`, w, 1)\n}\n\ndeny contains host(w) if { some w in input.words; host(w) != \"ok.example\" }\n",
+            ),
+            (
+                "s.rego",
+                "package reasonix.s\nimport rego.v1\n\nask contains w if { some w in input.words; regex.match(`^https://([^/]+)`, w) }\n",
+            ),
+            (
+                "p.rego",
+                "package reasonix.p\nimport rego.v1\n\nallow contains \"p\" if regex.match(input.pattern, \"x\")\n",
+            ),
+        ])
+        .unwrap()
+        .unwrap();
+        for _ in 0..3 {
+            let input = r#"{"words": ["https://ok.example/a", "https://evil.example/b", "plain"], "pattern": "x"}"#;
+            assert_eq!(
+                reasons(&rego, input),
+                [
+                    "evil.example",
+                    "https://evil.example/b",
+                    "https://ok.example/a",
+                    "p"
+                ]
+            );
+            let err = rego.votes(r#"{"words": [], "pattern": "("}"#).unwrap_err();
+            assert!(err.contains("p.rego"), "{err}");
+        }
+    }
+
     #[test]
     fn a_pathological_policy_is_stopped_by_the_time_limit() {
         let rego = load(&[(

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Instructions per Rego evaluation, the figure that does not move with the load of a shared
+# machine: examples/rego_calls.rs makes the votes of benches/rego.rs (the five example policies,
+# on the 100-byte bash call and on a read_file call) N times under valgrind's callgrind, then
+# once with none; the difference divided by N is one evaluation (`votes_on`: engine clone,
+# input, rule evaluation, reading the votes).
+#
+# Usage: benches/rego_instructions.sh [N]   (default 100; POLICIES=a,b for other examples)
+# Needs valgrind. RUST_BACKTRACE is unset for the runs: with it set, every error regorus makes
+# and drops inside an evaluation captures a backtrace, which is not what a deployment pays.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-100}
+cargo build -q --release --example rego_calls
+BIN=target/release/examples/rego_calls
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+count() {
+    env -u RUST_BACKTRACE valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.%p" \
+        "$BIN" "$1" "$2" 2>&1 >/dev/null | grep -o 'Collected : [0-9]*' | grep -o '[0-9]*' | sort -n | tail -1
+    rm -f "$OUT"/cg.*
+}
+for call in bash read_file; do
+    none=$(count 0 "$call")
+    many=$(count "$N" "$call")
+    echo "$call: $(( (many - none) / N )) instructions per evaluation (${POLICIES:-five examples}, N=$N)"
+done
