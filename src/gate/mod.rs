@@ -338,6 +338,27 @@ impl Gate {
         gate
     }
 
+    /// The same gate under another posture: the same policy (and the same live bundle, if
+    /// any), roots, registry, jail and host files; the policy input's `session.posture` says
+    /// the new one. `reasonix mcp serve` serves under `interactive` once the client can ask its
+    /// user (MCP elicitation), and under the posture it was built with otherwise.
+    pub fn with_posture(&self, posture: Posture) -> Gate {
+        let held = self.current();
+        let current = Current {
+            policy: Arc::clone(&held.policy),
+            session: SessionInfo {
+                posture,
+                ..held.session.clone()
+            },
+            bundle: held.bundle.clone(),
+            generation: held.generation,
+        };
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.current = Arc::new(RwLock::new(Arc::new(current)));
+        gate.posture = posture;
+        gate
+    }
+
     fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
         Gate {
             registry,
