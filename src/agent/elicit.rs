@@ -17,10 +17,11 @@
 //! # Caveats
 //!
 //! An approver answers synchronously (the gate's approve step and the egress proxy call it from
-//! code that does not await), while the elicitation is a request on the MCP connection. So it
-//! waits for the answer on the tokio runtime, with the worker thread it is called on handed
-//! over ([`tokio::task::block_in_place`]): it needs the multi-thread runtime, and refuses the
-//! call, saying why, on any other.
+//! code that does not await), while the elicitation is a request on the MCP connection. So the
+//! request is made on the server's runtime and the calling thread waits for its answer; a
+//! worker of a multi-thread runtime hands its other tasks over first
+//! ([`tokio::task::block_in_place`]). The server must run on a multi-thread runtime (`reasonix
+//! mcp serve` does): a current-thread one would wait on itself.
 
 use std::time::Duration;
 
@@ -45,12 +46,15 @@ pub struct Elicit {
     peer: Peer<RoleServer>,
     client: String,
     timeout: Duration,
+    /// The server's runtime, on which the request is made.
+    runtime: Handle,
 }
 
 impl Elicit {
-    /// Asks through `peer`, waiting at most `timeout` for each answer; `None` when the client
-    /// declared no form elicitation at initialize (it could not be asked).
-    pub fn new(peer: Peer<RoleServer>, timeout: Duration) -> Option<Elicit> {
+    /// Asks through `peer`, on the runtime of `runtime` (the server's), waiting at most
+    /// `timeout` for each answer; `None` when the client declared no form elicitation at
+    /// initialize (it could not be asked).
+    pub fn new(peer: Peer<RoleServer>, runtime: Handle, timeout: Duration) -> Option<Elicit> {
         if !peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)
@@ -61,6 +65,7 @@ impl Elicit {
             client: client_name(&peer),
             peer,
             timeout,
+            runtime,
         })
     }
 
@@ -84,39 +89,43 @@ impl Approver for Elicit {
     }
 
     fn rule(&self, admission: &Admission, arguments: Option<&str>) -> Ruling {
-        let refused = |note: String| Ruling {
-            answer: Answer::Deny,
-            by: ApproverKind::McpElicitation,
-            note: Some(note),
-        };
-        // `block_in_place` panics on a current-thread runtime: refuse instead.
-        if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread) {
-            return refused(
-                "the MCP client's user could not be asked (the server's runtime cannot wait for \
-                 an elicitation; this is a bug)"
-                    .to_owned(),
-            );
-        }
-        let handle = match Handle::try_current() {
-            Ok(h) => h,
-            Err(_) => {
-                return refused(
-                    "the MCP client's user could not be asked (no runtime to wait on; this is a \
-                     bug)"
-                        .to_owned(),
-                );
-            }
-        };
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: message(admission, arguments),
             requested_schema: schema(),
         };
-        let asked = self
-            .peer
-            .create_elicitation_with_timeout(params, Some(self.timeout));
-        let answered = tokio::task::block_in_place(|| handle.block_on(asked));
-        ruling(answered, &self.client, self.timeout)
+        // The request runs on the server's runtime, which reads the client's answer; this
+        // thread waits for it.
+        let (peer, timeout) = (self.peer.clone(), self.timeout);
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let answered = peer
+                .create_elicitation_with_timeout(params, Some(timeout))
+                .await;
+            let _ = tx.send(answered);
+        });
+        let wait = || rx.recv();
+        let answered = match Handle::try_current() {
+            // A worker of a multi-thread runtime hands its tasks to another before it waits.
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            // A plain thread, or one of a single-threaded runtime's blocking pool (the egress
+            // proxy judges a connection there).
+            _ => wait(),
+        };
+        match answered {
+            Ok(answered) => ruling(answered, &self.client, self.timeout),
+            Err(_) => Ruling {
+                answer: Answer::Deny,
+                by: ApproverKind::McpElicitation,
+                note: Some(format!(
+                    "the elicitation to the MCP client {} ended without an answer (the server \
+                     is stopping)",
+                    self.client
+                )),
+            },
+        }
     }
 }
 

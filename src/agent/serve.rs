@@ -122,29 +122,32 @@ impl Gated {
                     posture.as_str()
                 ),
             ),
-            Asks::ClientOrPosture { timeout } => match Elicit::new(peer.clone(), *timeout) {
-                Some(asker) => {
-                    served
-                        .session
-                        .answer_asks(std::sync::Arc::new(asker), Posture::Interactive);
-                    (
-                        Settled::Client,
-                        format!(
-                            "the MCP client {client} declared elicitation: an ask goes to its \
+            Asks::ClientOrPosture { timeout } => {
+                match Elicit::new(peer.clone(), tokio::runtime::Handle::current(), *timeout) {
+                    Some(asker) => {
+                        served
+                            .session
+                            .answer_asks(std::sync::Arc::new(asker), Posture::Interactive);
+                        (
+                            Settled::Client,
+                            format!(
+                                "the MCP client {client} declared elicitation: an ask goes to its \
                          user, who has {} s to answer",
-                            timeout.as_secs_f64()
-                        ),
-                    )
-                }
-                None => {
-                    let why = format!(
-                        "the MCP client {client} declared no elicitation capability, so its \
+                                timeout.as_secs_f64()
+                            ),
+                        )
+                    }
+                    None => {
+                        let why = format!(
+                            "the MCP client {client} declared no elicitation capability, so its \
                          user cannot be asked"
-                    );
-                    let detail = format!("{why}: an ask follows the {} posture", posture.as_str());
-                    (Settled::Posture(why), detail)
+                        );
+                        let detail =
+                            format!("{why}: an ask follows the {} posture", posture.as_str());
+                        (Settled::Posture(why), detail)
+                    }
                 }
-            },
+            }
         };
         served
             .session
