@@ -482,8 +482,22 @@ fn a_posture_given_on_the_command_line_is_followed_even_when_the_client_could_as
 /// it keeps each message it is sent.
 #[derive(Clone)]
 struct Answering {
-    answer: ElicitResult,
+    answer: Arc<dyn Fn(&str) -> ElicitResult + Send + Sync>,
     asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Answering {
+    /// Gives every ask the answer `answer` makes of its message.
+    fn new(answer: impl Fn(&str) -> ElicitResult + Send + Sync + 'static) -> Answering {
+        Answering {
+            answer: Arc::new(answer),
+            asked: Arc::default(),
+        }
+    }
+}
+
+fn approve(yes: bool) -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "approve": yes }))
 }
 
 impl ClientHandler for Answering {
@@ -492,10 +506,14 @@ impl ClientHandler for Answering {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
-            self.asked.lock().unwrap().push(message);
+        match request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => {
+                let answer = (self.answer)(&message);
+                self.asked.lock().unwrap().push(message);
+                Ok(answer)
+            }
+            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
         }
-        Ok(self.answer.clone())
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -512,10 +530,12 @@ async fn with_rust_client<C: ClientHandler>(
     w: &World,
     client: C,
     calls: &[(&str, Value)],
+    extra: &[&str],
 ) -> Vec<CallToolResult> {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
         .args(["mcp", "serve", "--no-mcp", "--workspace"])
         .arg(&w.ws)
+        .args(extra)
         .env("HOME", &w.home)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -550,11 +570,8 @@ fn said(result: &CallToolResult) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_rust_sdk_client_approves_an_ask_through_elicitation() {
     let w = world();
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let client = Answering {
-        answer: ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})),
-        asked: Arc::clone(&asked),
-    };
+    let client = Answering::new(|_| approve(true));
+    let asked = Arc::clone(&client.asked);
     let results = with_rust_client(
         &w,
         client,
@@ -565,6 +582,7 @@ async fn the_rust_sdk_client_approves_an_ask_through_elicitation() {
             ),
             ("read_file", json!({"path": ".env"})),
         ],
+        &[],
     )
     .await;
     assert_ne!(results[0].is_error, Some(true), "{}", said(&results[0]));
@@ -619,6 +637,7 @@ async fn a_served_call_runs_the_post_tool_hooks_and_their_note_follows_the_resul
             ("read_file", json!({"path": ".env"})),
             ("list_dir", json!({"path": "."})),
         ],
+        &[],
     )
     .await;
     // As in `run`: the note follows the result, marked as the hook's, and changes no outcome.
@@ -652,4 +671,101 @@ async fn a_served_call_runs_the_post_tool_hooks_and_their_note_follows_the_resul
         reasonix::record::sha256(b"hello from the workspace\n")
     );
     assert!(lines[2].get("post_tool").is_none(), "{:?}", lines[2]);
+}
+
+/// A tiny HTTP server on 127.0.0.1 that answers `ok` and counts the requests it got.
+fn http_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&got);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (port, got)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_on_a_connection_a_served_command_makes_goes_to_the_client_user() {
+    let caps = reasonix::sandbox::jail::capabilities();
+    if skip_unless(
+        caps.net_namespace && caps.landlock_net && caps.seccomp && caps.namespaces,
+        "a network namespace per run (root), Landlock TCP rules, seccomp and namespaces",
+    ) {
+        return;
+    }
+    let w = world();
+    let ((yes, reached), (no, untouched)) = (http_server(), http_server());
+    // curl runs; each connection it asks the egress proxy for asks a person.
+    w.file(
+        "egress.yaml",
+        &format!(
+            "version: 1\ndefaults:\n  writer: ask\n  unattended: deny\nsandbox:\n  bash: enforce\n  network: [\"127.0.0.1:{yes}\", \"127.0.0.1:{no}\"]\nrules:\n  - id: curl-runs\n    decision: allow\n    tools: [bash]\n    commands: [\"curl *\"]\n  - id: ask-network\n    decision: ask\n    tools: [network_connect]\n    reason: a person decides each connection\n"
+        ),
+    );
+    // The user approves the connection to `yes` and refuses the one to `no`.
+    let client = Answering::new(move |m| approve(m.contains(&format!(":{yes}"))));
+    let asked = Arc::clone(&client.asked);
+    let curl = |port: u16| {
+        format!(
+            "curl -sS --max-time 5 -o /dev/null -w 'code=%{{http_code}} ' http://127.0.0.1:{port}/"
+        )
+    };
+    let policy = w.ws.join("egress.yaml").display().to_string();
+    let results = with_rust_client(
+        &w,
+        client,
+        &[(
+            "bash",
+            json!({"command": format!("{}; {}", curl(yes), curl(no))}),
+        )],
+        &["--policy", &policy],
+    )
+    .await;
+    let out = said(&results[0]);
+    assert!(out.contains("code=200"), "{out}");
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        untouched.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{out}"
+    );
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].contains("Tool: network_connect"), "{}", asked[0]);
+    assert!(
+        asked[0].contains("a person decides each connection"),
+        "{}",
+        asked[0]
+    );
+    let lines = jsonl(&w.ws.join(".reasonix/record.jsonl"));
+    let connections: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["event"] == "network_connect")
+        .map(|l| {
+            (
+                l["verdict"].as_str().unwrap(),
+                l["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        connections,
+        [("ask", "connected"), ("ask", "refused")],
+        "{lines:#?}"
+    );
 }

@@ -132,7 +132,7 @@ impl Gated {
                             Settled::Client,
                             format!(
                                 "the MCP client {client} declared elicitation: an ask goes to its \
-                         user, who has {} s to answer",
+                                 user, who has {} s to answer",
                                 timeout.as_secs_f64()
                             ),
                         )
@@ -140,7 +140,7 @@ impl Gated {
                     None => {
                         let why = format!(
                             "the MCP client {client} declared no elicitation capability, so its \
-                         user cannot be asked"
+                             user cannot be asked"
                         );
                         let detail =
                             format!("{why}: an ask follows the {} posture", posture.as_str());
