@@ -706,6 +706,39 @@ mod tests {
         check::<Gate>();
     }
 
+    /// `reasonix mcp serve` goes over to `interactive` once the client can ask its user: the
+    /// ask then reaches an approver, and the policy input says the new posture.
+    #[test]
+    fn the_same_gate_under_another_posture_asks_where_unattended_denied() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = PolicySet::embedded_default();
+        let unattended = Gate::builder(Registry::with_builtins(), &policy, dir.path())
+            .posture(Posture::Unattended)
+            .explain(true)
+            .host_files(HostFiles::for_workspace(dir.path()))
+            .build()
+            .unwrap();
+        let write = r#"{"name":"write_file","arguments":{"path":"a","content":""}}"#;
+        let denied = unattended.admit_text(write);
+        assert_eq!(denied.admission().verdict, Verdict::Deny);
+        assert_eq!(denied.admission().stage, Stage::Approve);
+        let interactive = unattended.with_posture(Posture::Interactive);
+        let asked = interactive.admit_text(write);
+        assert!(
+            matches!(asked, Judgement::Ask(_)),
+            "{:?}",
+            asked.admission()
+        );
+        assert_eq!(asked.admission().posture, Posture::Interactive);
+        let input = asked.admission().input.as_ref().unwrap();
+        assert_eq!(input.session.posture, Posture::Interactive);
+        // The gate it came from is unchanged.
+        assert_eq!(
+            unattended.admit_text(write).admission().verdict,
+            Verdict::Deny
+        );
+    }
+
     /// Issue 12: planning the jail looks at the kernel and the disk; file tools never need it.
     #[test]
     fn the_jail_is_planned_only_when_a_call_needs_it() {
