@@ -96,6 +96,17 @@ pub enum Approval {
     Deny,
 }
 
+/// Who was asked to answer an `ask` ([`CallRecord::approver`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApproverKind {
+    /// The person at the terminal (`reasonix run`).
+    Person,
+    /// The user of the MCP client that made the call, asked through MCP elicitation
+    /// (`reasonix mcp serve`).
+    McpElicitation,
+}
+
 /// What was observed of a call's effects.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -153,6 +164,14 @@ pub struct CallRecord {
     pub admission: AdmissionRecord,
     /// Who let an ask through, or refused it.
     pub approval: Option<Approval>,
+    /// Who was asked, when someone was (left out otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approver: Option<ApproverKind>,
+    /// What the approver's answer was, in words, when it says more than `approval` (an
+    /// elicitation's: accepted with approve true or false, declined, cancelled, unanswered in
+    /// time, failed); left out otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_note: Option<String>,
     /// The lease held while it ran.
     pub lease: Option<Need>,
     /// The jail a bash call ran in.

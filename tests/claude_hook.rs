@@ -358,6 +358,132 @@ fn an_internal_error_blocks_with_exit_2_and_the_reason_on_stderr() {
 }
 
 #[test]
+fn a_configuration_or_record_that_cannot_be_used_blocks_with_exit_2_and_says_why() {
+    let w = world();
+    let call = input(&w, "Bash", json!({"command": "npm test"}));
+    w.file("afile", "not a folder\n");
+    let under_a_file = w.ws.join("afile/record.jsonl").display().to_string();
+    let missing = w.root.join("no-such-policy.yaml").display().to_string();
+    let broken = w.file("broken.yaml", "version: 1\nrules: [\n");
+    let broken = broken.display().to_string();
+    let recording = format!("policies: [policies/]\nrecord: {under_a_file}\n");
+    // Each: what reasonix.yaml holds (`None`: it is a folder), the flags, what stderr says.
+    let cases: Vec<(Option<&str>, Vec<&str>, String)> = vec![
+        (
+            Some("policies: [\n"),
+            vec![],
+            "reasonix.yaml:2:1: did not find expected node content".into(),
+        ),
+        (None, vec![], "reasonix.yaml: Is a directory".into()),
+        (
+            Some("policies: [policies/]\n"),
+            vec!["--policy", &missing],
+            format!("the policy does not load: {missing}: cannot read"),
+        ),
+        (
+            Some("policies: [policies/]\n"),
+            vec!["--policy", &broken],
+            "the policy does not load: ".into(),
+        ),
+        (
+            Some("policies: [policies/]\n"),
+            vec!["--record", &under_a_file],
+            format!("cannot open the execution record {under_a_file}"),
+        ),
+        (
+            Some(recording.as_str()),
+            vec![],
+            format!("cannot open the execution record {under_a_file}"),
+        ),
+    ];
+    for (config, flags, says) in cases {
+        let yaml = w.ws.join("reasonix.yaml");
+        if yaml.is_dir() {
+            std::fs::remove_dir(&yaml).unwrap();
+        }
+        match config {
+            Some(text) => std::fs::write(&yaml, text).unwrap(),
+            None => {
+                std::fs::remove_file(&yaml).unwrap();
+                std::fs::create_dir(&yaml).unwrap();
+            }
+        }
+        let mut args = vec!["hook", "claude"];
+        args.extend(flags.iter().copied());
+        let (code, stdout, stderr) = w.run(&args, &call);
+        assert_eq!(code, 2, "{says}: {stdout}{stderr}");
+        assert!(stdout.is_empty(), "{says}: {stdout}");
+        assert!(
+            stderr.starts_with("error: the tool is blocked: "),
+            "{says}: {stderr}"
+        );
+        assert!(stderr.contains(&says), "{stderr} lacks {says}");
+    }
+}
+
+/// A panic anywhere in the hook exits 2 with the reason, never Rust's 101 (which Claude Code
+/// reads as a failed hook, and lets the tool run). No input reaches a panic by design, so the
+/// test injects one (`REASONIX_HOOK_PANIC`, compiled into debug builds only).
+#[cfg(debug_assertions)]
+#[test]
+fn a_panic_exits_2_with_the_reason_on_stderr() {
+    use std::io::Write;
+    let w = world();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+        .args(["hook", "claude"])
+        .env("HOME", &w.home)
+        .env("REASONIX_HOOK_PANIC", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input(&w, "Bash", json!({"command": "npm test"})).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.starts_with("reasonix hook claude: internal error, the tool is blocked: ")
+            && stderr.contains("REASONIX_HOOK_PANIC=1 (fault injection, debug builds only)"),
+        "{stderr}"
+    );
+}
+
+/// A command nested thousands of levels deep once overflowed the analysis's stack: the process
+/// aborted (SIGABRT, status 134), which Claude Code reads as a failed hook and lets the tool run.
+/// It is now too deep to analyse, and asks.
+#[test]
+fn a_command_nested_too_deep_to_analyse_asks_rather_than_crashing() {
+    let w = world();
+    let deep = format!("echo {}x{}", "$(echo ".repeat(5000), ")".repeat(5000));
+    let (code, got, stderr) = hook(&w, &input(&w, "Bash", json!({"command": deep})));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        got["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{got}"
+    );
+    // The same command through `check`: not analysed, and why.
+    let (_, verdict) = w.check(
+        &json!({"name": "bash", "arguments": {"command": deep}}),
+        &[],
+    );
+    assert_eq!(verdict["bash"]["analysed"], false, "{verdict}");
+    assert!(
+        verdict["bash"]["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("levels of syntax deep"),
+        "{verdict}"
+    );
+}
+
+#[test]
 fn each_decision_is_appended_to_the_record() {
     let w = world();
     hook(

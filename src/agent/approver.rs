@@ -11,6 +11,7 @@
 //! told to approve its own (`--approve-plan`).
 
 use crate::gate::Admission;
+use crate::record::ApproverKind;
 
 /// A person's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,10 +24,34 @@ pub enum Answer {
     Deny,
 }
 
+/// An answer, with who gave it and, when it says more than the answer, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ruling {
+    /// The answer.
+    pub answer: Answer,
+    /// Who gave it, as the record names them.
+    pub by: ApproverKind,
+    /// What the answer was, in words (a refusal's cause: declined, cancelled, unanswered in
+    /// time…); the caller is told it when the call is refused.
+    pub note: Option<String>,
+}
+
 /// Who answers asks.
 pub trait Approver: Send + Sync {
     /// Answers one ask.
     fn ask(&self, admission: &Admission) -> Answer;
+
+    /// Answers one ask about a call whose arguments are `arguments` (`None` for a connection a
+    /// running command asks for), saying who answered and why. By default: [`Approver::ask`],
+    /// answered by a person, with nothing more to say.
+    fn rule(&self, admission: &Admission, arguments: Option<&str>) -> Ruling {
+        let _ = arguments;
+        Ruling {
+            answer: self.ask(admission),
+            by: ApproverKind::Person,
+            note: None,
+        }
+    }
 }
 
 /// Answers every ask the same way: for tests and scripted demos.

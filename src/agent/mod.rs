@@ -12,6 +12,7 @@
 
 pub mod approver;
 pub mod config;
+pub mod elicit;
 pub mod openai;
 pub mod provider;
 pub mod script;
@@ -19,6 +20,6 @@ pub mod serve;
 pub mod servers;
 pub mod session;
 
-pub use approver::{Always, Answer, Approver, Decided, PlanAnswer, PlanReviewer};
+pub use approver::{Always, Answer, Approver, Decided, PlanAnswer, PlanReviewer, Ruling};
 pub use provider::{Event, EventStream, Message, ProposedCall, Provider, ProviderError, Request};
-pub use session::{End, Goal, Session, SessionError, Terminal};
+pub use session::{End, Goal, Served, Session, SessionError, Terminal};

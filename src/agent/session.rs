@@ -66,9 +66,9 @@ use crate::call::{Call, RawArguments};
 use crate::gate::{Admission, Admitted, Gate, Judgement, Mode, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
-    self, ARGUMENTS_BOUND, AdmissionRecord, Approval, AttemptRecord, CallRecord, EventRecord,
-    EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord, Receipt, Recorder,
-    Reviewer, SnapshotFile, now_ms, sha256,
+    self, ARGUMENTS_BOUND, AdmissionRecord, Approval, ApproverKind, AttemptRecord, CallRecord,
+    EventRecord, EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord, Receipt,
+    Recorder, Reviewer, SnapshotFile, now_ms, sha256,
 };
 use crate::rewind::{self, Kept, Store};
 use crate::text::{Keep, shorten};
@@ -105,6 +105,15 @@ pub trait Terminal: Send + Sync {
     fn plan_reviewed(&self, _plan: &PlanRecord) {}
     /// The goal was checked, as recorded.
     fn verified(&self, _evidence: &EvidenceRecord) {}
+}
+
+/// A call made from outside the model loop ([`Session::call`]), ended.
+#[derive(Debug)]
+pub struct Served {
+    /// Its line in the record.
+    pub record: CallRecord,
+    /// What the caller is told: the result, bounded, with the post-tool hooks' notes after it.
+    pub text: String,
 }
 
 /// How a run ended.
@@ -209,6 +218,8 @@ struct Decided {
     call: ProposedCall,
     admission: Admission,
     approval: Option<Approval>,
+    /// Who was asked, and what they said beyond the answer.
+    approver: Option<(ApproverKind, Option<String>)>,
     runnable: Option<Admitted>,
     /// The sha256 of the arguments a hook put in place of the model's, when one did.
     replaced_sha256: Option<String>,
@@ -366,6 +377,37 @@ impl Session {
     /// The id every record line of this session carries.
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// From now on an `ask` goes to `approver`, under `posture`: the session's gate becomes the
+    /// same gate under that posture (a gate never changes; it is swapped whole, as an approved
+    /// plan swaps it). `reasonix mcp serve` does this once it knows the client can ask its user.
+    pub fn answer_asks(&mut self, approver: Arc<dyn Approver>, posture: crate::policy::Posture) {
+        self.approver = approver;
+        self.gate = asking(Arc::new(self.gate.with_posture(posture)), &self.approver);
+        if let Some((_, explaining)) = &mut self.hooks {
+            *explaining = Arc::new(self.gate.with_explain(true));
+        }
+    }
+
+    /// The posture of the session's gate now.
+    pub fn posture(&self) -> crate::policy::Posture {
+        self.gate.posture()
+    }
+
+    /// Appends an event line of this session's run to the record.
+    ///
+    /// # Errors
+    ///
+    /// [`SessionError::Record`] when the record cannot be written.
+    pub fn record_event(&self, event: &'static str, detail: String) -> Result<(), SessionError> {
+        self.recorder.append(&EventRecord {
+            run_id: self.run_id.clone(),
+            time_ms: now_ms(),
+            event,
+            detail,
+        })?;
+        Ok(())
     }
 
     /// The conversation so far.
@@ -745,29 +787,10 @@ impl Session {
                     full = "the plan is already approved; there is nothing to review".into();
                 }
             }
-            let told = shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned();
-            let post = self.post_tool(&j, outcome, exit_code, &told);
-            let mut record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
-            record.post_tool = post;
-            tracing::info!(
-                call_id = %record.call_id,
-                tool = %record.tool,
-                outcome = record.outcome.as_str(),
-                duration_ms = record.duration_ms as u64,
-                "call ended"
-            );
-            self.end_call(&j, ran.as_ref(), &record)?;
+            let (_, content) = self.finish(&j, ran.as_ref(), outcome, exit_code, &full)?;
             if let Some(line) = reviewed {
                 self.recorder.append(&line)?;
                 self.terminal.plan_reviewed(&line);
-            }
-            // A post-tool hook's note follows the result, marked as the hook's; it changes
-            // nothing the record says of the call.
-            let mut content = told;
-            for ran in &record.post_tool {
-                if let Some(note) = &ran.note {
-                    content.push_str(&format!("\n[note from {}: {note}]", ran.hook));
-                }
             }
             self.messages.push(Message::Tool {
                 call_id: j.call.id,
@@ -778,19 +801,15 @@ impl Session {
     }
 
     /// One call that comes from outside the model loop (`reasonix mcp serve`: a client's
-    /// `tools/call`): judged, approved by the session's approver, leased, run and recorded exactly
-    /// as a call of a turn is. Returns how it ended and the text the caller is told (bounded as a
-    /// model's result is).
+    /// `tools/call`): judged, approved by the session's approver, leased, run, seen by the
+    /// post-tool hooks and recorded exactly as a call of a turn is. Returns its record line and
+    /// the text the caller is told (bounded as a model's result is, the hooks' notes after it).
     ///
     /// # Errors
     ///
     /// [`SessionError::Record`] when the record cannot be written: the call's effects may have
     /// happened, and the caller must stop rather than go on unrecorded.
-    pub async fn call(
-        &mut self,
-        name: &str,
-        arguments: String,
-    ) -> Result<(Outcome, String), SessionError> {
+    pub async fn call(&mut self, name: &str, arguments: String) -> Result<Served, SessionError> {
         let n = self.call_ids.len() + 1;
         let id = self.fresh_id(format!("call-{n}"));
         let proposed = ProposedCall {
@@ -802,12 +821,41 @@ impl Session {
         let mut j = self.judge(proposed);
         let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
-        let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);
-        self.end_call(&j, ran.as_ref(), &record)?;
-        Ok((
-            outcome,
-            shorten(&full, self.result_bytes, Keep::HeadAndTail).into_owned(),
-        ))
+        let (record, text) = self.finish(&j, ran.as_ref(), outcome, exit_code, &full)?;
+        Ok(Served { record, text })
+    }
+
+    /// Ends a call whose result someone is told (the model, or the MCP client that made it):
+    /// the post-tool hooks on what they are told, the call's line ([`Session::end_call`]), and
+    /// the text they are told, each hook's note after the result, marked as the hook's. A note
+    /// changes nothing the record says of the call.
+    fn finish(
+        &self,
+        j: &Decided,
+        ran: Option<&Ran>,
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        full: &str,
+    ) -> Result<(CallRecord, String), SessionError> {
+        let told = shorten(full, self.result_bytes, Keep::HeadAndTail).into_owned();
+        let post = self.post_tool(j, outcome, exit_code, &told);
+        let mut record = self.call_record(j, ran, outcome, exit_code, full);
+        record.post_tool = post;
+        tracing::info!(
+            call_id = %record.call_id,
+            tool = %record.tool,
+            outcome = record.outcome.as_str(),
+            duration_ms = record.duration_ms as u64,
+            "call ended"
+        );
+        self.end_call(j, ran, &record)?;
+        let mut content = told;
+        for ran in &record.post_tool {
+            if let Some(note) = &ran.note {
+                content.push_str(&format!("\n[note from {}: {note}]", ran.hook));
+            }
+        }
+        Ok((record, content))
     }
 
     /// Has a plan handed in with `submit_plan` reviewed, when the session is in plan mode:
@@ -953,6 +1001,8 @@ impl Session {
                 reasons: j.admission.reasons.clone(),
             },
             approval: j.approval,
+            approver: j.approver.as_ref().map(|(by, _)| *by),
+            approval_note: j.approver.as_ref().and_then(|(_, note)| note.clone()),
             lease: ran.map(|r| r.need.clone()),
             sandbox: ran.and(j.admission.sandbox.clone()),
             outcome,
@@ -1066,26 +1116,32 @@ impl Session {
             None => self.gate.admit(&proposed),
         };
         let time_ms = now_ms();
-        let (admission, approval, runnable) = match judgement {
-            Judgement::Refused(admission) => (admission, None, None),
-            Judgement::Allowed(admitted) => (admitted.admission().clone(), None, Some(admitted)),
+        let (admission, approval, approver, runnable) = match judgement {
+            Judgement::Refused(admission) => (admission, None, None, None),
+            Judgement::Allowed(admitted) => {
+                (admitted.admission().clone(), None, None, Some(admitted))
+            }
             Judgement::Ask(pending) => {
                 let key = exact_key(&call);
-                let approval = if self.approved.contains(&key) {
-                    Approval::Session
+                let (approval, approver) = if self.approved.contains(&key) {
+                    (Approval::Session, None)
                 } else {
-                    match self.approver.ask(pending.admission()) {
+                    let ruling = self
+                        .approver
+                        .rule(pending.admission(), Some(&call.arguments));
+                    let approval = match ruling.answer {
                         Answer::Once => Approval::AllowOnce,
                         Answer::Session => {
                             self.approved.insert(key);
                             Approval::AllowSession
                         }
                         Answer::Deny => Approval::Deny,
-                    }
+                    };
+                    (approval, Some((ruling.by, ruling.note)))
                 };
                 let admission = pending.admission().clone();
                 let runnable = (approval != Approval::Deny).then(|| pending.approve());
-                (admission, Some(approval), runnable)
+                (admission, Some(approval), approver, runnable)
             }
         };
         let replaced_sha256 = admission.replaced_arguments.as_ref().and_then(|_| {
@@ -1099,6 +1155,7 @@ impl Session {
             call,
             admission,
             approval,
+            approver,
             runnable,
             replaced_sha256,
         }
@@ -1310,7 +1367,10 @@ fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
         None if j.approval == Some(Approval::Deny) => (
             Outcome::Blocked,
             None,
-            "blocked: a person declined this call. Nothing ran.".into(),
+            match j.approver.as_ref().and_then(|(_, note)| note.as_deref()) {
+                Some(note) => format!("blocked: {note}. Nothing ran."),
+                None => "blocked: a person declined this call. Nothing ran.".into(),
+            },
         ),
         None => (
             Outcome::Blocked,

@@ -73,6 +73,24 @@ fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
         );
         std::process::exit(2);
     }));
+    // Every error exits 2 (the command line's status for an error) and says the tool is
+    // blocked, so that the model reading stderr knows what became of its call.
+    judge(&args).context("the tool is blocked")
+}
+
+/// Fault injection for the test of a panic (`tests/claude_hook.rs`): in a debug build only,
+/// `REASONIX_HOOK_PANIC=1` panics halfway, after the record is opened and before anything is
+/// judged. A release build has no such switch. No input reaches a panic by design, and one
+/// that would is a bug to fix, so the test needs a trigger of its own.
+fn injected_panic() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("REASONIX_HOOK_PANIC").is_some_and(|v| v == "1") {
+        panic!("REASONIX_HOOK_PANIC=1 (fault injection, debug builds only)");
+    }
+}
+
+/// Judges the call of the hook input on stdin and prints Claude's answer.
+fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
@@ -92,7 +110,7 @@ fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
         policies: super::Policies::Named {
             policies: &args.policies,
             data: &args.data,
-            refused: "; the tool is blocked",
+            refused: "",
         },
         record: args.record.as_deref(),
         posture: Posture::from(args.posture),
@@ -115,6 +133,7 @@ fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
     let recorder = Recorder::open_waiting(&record)
         .with_context(|| format!("cannot open the execution record {}", record.display()))?;
     let run_id = format!("claude-{}", input.session_id);
+    injected_panic();
 
     let (output, judged) = match mapped {
         Mapped::Calls(calls) => {

@@ -2,10 +2,14 @@
 //!
 //! The workspace's builtin tools, and the tools of the MCP servers it configures (each connect
 //! judged first, as in `run`), are offered to whichever MCP client started this process; each
-//! `tools/call` goes through the gate, runs in the jail and is recorded as in `run`. Posture:
-//! `unattended` by default (no terminal is ours: stdin and stdout are the client's), so an ask
-//! becomes `defaults.unattended`; `strict` runs only what an allow rule covers. Logs and notes go
-//! to stderr; stdout carries only MCP messages.
+//! `tools/call` goes through the gate, runs in the jail and is recorded as in `run`.
+//!
+//! Who answers an ask: no terminal is ours (stdin and stdout are the client's), so by default
+//! the client's user, through MCP elicitation, when the client declares it, and otherwise the
+//! `unattended` posture (an ask becomes `defaults.unattended`). A `--posture` given on the
+//! command line is followed whatever the client offers: `unattended` for a run nobody may
+//! widen from the client's side (CI), `strict` to run only what an allow rule covers. Logs and
+//! notes go to stderr; stdout carries only MCP messages.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use reasonix::agent::serve::{Gated, NoModel, Quiet};
+use reasonix::agent::serve::{Asks, Gated, NoModel, Quiet};
 use reasonix::agent::{Always, Answer, Session};
 use reasonix::lease::Leases;
 use reasonix::record::{EventRecord, Recorder, now_ms};
@@ -38,10 +42,17 @@ pub struct ServeArgs {
     /// The workspace the tools work in (default: the current folder).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Who answers an ask: nobody (`unattended`: it becomes `defaults.unattended`), or only
-    /// what an allow rule covers runs (`strict`).
-    #[arg(long, value_enum, default_value_t = ServePosture::Unattended)]
-    posture: ServePosture,
+    /// Who answers an ask. Without this flag: the client's user through MCP elicitation when
+    /// the client declares it, else nobody (unattended). Given, it is followed whatever the
+    /// client offers: nobody (`unattended`: an ask becomes `defaults.unattended`), or only what
+    /// an allow rule covers runs (`strict`).
+    #[arg(long, value_enum)]
+    posture: Option<ServePosture>,
+    /// How long the client's user has to answer one ask put to them through elicitation, in
+    /// seconds; no answer in time blocks the call.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, conflicts_with = "posture",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    elicitation_timeout: u64,
     /// The JSONL execution record (default: .reasonix/record.jsonl in the workspace).
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
@@ -69,9 +80,27 @@ pub fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
 
 fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let posture = match args.posture {
-        ServePosture::Unattended => Posture::Unattended,
-        ServePosture::Strict => Posture::Strict,
+    // The gate is built under the posture that answers when nobody can be asked: connects to
+    // the workspace's MCP servers are judged before any client is there, and a client without
+    // elicitation is served under it.
+    let (posture, asks) = match args.posture {
+        None => (
+            Posture::Unattended,
+            Asks::ClientOrPosture {
+                timeout: std::time::Duration::from_secs(args.elicitation_timeout),
+            },
+        ),
+        Some(p) => {
+            let posture = match p {
+                ServePosture::Unattended => Posture::Unattended,
+                ServePosture::Strict => Posture::Strict,
+            };
+            let why = format!(
+                "reasonix mcp serve was started with --posture {}, which no client can widen",
+                posture.as_str()
+            );
+            (posture, Asks::Posture { why })
+        }
     };
     let built = super::gate(super::GateSpec {
         fleet: &super::FleetArgs::default(),
@@ -136,9 +165,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .append(&event(
             "run_started",
             format!(
-                "reasonix mcp serve: {} tools over MCP stdio, posture {}",
+                "reasonix mcp serve: {} tools over MCP stdio; {}",
                 tools.len(),
-                posture.as_str()
+                match &asks {
+                    Asks::ClientOrPosture { .. } => format!(
+                        "an ask goes to the client's user through elicitation if the client \
+                         declares it, else follows the {} posture",
+                        posture.as_str()
+                    ),
+                    Asks::Posture { .. } => format!("posture {} (--posture)", posture.as_str()),
+                }
             ),
         ))
         .context("cannot write the execution record")?;
@@ -167,7 +203,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let served = runtime.block_on(Gated::new(session, tools).serve_stdio());
+    let served = runtime.block_on(Gated::new(session, tools, asks).serve_stdio());
     let how = match &served {
         Ok(()) => "the client went away".to_owned(),
         Err(e) => e.clone(),

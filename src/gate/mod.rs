@@ -338,6 +338,27 @@ impl Gate {
         gate
     }
 
+    /// The same gate under another posture: the same policy (and the same live bundle, if
+    /// any), roots, registry, jail and host files; the policy input's `session.posture` says
+    /// the new one. `reasonix mcp serve` serves under `interactive` once the client can ask its
+    /// user (MCP elicitation), and under the posture it was built with otherwise.
+    pub fn with_posture(&self, posture: Posture) -> Gate {
+        let held = self.current();
+        let current = Current {
+            policy: Arc::clone(&held.policy),
+            session: SessionInfo {
+                posture,
+                ..held.session.clone()
+            },
+            bundle: held.bundle.clone(),
+            generation: held.generation,
+        };
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.current = Arc::new(RwLock::new(Arc::new(current)));
+        gate.posture = posture;
+        gate
+    }
+
     fn with_registry_arc(&self, registry: Arc<Registry>) -> Gate {
         Gate {
             registry,
@@ -683,6 +704,39 @@ mod tests {
     fn the_gate_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Gate>();
+    }
+
+    /// `reasonix mcp serve` goes over to `interactive` once the client can ask its user: the
+    /// ask then reaches an approver, and the policy input says the new posture.
+    #[test]
+    fn the_same_gate_under_another_posture_asks_where_unattended_denied() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = PolicySet::embedded_default();
+        let unattended = Gate::builder(Registry::with_builtins(), &policy, dir.path())
+            .posture(Posture::Unattended)
+            .explain(true)
+            .host_files(HostFiles::for_workspace(dir.path()))
+            .build()
+            .unwrap();
+        let write = r#"{"name":"write_file","arguments":{"path":"a","content":""}}"#;
+        let denied = unattended.admit_text(write);
+        assert_eq!(denied.admission().verdict, Verdict::Deny);
+        assert_eq!(denied.admission().stage, Stage::Approve);
+        let interactive = unattended.with_posture(Posture::Interactive);
+        let asked = interactive.admit_text(write);
+        assert!(
+            matches!(asked, Judgement::Ask(_)),
+            "{:?}",
+            asked.admission()
+        );
+        assert_eq!(asked.admission().posture, Posture::Interactive);
+        let input = asked.admission().input.as_ref().unwrap();
+        assert_eq!(input.session.posture, Posture::Interactive);
+        // The gate it came from is unchanged.
+        assert_eq!(
+            unattended.admit_text(write).admission().verdict,
+            Verdict::Deny
+        );
     }
 
     /// Issue 12: planning the jail looks at the kernel and the disk; file tools never need it.

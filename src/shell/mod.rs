@@ -19,8 +19,8 @@
 //! # What it refuses to understand
 //!
 //! A parse error, a node kind the walk does not know, a command name that is not static, a
-//! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a script
-//! over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
+//! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a syntax
+//! tree deeper than [`MAX_NESTING`], a script over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
 //! tree-sitter left out of the tree, a word it split in two or joined across blanks, a reserved
 //! word or assignment it read where bash reads a plain word (`{}`, `[a]`, `!{x`, `1=x`), a
 //! here-document it ended before its delimiter, `time` before an option other than `-p`: each
@@ -75,6 +75,15 @@ pub use word::{Dynamic, Word};
 pub const MAX_DEPTH: usize = 4;
 /// Largest script analysed, in bytes.
 pub const MAX_SCRIPT: usize = 64 * 1024;
+/// Deepest syntax tree walked, in nodes from the root, counting the scripts it is nested in
+/// (`bash -c`): a script nested deeper (`$(echo $(echo …))` or `((((…))))` some hundred
+/// levels down) is not analysed. The walk recurses along the tree, and an unbounded one
+/// overflowed the stack, which aborts the process: for `reasonix hook claude` that is an exit
+/// status Claude Code reads as "go ahead" rather than "blocked". 200 levels is far beyond any
+/// script written by hand (ten nested `$(…)` are about 40), and is walked within the 2 MiB
+/// stack of a tokio worker in a debug build
+/// (`deep_nesting_is_refused_and_the_deepest_analysed_fits_a_worker_stack`).
+pub const MAX_NESTING: usize = 200;
 
 /// A construct the script uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -318,7 +327,7 @@ pub struct Analysis {
 impl Analysis {
     /// Analyses one bash script.
     pub fn of(script: &str) -> Analysis {
-        let mut analysis = walk::analyse(script, 0, &[]);
+        let mut analysis = walk::analyse(script, 0, MAX_NESTING, &[]);
         analysis.finish();
         analysis
     }

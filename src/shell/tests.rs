@@ -63,6 +63,78 @@ fn a_script_too_large_is_not_understood() {
     assert!(!a.analysed);
 }
 
+/// A script nested `n` levels deep.
+type Nest = fn(usize) -> String;
+
+/// Scripts nested `n` levels deep, one per construct the walk recurses through.
+const NESTED: &[(&str, Nest)] = &[
+    ("command substitution", |n| {
+        format!("echo {}x{}", "$(echo ".repeat(n), ")".repeat(n))
+    }),
+    ("subshell", |n| {
+        format!("{}ls{}", "(".repeat(n), ")".repeat(n))
+    }),
+    ("group", |n| {
+        format!("{}ls;{}", "{ ".repeat(n), " }".repeat(n))
+    }),
+    ("if", |n| {
+        format!("{}ls{}", "if true; then ".repeat(n), "; fi".repeat(n))
+    }),
+    ("expansion", |n| {
+        format!("echo {}x{}", "${a:-".repeat(n), "}".repeat(n))
+    }),
+    ("arithmetic", |n| {
+        format!("echo $(( {}1{} ))", "(".repeat(n), ")".repeat(n))
+    }),
+    ("bash -c", |n| {
+        format!("bash -c 'bash -c \"{}ls{}\"'", "(".repeat(n), ")".repeat(n))
+    }),
+    ("string", |n| {
+        format!("echo {}x{}", "\"$(echo ".repeat(n), ")\"".repeat(n))
+    }),
+];
+
+#[test]
+fn deep_nesting_is_refused_and_the_deepest_analysed_fits_a_worker_stack() {
+    let too_deep = |a: &Analysis| {
+        a.problems
+            .iter()
+            .any(|p| p.contains("levels of syntax deep"))
+    };
+    // Walked in a thread with the stack of a tokio worker (2 MiB), as `mcp serve` judges: an
+    // overflow would abort the whole test binary.
+    let worker = std::thread::Builder::new().stack_size(2 << 20);
+    let checked = worker
+        .spawn(move || {
+            let mut deepest = Vec::new();
+            for (what, nested) in NESTED {
+                // Far too deep: not analysed, and the process lives on.
+                let a = Analysis::of(&nested(3000));
+                assert!(!a.analysed, "{what}: {:?}", a.problems);
+                // Every depth up to the bound: walked, or refused before the walk.
+                let mut walked = 0;
+                for n in (1..=MAX_NESTING).step_by(3) {
+                    if !too_deep(&Analysis::of(&nested(n))) {
+                        walked = n;
+                    }
+                }
+                deepest.push((*what, walked));
+            }
+            deepest
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // As deep as anyone writes by hand, and deeper, is analysed.
+    for (what, walked) in &checked {
+        assert!(*walked >= 20, "{what}: {checked:?}");
+    }
+    // The bound is shared with the shells around a script.
+    let (_, inner) = checked.iter().find(|(w, _)| *w == "bash -c").unwrap();
+    let (_, outer) = checked.iter().find(|(w, _)| *w == "subshell").unwrap();
+    assert!(inner < outer, "{checked:?}");
+}
+
 #[test]
 fn nesting_is_bounded() {
     let mut script = "rm -rf x".to_owned();

@@ -49,7 +49,7 @@ impl Walker<'_> {
     pub(super) fn reread(&mut self, parent: Option<usize>, script: &str, how: &str) {
         let mut context = self.context.clone();
         context.push(how.to_owned());
-        let inner = analyse(script, self.depth + 1, &context);
+        let inner = analyse(script, self.depth + 1, self.levels, &context);
         let offset = self.out.commands.len();
         for mut c in inner.commands {
             c.parent = c.parent.map(|p| p + offset).or(parent);

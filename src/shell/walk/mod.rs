@@ -30,8 +30,8 @@ use tree_sitter::Node;
 
 use super::word::{Dynamic, Piece, Word};
 use super::{
-    Analysis, Assignment, Command, DynamicWord, Feature, Hazard, MAX_DEPTH, MAX_SCRIPT,
-    environment, parse,
+    Analysis, Assignment, Command, DynamicWord, Feature, Hazard, MAX_DEPTH, MAX_NESTING,
+    MAX_SCRIPT, environment, parse,
 };
 
 /// Words that cannot be a command name; seeing one there means tree-sitter misread the script.
@@ -40,8 +40,9 @@ const RESERVED: &[&str] = &[
     "select", "until", "while", "for", "if", "case", "!", "[[", "]]",
 ];
 
-/// Analyses `script` at nesting `depth`, inside `context`.
-pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysis {
+/// Analyses `script` at nesting `depth`, inside `context`; its syntax tree may be at most
+/// `levels` deep (what [`MAX_NESTING`] leaves after the scripts around it).
+pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[String]) -> Analysis {
     let mut out = Analysis::default();
     if script.len() > MAX_SCRIPT {
         out.problems.push(format!(
@@ -85,9 +86,21 @@ pub(super) fn analyse(script: &str, depth: usize, context: &[String]) -> Analysi
     let mut census = parse::Census::new(&mut out.features);
     let scope = scope::scope(root, source, &mut census);
     let counted = census.commands;
+    // The walk recurses along the tree, and a nested script's walk on top of it: deeper, it
+    // would overflow the stack.
+    if scope.deepest > levels {
+        out.problems.push(format!(
+            "the script nests {} levels of syntax deep, with the shells around it {}; deeper \
+             than {MAX_NESTING} is not analysed",
+            scope.deepest,
+            MAX_NESTING - levels + scope.deepest
+        ));
+        return out;
+    }
     let mut walker = Walker {
         src: source,
         depth,
+        levels: levels - scope.deepest,
         context: context.to_vec(),
         out,
         scope,
@@ -156,6 +169,9 @@ fn text<'s>(node: Node, src: &'s str) -> &'s str {
 struct Walker<'s> {
     src: &'s str,
     depth: usize,
+    /// How deep a script nested in this one may go: [`MAX_NESTING`] less the depth of this
+    /// script's tree and of those around it.
+    levels: usize,
     context: Vec<String>,
     out: Analysis,
     /// What the script assigns ([`scope::scope`]).

@@ -61,6 +61,10 @@ pub(super) struct Scope {
     /// The byte range of every token, and of every node whose text tree-sitter keeps whole
     /// (strings, heredoc bodies, comments): what the tree covers of the script.
     pub leaves: Vec<(usize, usize)>,
+    /// How deep the syntax tree goes: the most nodes from the root to a leaf, the root not
+    /// counted. The walk recurses along it, so it is bounded before the walk
+    /// ([`MAX_NESTING`](crate::shell::MAX_NESTING)).
+    pub deepest: usize,
 }
 
 /// Nodes whose text tree-sitter keeps whole.
@@ -201,6 +205,7 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
         }
         if cursor.goto_first_child() {
             parents.push(node.kind_name());
+            out.deepest = out.deepest.max(parents.len());
             continue;
         }
         while !cursor.goto_next_sibling() {
