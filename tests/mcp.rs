@@ -22,7 +22,8 @@ fn fixture() -> PathBuf {
             let exe = std::env::current_exe().unwrap();
             let debug = exe.parent().unwrap().parent().unwrap();
             let path = debug.join("examples").join("mcp_fixture");
-            if !path.exists() {
+            // Built every time (a no-op when fresh): a stale fixture would test an old mode set.
+            {
                 let status = std::process::Command::new(env!("CARGO"))
                     .args(["build", "--example", "mcp_fixture"])
                     .current_dir(env!("CARGO_MANIFEST_DIR"))
