@@ -1901,6 +1901,31 @@ fn a_runs_tmpdir_is_new_and_empty_whatever_the_run_before_it_left_there() {
 }
 
 #[test]
+fn under_off_a_runs_tmpdir_is_kept_for_the_next_run_emptied() {
+    // Issue 11: with the jail off, no cgroup shows the run's processes gone, yet the TMPDIR is
+    // kept (nothing is confined, so a process left behind reaches any folder anyway): one folder
+    // for every run, found empty and 0700 each time. On every machine.
+    let w = World::new();
+    let p = plan(&w, |c| c.mode = Mode::Off);
+    let leave = "cd $TMPDIR && echo secret > a && mkdir -p d/e && echo f > d/e/f && \
+                 ln -s /etc l && chmod 0 d && chmod 777 . && echo left";
+    let look = "ls -A $TMPDIR; stat -c %a $TMPDIR; echo looked";
+    let mut folders = std::collections::BTreeSet::new();
+    for _ in 0..3 {
+        let r = sh(&p, &format!("echo $TMPDIR; {leave}"));
+        let (folder, rest) = r.stdout.split_once('\n').unwrap();
+        assert_eq!(rest, "left\n", "{r:?}");
+        folders.insert(folder.to_owned());
+        let r = sh(&p, &format!("echo $TMPDIR; {look}"));
+        let (folder, rest) = r.stdout.split_once('\n').unwrap();
+        assert_eq!(rest, "700\nlooked\n", "{r:?}");
+        folders.insert(folder.to_owned());
+    }
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert!(std::fs::read_dir(folders.first().unwrap()).is_ok());
+}
+
+#[test]
 fn the_hosts_files_in_the_workspace_survive_find_delete_and_a_script_in_the_jail() {
     if lacks_landlock() || lacks_namespaces() {
         return;

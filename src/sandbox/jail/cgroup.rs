@@ -222,21 +222,20 @@ impl Cgroup {
         Ok(OwnedFd::from(file))
     }
 
-    /// Whether no process is left in it.
-    pub fn is_empty(&self) -> bool {
-        fs::read_to_string(self.path.join("cgroup.procs")).is_ok_and(|l| l.trim().is_empty())
-    }
-
-    /// Kills every process still in the cgroup, until none is left.
-    pub fn kill_all(&self) {
-        for _ in 0..50 {
-            let Ok(list) = fs::read_to_string(self.path.join("cgroup.procs")) else {
-                return;
-            };
+    /// Kills every process still in the cgroup, until none is left: `Ok` once its
+    /// `cgroup.procs` reads empty. Gives up after [`KILL_ROUNDS`] rounds (a process the kernel
+    /// cannot end, such as one stuck in uninterruptible sleep) with an error naming the cgroup and
+    /// how many are left, for the caller to report; an unreadable `cgroup.procs` is an error too,
+    /// since then nothing shows the cgroup empty.
+    pub fn kill_all(&self) -> std::io::Result<()> {
+        let mut left = 0;
+        for _ in 0..KILL_ROUNDS {
+            let list = fs::read_to_string(self.path.join("cgroup.procs"))?;
             let pids: Vec<i32> = list.lines().filter_map(|l| l.trim().parse().ok()).collect();
             if pids.is_empty() {
-                return;
+                return Ok(());
             }
+            left = pids.len();
             for pid in pids {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
@@ -245,12 +244,22 @@ impl Cgroup {
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
+        Err(std::io::Error::other(format!(
+            "{left} process(es) still in {} after {KILL_ROUNDS} rounds of SIGKILL",
+            self.path.display()
+        )))
     }
 }
 
+/// How many times [`Cgroup::kill_all`] reads the cgroup and kills what is in it before giving
+/// up (2 ms apart).
+pub const KILL_ROUNDS: usize = 50;
+
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        self.kill_all();
+        // Whoever held the cgroup reported a failure already (a run's result, `Jailed::kill`);
+        // here, a cgroup that cannot be emptied is only left behind.
+        let _ = self.kill_all();
         // The folder can only go once it is empty; a zombie may hold it a little longer.
         for _ in 0..50 {
             if fs::remove_dir(&self.path).is_ok() {
@@ -273,6 +282,31 @@ pub fn join(procs: &OwnedFd) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kill_all_gives_up_with_an_error_that_says_what_is_left_and_succeeds_once_empty() {
+        // A folder posing as a cgroup whose list never empties: a pid above any pid_max, which
+        // no process can have (kill fails with ESRCH, as for a process the kernel cannot end).
+        let dir = tempfile::tempdir().unwrap();
+        let procs = dir.path().join("cgroup.procs");
+        fs::write(&procs, format!("{}\n", i32::MAX)).unwrap();
+        let cg = Cgroup {
+            path: dir.path().to_path_buf(),
+        };
+        let e = cg.kill_all().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "1 process(es) still in {} after 50 rounds of SIGKILL",
+                dir.path().display()
+            )
+        );
+        fs::write(&procs, "").unwrap();
+        cg.kill_all().unwrap();
+        // Unreadable: nothing shows it empty.
+        fs::remove_file(&procs).unwrap();
+        assert!(cg.kill_all().is_err());
+    }
 
     #[test]
     fn a_memory_cgroup_is_sought_below_reasonixs_own_first() {

@@ -14,10 +14,12 @@
 //!
 //! Building one takes about 0.5 ms of kernel time here (150 rules, `/etc` entry by entry), too
 //! much for the spawn path; so a plan keeps one built ahead ([`Rulesets`]): a run takes it, adds
-//! its TMPDIR, and asks a builder thread of the plan's for the next one, which is built while
-//! the command runs. Runs that start faster than rulesets are built build their own.
+//! its TMPDIR, and — from the second run on, so that a plan run once builds one ruleset only —
+//! asks a builder thread of the plan's for the next one, which is built while the command runs.
+//! Runs that start faster than rulesets are built build their own.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -171,8 +173,10 @@ pub(super) struct Rulesets {
     spec: Arc<Spec>,
     /// Built ahead, waiting for a run.
     spare: Arc<Mutex<Vec<RulesetCreated>>>,
-    /// Asks the builder thread for one more (started at the first run; it ends with the plan).
+    /// Asks the builder thread for one more (started at the second run; it ends with the plan).
     refill: OnceLock<mpsc::Sender<()>>,
+    /// A run has asked for a refill before: the plan runs more than once.
+    again: AtomicBool,
 }
 
 impl std::fmt::Debug for Rulesets {
@@ -197,6 +201,7 @@ impl Rulesets {
             spec: Arc::new(spec),
             spare: Arc::new(Mutex::new(vec![first])),
             refill: OnceLock::new(),
+            again: AtomicBool::new(false),
         })
     }
 
@@ -220,8 +225,13 @@ impl Rulesets {
             .map_err(std::io::Error::other)
     }
 
-    /// Asks for the next run's ruleset to be built, off the spawn path.
+    /// Asks for the next run's ruleset to be built, off the spawn path — from the second run
+    /// on: a plan that runs once (`reasonix sandbox exec`) never needs a second ruleset, and one
+    /// that runs again builds the one its second run takes on the spawn path.
     pub(super) fn refill(&self) {
+        if !self.again.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let sender = self.refill.get_or_init(|| {
             let (tx, rx) = mpsc::channel::<()>();
             let (rules, spec, spare) = (

@@ -87,23 +87,27 @@ fn probe() -> Capabilities {
         .unwrap_or(0);
     // Without CAP_SYS_ADMIN, the namespaces can only be had inside a user namespace.
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
-    // The slow probes (a child process, cgroups made and removed, a filter loaded on a thread)
-    // run side by side: a `check` pays for the slowest, not for their sum.
-    let (seccomp, namespaces, (cgroup_pids, cgroup_memory)) = std::thread::scope(|s| {
-        let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
-        let cgroups = s.spawn(|| {
+    // The slow probes (a child process, a network namespace made and dropped, cgroups made and
+    // removed, a filter loaded on a thread) run side by side: a `check` or `sandbox exec` pays
+    // for the slowest, not for their sum.
+    let (seccomp, namespaces, net_namespace, (cgroup_pids, cgroup_memory)) =
+        std::thread::scope(|s| {
+            let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
+            let net_namespace = s.spawn(|| !user_namespace && super::netns::works());
+            let cgroups = s.spawn(|| {
+                (
+                    super::cgroup::available(),
+                    super::cgroup::available_memory(),
+                )
+            });
+            let seccomp = super::seccomp::works();
             (
-                super::cgroup::available(),
-                super::cgroup::available_memory(),
+                seccomp,
+                namespaces.join().unwrap_or(false),
+                net_namespace.join().unwrap_or(false),
+                cgroups.join().unwrap_or((None, None)),
             )
         });
-        let seccomp = super::seccomp::works();
-        (
-            seccomp,
-            namespaces.join().unwrap_or(false),
-            cgroups.join().unwrap_or((None, None)),
-        )
-    });
     Capabilities {
         kernel: nix::sys::utsname::uname()
             .map(|u| u.release().to_string_lossy().into_owned())
@@ -115,7 +119,7 @@ fn probe() -> Capabilities {
         seccomp,
         namespaces,
         user_namespace,
-        net_namespace: !user_namespace && super::netns::works(),
+        net_namespace,
         cgroup_pids,
         cgroup_memory,
         uid: nix::unistd::getuid().as_raw(),

@@ -118,19 +118,28 @@ impl Jailed {
     }
 
     /// Kills its process group and everything in its cgroups, and reaps it: how it ended.
+    ///
+    /// # Errors
+    ///
+    /// Waiting failed, or a process of its cgroups could not be killed
+    /// ([`crate::sandbox::jail::cgroup::Cgroup::kill_all`] gave up): it was reaped all the same,
+    /// and what is left in the cgroup runs on.
     pub fn kill(&mut self) -> std::io::Result<ExitStatus> {
         if let Some(status) = self.reaped {
             return Ok(status);
         }
         let _ = killpg(self.pgid, Signal::SIGKILL);
+        let mut killed = Ok(());
         if let Some(cgroups) = &self.cgroups {
             for cg in &cgroups.groups {
-                cg.kill_all();
+                if let Err(e) = cg.kill_all() {
+                    killed = Err(e);
+                }
             }
         }
         let status = self.child.wait()?;
         self.reaped = Some(status);
-        Ok(status)
+        killed.map(|()| status)
     }
 }
 

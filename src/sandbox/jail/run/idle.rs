@@ -13,7 +13,10 @@
 //! - a TMPDIR, only when the run's cgroups showed every process of the run gone (a process left
 //!   behind could otherwise reach the next run's files through the folder its Landlock domain
 //!   grants), and only once emptied whole: the next run finds it as a new one, mode `0700`,
-//!   empty. A run without cgroups (no cgroup can be made here) gets a new folder each time.
+//!   empty. A jailed run without cgroups (no cgroup can be made here) gets a new folder each
+//!   time. Under `sandbox.bash: off` the TMPDIR is kept whatever is left: no run is confined
+//!   there, so a process left behind reaches every folder of Reasonix's user anyway, the next
+//!   run's TMPDIR included, kept or new.
 //!
 //! Everything kept is removed with the plan.
 
@@ -21,7 +24,6 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::RunCgroups;
-use crate::sandbox::jail::cgroup::Cgroup;
 
 /// The most of each a plan keeps (one per run that may go on at once).
 const IDLE: usize = 4;
@@ -56,16 +58,21 @@ impl IdleCgroups {
     /// Kills every process left in a finished run's `cgroups`, and keeps them for the next run
     /// when `whole` (the run had every cgroup its plan promised) and nothing is left in them;
     /// otherwise they are removed. Returns whether the cgroups show every process of the run
-    /// gone: `false` for a run without cgroups, or one with a process still in them.
-    pub(super) fn give_back(&self, cgroups: RunCgroups, whole: bool) -> bool {
+    /// gone: `Ok(false)` for a run without cgroups; an error when a process could not be killed
+    /// (or a cgroup not read), which the run reports.
+    pub(super) fn give_back(&self, cgroups: RunCgroups, whole: bool) -> std::io::Result<bool> {
+        let mut killed = Ok(());
         for cg in &cgroups.groups {
-            cg.kill_all();
+            if let Err(e) = cg.kill_all() {
+                killed = Err(e);
+            }
         }
-        let gone = !cgroups.groups.is_empty() && cgroups.groups.iter().all(Cgroup::is_empty);
+        killed?;
+        let gone = !cgroups.groups.is_empty();
         if gone && whole {
             keep(&self.0, cgroups);
         }
-        gone
+        Ok(gone)
     }
 }
 
@@ -93,20 +100,26 @@ impl IdleTmpdirs {
 /// `O_NOFOLLOW`).
 fn emptied(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    if !std::fs::symlink_metadata(dir)?.is_dir() {
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
         return Err(std::io::Error::other("not a folder"));
     }
-    // First: the run may have taken its own rights away (`chmod 0 $TMPDIR`).
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    // First: the run may have taken its own rights away (`chmod 0 $TMPDIR`). Only when changed:
+    // each change is an inode write.
+    if meta.permissions().mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let mut removed = false;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
+        removed = true;
         if entry.file_type()?.is_dir() {
             std::fs::remove_dir_all(entry.path())?;
         } else {
             std::fs::remove_file(entry.path())?;
         }
     }
-    if std::fs::read_dir(dir)?.next().is_some() {
+    if removed && std::fs::read_dir(dir)?.next().is_some() {
         return Err(std::io::Error::other("not empty"));
     }
     Ok(())

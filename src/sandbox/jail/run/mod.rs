@@ -885,10 +885,11 @@ pub(crate) fn run_judged(
         pgid,
         tmp,
         cgroups,
-        not_enforced,
+        mut not_enforced,
         started,
         egress,
     } = start(plan, argv, &[], streams, judge)?;
+    let jailed = plan.mode != Mode::Off;
     let program = &argv[0];
 
     // Watched on this thread until it exits, its output read as it comes; at the wall clock,
@@ -902,11 +903,19 @@ pub(crate) fn run_judged(
     // Nothing outlives the run: the rest of the group is killed (by `until_exit`, before the
     // process is reaped), then the rest of the cgroups. What is known to be empty of the run
     // is kept for the next one (see `idle`).
-    if plan
+    // Under `off` nothing is confined, so the TMPDIR is kept whatever is left (see `idle`).
+    match plan
         .idle_cgroups
         .give_back(cgroups, not_enforced.is_empty())
     {
-        plan.idle_tmpdirs.give_back(tmp);
+        Ok(gone) => {
+            if gone || !jailed {
+                plan.idle_tmpdirs.give_back(tmp);
+            }
+        }
+        Err(e) => not_enforced.push(format!(
+            "nothing outlives the run: its cgroups could not be emptied after it ended ({e}); what is left runs on, and its TMPDIR is removed"
+        )),
     }
     let duration = started.elapsed();
     let connections = match egress {
