@@ -143,6 +143,7 @@ impl Rego {
 
         let mut rego = Rego {
             engine,
+            spare: Default::default(),
             packages: voting,
             index,
             tests,

@@ -14,6 +14,7 @@
 //!   bytecode VM, and the time limit, are documented there);
 //! - `value.rs`: the input document as regorus values ([`RegoInput`]), serialized straight from
 //!   the Rust types;
+//! - `spare.rs`: engines kept for the next evaluation;
 //! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
 //! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
 //!   warnings of `reasonix policy check`.
@@ -25,11 +26,13 @@
 //! (package [`AGGREGATE`]) gathers the declared sets into one rule per tool the modules are
 //! indexed by (`index.rs`: a package whose every vote requires another tool is left out), so a
 //! call costs one rule evaluation. The engine is evaluated once with an empty input to finish
-//! its preparation; each call then clones it (an `Arc` bump) and sets its own input.
+//! its preparation; each call then takes an engine that evaluated before without error, or a
+//! clone of the prepared one, and sets its own input (`spare.rs`).
 
 mod analysis;
 mod index;
 mod load;
+mod spare;
 mod tests;
 mod value;
 mod vote;
@@ -71,10 +74,12 @@ pub struct Package {
     pub sets: Vec<Decision>,
 }
 
-/// Loaded, prepared Rego policies. Immutable; each evaluation works on a clone.
+/// Loaded, prepared Rego policies. Immutable; each evaluation works on a kept engine or a
+/// clone (`spare.rs`).
 #[derive(Clone)]
 pub struct Rego {
     engine: Engine,
+    spare: spare::Spare,
     packages: Vec<Package>,
     index: index::Index,
     tests: Vec<(String, String, String)>,

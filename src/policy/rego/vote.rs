@@ -59,11 +59,13 @@ impl Rego {
         input: &RegoInput,
         selection: &Selection,
     ) -> Result<Vec<Vote>, String> {
-        let mut engine = self.engine.clone();
+        let mut engine = self.spare.take(&self.engine);
         engine.set_input(input.0.clone());
+        // An engine that failed is dropped, not kept (`spare.rs`).
         let result = engine
             .eval_rule(format!("data.{AGGREGATE}.{}", selection.rule))
             .map_err(|e| flatten(&e.to_string()))?;
+        self.spare.keep(engine);
         let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
         let mut votes = Vec::new();
         for package in selection.packages.iter().map(|&i| &self.packages[i]) {
