@@ -11,7 +11,7 @@
 //! told to approve its own (`--approve-plan`).
 
 use crate::gate::Admission;
-use crate::record::ApproverKind;
+use crate::record::{Approval, ApproverKind};
 
 /// A person's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +22,17 @@ pub enum Answer {
     Session,
     /// Do not run it.
     Deny,
+}
+
+impl From<Answer> for Approval {
+    /// How the record names a person's answer.
+    fn from(answer: Answer) -> Self {
+        match answer {
+            Answer::Once => Approval::AllowOnce,
+            Answer::Session => Approval::AllowSession,
+            Answer::Deny => Approval::Deny,
+        }
+    }
 }
 
 /// An answer, with who gave it and, when it says more than the answer, why.

@@ -1046,13 +1046,8 @@ impl Session {
         let restarted = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
             for name in &dead {
-                let answered = servers.restart(name, &mut |admission| {
-                    Some(match approver.ask(admission) {
-                        Answer::Once => Approval::AllowOnce,
-                        Answer::Session => Approval::AllowSession,
-                        Answer::Deny => Approval::Deny,
-                    })
-                });
+                let answered =
+                    servers.restart(name, &mut |admission| Some(approver.ask(admission).into()));
                 match answered {
                     Ok(c) => {
                         tracing::warn!(
@@ -1129,14 +1124,10 @@ impl Session {
                     let ruling = self
                         .approver
                         .rule(pending.admission(), Some(&call.arguments));
-                    let approval = match ruling.answer {
-                        Answer::Once => Approval::AllowOnce,
-                        Answer::Session => {
-                            self.approved.insert(key);
-                            Approval::AllowSession
-                        }
-                        Answer::Deny => Approval::Deny,
-                    };
+                    if ruling.answer == Answer::Session {
+                        self.approved.insert(key);
+                    }
+                    let approval = Approval::from(ruling.answer);
                     (approval, Some((ruling.by, ruling.note)))
                 };
                 let admission = pending.admission().clone();

@@ -702,8 +702,6 @@ fn session_tools(
     no_mcp: bool,
     approver: &dyn reasonix::agent::Approver,
 ) -> anyhow::Result<(reasonix::Registry, Option<Started>)> {
-    use reasonix::agent::Answer;
-    use reasonix::record::Approval;
     if no_mcp {
         let mut registry = reasonix::Registry::with_builtins();
         registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
@@ -712,13 +710,8 @@ fn session_tools(
     let mut servers = mcp_servers(gate, settings)?;
     let names: Vec<String> = servers.names().map(str::to_owned).collect();
     for name in &names {
-        let connected = servers.connect(name, &mut |admission| {
-            Some(match approver.ask(admission) {
-                Answer::Once => Approval::AllowOnce,
-                Answer::Session => Approval::AllowSession,
-                Answer::Deny => Approval::Deny,
-            })
-        });
+        let connected =
+            servers.connect(name, &mut |admission| Some(approver.ask(admission).into()));
         match &connected.result {
             Ok(c) => note(&format!("MCP server {name}: {} tools", c.tools().len())),
             Err(e) => warn(&format!("MCP server {name} contributes no tools: {e}")),
