@@ -1154,14 +1154,13 @@ impl Session {
 }
 
 /// The MCP server a proposed call names: its tool's (`mcp__NAME__TOOL`), or the tool it reaches
-/// through `use_capability`.
+/// through `use_capability` ([`crate::mcp::server_reached`], which `check` asks too).
 fn named_server(call: &ProposedCall) -> Option<String> {
-    if call.name == crate::tool::builtin::use_capability::NAME {
-        let arguments: Value = serde_json::from_str(&call.arguments).ok()?;
-        let capability = arguments.get("capability")?.as_str()?;
-        return crate::mcp::server_of(capability).map(str::to_owned);
-    }
-    crate::mcp::server_of(&call.name).map(str::to_owned)
+    crate::mcp::server_reached(&Call {
+        id: None,
+        name: call.name.clone(),
+        arguments: RawArguments::Text(call.arguments.clone()),
+    })
 }
 
 /// The gate with the session's approver answering an `ask` on a connection a running command

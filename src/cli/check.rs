@@ -320,15 +320,10 @@ fn start_named_server(
     let Ok(call) = reasonix::Call::parse(text) else {
         return;
     };
-    // Through the proxy, the tool named is its capability.
-    let proxied = (call.name == "use_capability")
-        .then(|| call.parse_arguments().ok())
-        .flatten()
-        .and_then(|a| a.get("capability")?.as_str().map(str::to_owned));
-    let tool = proxied.as_deref().unwrap_or(&call.name);
-    let Some(name) = reasonix::mcp::server_of(tool) else {
+    let Some(name) = reasonix::mcp::server_reached(&call) else {
         return;
     };
+    let name = name.as_str();
     if !servers.has(name) || servers.tried(name) {
         return;
     }

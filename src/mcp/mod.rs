@@ -21,4 +21,7 @@ pub mod tools;
 
 pub use client::Connection;
 pub use config::{Server, ServerSpec, Transport, servers};
-pub use tools::{ConnectTool, ServerTool, connect_arguments, connect_name, server_of, tool_prefix};
+pub use tools::{
+    ConnectTool, ServerTool, connect_arguments, connect_name, server_of, server_reached,
+    tool_prefix,
+};

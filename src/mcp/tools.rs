@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::client::Connection;
 use super::config::{Server, Transport};
+use crate::call::Call;
 use crate::text::{Keep, shorten};
 use crate::tool::{
     Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
@@ -37,6 +38,18 @@ pub fn tool_prefix(server: &str) -> String {
 /// The server a tool name (`mcp__NAME__TOOL`) belongs to.
 pub fn server_of(tool: &str) -> Option<&str> {
     tool.strip_prefix("mcp__")?.split_once("__").map(|(s, _)| s)
+}
+
+/// The server a call reaches: through its own name (`mcp__NAME__TOOL`) or, for the capability
+/// proxy, through the capability its arguments name. `None` for any other call, and for a
+/// proxy call whose arguments name no capability (the gate refuses it).
+pub fn server_reached(call: &Call) -> Option<String> {
+    if call.name == crate::tool::builtin::use_capability::NAME {
+        let arguments = call.parse_arguments().ok()?;
+        let capability = arguments.get("capability")?.as_str()?;
+        return server_of(capability).map(str::to_owned);
+    }
+    server_of(&call.name).map(str::to_owned)
 }
 
 /// The arguments of the connect call: what the policy judges (`{command, args}` or `{url}`).
