@@ -933,11 +933,109 @@ fn enforce_with_every_part_runs_the_command() {
 fn plan_new_is_computed_for_the_probed_capabilities() {
     let w = World::new();
     let ws = w.ws.canonicalize().unwrap();
-    let config = JailConfig::default();
+    // With network rules, for the whole probe.
+    let config = JailConfig {
+        network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
+        ..JailConfig::default()
+    };
     let new = Plan::new(&config, &ws, None);
     assert_eq!(new.capabilities(), jail::capabilities());
     let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
     assert_eq!(new.view(), probed.view());
+    // Without, the network namespace is neither tried for it nor claimed (issue 12); the rest is
+    // the probe's, and so are the words.
+    let config = JailConfig::default();
+    let new = Plan::new(&config, &ws, None);
+    let no_netns = without(|c| c.net_namespace = false);
+    assert_eq!(new.capabilities(), &no_netns);
+    let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
+    assert_eq!(new.view(), probed.view());
+}
+
+/// The network namespace a process of the jail is in, as `/proc/self/ns/net` names it
+/// (`net:[inode]`).
+fn jailed_netns(plan: &Plan) -> String {
+    let r = sh(plan, "readlink /proc/self/ns/net");
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
+    r.stdout.trim().to_owned()
+}
+
+/// Issue 12: a plan without network rules does not try a network namespace. Nothing claims one
+/// for it — not its capabilities, backend or words — and its run is in the host's, where
+/// Landlock and seccomp refuse TCP and every other socket (`tcp_connect_to_a_live_listener…`,
+/// `udp_and_raw_sockets_are_refused_with_eperm`).
+#[test]
+fn without_network_rules_no_network_namespace_is_tried_or_claimed_and_a_run_has_none() {
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.canonicalize().unwrap();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let p = Plan::new(&JailConfig::default(), &ws, home.as_deref());
+    assert!(!p.capabilities().net_namespace);
+    let view = p.view();
+    assert!(
+        !view.backend.iter().any(|b| b.contains("network")),
+        "{view:?}"
+    );
+    assert!(
+        !view
+            .enforced
+            .iter()
+            .any(|e| e.contains("network namespace")),
+        "{view:?}"
+    );
+    assert!(
+        view.enforced
+            .iter()
+            .any(|e| e == "TCP connect and bind: refused (Landlock)"),
+        "{view:?}"
+    );
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_eq!(jailed_netns(&p), host.display().to_string());
+}
+
+/// Issue 12: a plan with network rules still tries the network namespace, claims it, and each
+/// run gets one of its own (here: as root, where one can be made).
+#[test]
+fn with_network_rules_the_network_namespace_is_tried_claimed_and_each_run_has_its_own() {
+    if lacks_full_backend()
+        || skip_unless(
+            jail::capabilities().net_namespace,
+            "a network namespace per run (CAP_SYS_ADMIN)",
+        )
+    {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.canonicalize().unwrap();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let config = JailConfig {
+        network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
+        ..JailConfig::default()
+    };
+    let p = Plan::new(&config, &ws, home.as_deref());
+    assert!(p.capabilities().net_namespace);
+    let view = p.view();
+    assert!(
+        view.backend.iter().any(|b| b == "network-namespace"),
+        "{view:?}"
+    );
+    assert!(
+        view.enforced
+            .iter()
+            .any(|e| e.starts_with("network by host: a network namespace of the run's own")),
+        "{view:?}"
+    );
+    let host = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .display()
+        .to_string();
+    for _ in 0..2 {
+        let run = jailed_netns(&p);
+        assert!(run.starts_with("net:[") && run != host, "{run}");
+    }
 }
 
 /// The lines of the plan that name each part issue 11 added, as this machine enforces them: the

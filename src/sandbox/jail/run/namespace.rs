@@ -36,7 +36,7 @@ use std::path::Path;
 
 use nix::libc::{self, c_int, c_long, c_uint, c_ulong};
 
-use super::super::mounts::{Layout, Users};
+use super::super::mounts::{Cover, Layout, Users};
 
 const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
@@ -64,15 +64,16 @@ pub(crate) struct Prepared {
     /// The files written to map the user namespace (`setgroups`, `uid_map`, `gid_map`).
     maps: Vec<(&'static CStr, Vec<u8>)>,
     write_roots: Vec<CString>,
-    /// Each empty file or folder of the plan's, with the secrets it covers: one clone of it is
-    /// attached over the first, and bound from there over the rest.
-    covers: Vec<(CString, Vec<CString>)>,
+    /// Each kind of cover, its path on the run's tmpfs (mounted over `tmp_at`) and the secrets
+    /// it covers: one clone of it is attached over the first, and bound from there over the
+    /// rest.
+    covers: Vec<(Cover, CString, Vec<CString>)>,
     pins: Vec<CString>,
     read_only: Vec<CString>,
     tmp_run: CString,
     tmp_at: CString,
     workspace: CString,
-    /// The clones' descriptors: one per write root, one per cover, then the TMPDIR's.
+    /// The clones' descriptors: one per write root, one per kind of cover, then the TMPDIR's.
     fds: Vec<c_int>,
 }
 
@@ -101,12 +102,16 @@ impl Prepared {
                 (c"/proc/self/gid_map", format!("{gid} {gid} 1").into_bytes()),
             ];
         }
-        let mut covers: Vec<(CString, Vec<CString>)> = Vec::new();
-        for (target, source) in &layout.covers {
-            let (source, target) = (c_path(source)?, c_path(target)?);
-            match covers.iter_mut().find(|(s, _)| *s == source) {
-                Some((_, targets)) => targets.push(target),
-                None => covers.push((source, vec![target])),
+        let mut covers: Vec<(Cover, CString, Vec<CString>)> = Vec::new();
+        for (target, cover) in &layout.covers {
+            let target = c_path(target)?;
+            match covers.iter_mut().find(|(c, _, _)| c == cover) {
+                Some((_, _, targets)) => targets.push(target),
+                None => covers.push((
+                    *cover,
+                    c_path(&layout.tmp_at.join(cover.name()))?,
+                    vec![target],
+                )),
             }
         }
         Ok(Prepared {
@@ -146,13 +151,23 @@ impl Prepared {
         for (fd, root) in roots.iter_mut().zip(&self.write_roots) {
             *fd = open_tree(root, true)?;
         }
-        for (fd, (source, _)) in covers.iter_mut().zip(&self.covers) {
+        // Before the covers' tmpfs goes over the folder the run's TMPDIR lies in.
+        tmp[0] = open_tree(&self.tmp_run, true)?;
+        if !self.covers.is_empty() {
+            mount(
+                Some(c"tmpfs"),
+                &self.tmp_at,
+                Some(c"tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            )?;
+        }
+        for (fd, (cover, source, _)) in covers.iter_mut().zip(&self.covers) {
+            make_empty(*cover, source)?;
             *fd = open_tree(source, false)?;
             let sealed =
                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
             set_attributes(*fd, c"", libc::AT_EMPTY_PATH as c_uint, sealed)?;
         }
-        tmp[0] = open_tree(&self.tmp_run, true)?;
         set_attributes(
             libc::AT_FDCWD,
             c"/",
@@ -163,7 +178,7 @@ impl Prepared {
             move_mount(*fd, root)?;
             close(*fd);
         }
-        for (fd, (_, targets)) in covers.iter().zip(&self.covers) {
+        for (fd, (_, _, targets)) in covers.iter().zip(&self.covers) {
             let Some((first, rest)) = targets.split_first() else {
                 close(*fd);
                 continue;
@@ -208,6 +223,39 @@ impl Prepared {
         check(unsafe { libc::chdir(self.workspace.as_ptr()) } as c_long)?;
         Ok(())
     }
+}
+
+/// Makes the empty folder (mode `0555`) or file (`0444`) of a cover at `path`, whatever the
+/// umask. System calls only.
+fn make_empty(cover: Cover, path: &CStr) -> io::Result<()> {
+    let (mode, fd) = match cover {
+        Cover::Dir => {
+            // SAFETY: `path` is a NUL-terminated path that lives across the call.
+            check(unsafe { libc::mkdir(path.as_ptr(), 0o555) } as c_long)?;
+            // SAFETY: as above.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            (0o555, fd)
+        }
+        // SAFETY: `path` is a NUL-terminated path that lives across the call; the mode is
+        // passed as the variadic third argument O_CREAT reads.
+        Cover::File => (0o444, unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o444 as c_uint,
+            )
+        }),
+    };
+    let fd = check(fd as c_long)? as c_int;
+    // SAFETY: `fd` was opened above; fchmod takes integers only.
+    let changed = check(unsafe { libc::fchmod(fd, mode) } as c_long);
+    close(fd);
+    changed.map(drop)
 }
 
 /// A program, its arguments and its environment as `execve` takes them, prepared before the
@@ -403,22 +451,21 @@ pub(crate) fn namespaces_work(user: bool) -> bool {
 
 fn try_namespaces(user: bool) -> io::Result<()> {
     let root = std::env::temp_dir().canonicalize()?;
-    let (ws, runs, run, empty) = (
-        root.join("ws"),
-        root.join("runs"),
-        root.join("run"),
-        root.join("empty"),
-    );
+    let (ws, runs) = (root.join("ws"), root.join("runs"));
+    let run = runs.join("run");
     let all =
         |paths: &[&Path]| -> io::Result<Vec<CString>> { paths.iter().map(|p| c_path(p)).collect() };
     let scratch = Scratch {
         root: c_path(&root)?,
-        folders: all(&[&ws, &ws.join("pinned"), &runs, &run])?,
-        files: all(&[&empty, &ws.join("secret"), &ws.join("pinned/host")])?,
+        folders: all(&[&ws, &ws.join("pinned"), &ws.join("secrets"), &runs, &run])?,
+        files: all(&[&ws.join("secret"), &ws.join("pinned/host")])?,
     };
     let layout = Layout {
         write_roots: vec![ws.clone()],
-        covers: vec![(ws.join("secret"), empty)],
+        covers: vec![
+            (ws.join("secret"), Cover::File),
+            (ws.join("secrets"), Cover::Dir),
+        ],
         pins: vec![ws.join("pinned")],
         read_only: vec![ws.join("pinned/host")],
         tmp_run: run,
