@@ -439,7 +439,10 @@ pub(super) fn launch(
 }
 
 /// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
-/// child makes them over a small layout — every kind of step a run takes — and exits.
+/// child makes them over a small layout — every kind of step a run takes — and exits. It is
+/// cloned as a run's command is (`CLONE_VM | CLONE_VFORK`, on a stack of its own), so Reasonix's
+/// memory is not copied for it (issue 12: a fork copied the page tables of the whole process,
+/// then faulted the pages its threads wrote back in).
 ///
 /// The layout's folders and files are made by the child itself, on a tmpfs it mounts over the
 /// folder of temporary files inside its own mount namespace: nothing is made or removed on the
@@ -476,20 +479,31 @@ fn try_namespaces(user: bool) -> io::Result<()> {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
     });
-    let mut prepared = Prepared::new(&layout, users)?;
-    let pid = clone(prepared.flags)?;
-    if pid == 0 {
-        let entered = prepared
-            .map_users()
-            .and_then(|()| scratch.make())
-            .and_then(|()| prepared.lay_out());
-        let code = match entered {
-            Ok(()) => 0,
-            Err(e) => e.raw_os_error().unwrap_or(1).clamp(1, 255),
-        };
-        // SAFETY: `_exit` ends this child at once, running nothing of the parent's.
-        unsafe { libc::_exit(code) }
-    }
+    let mut trial = Trial {
+        prepared: Prepared::new(&layout, users)?,
+        scratch,
+    };
+    // The trial's stack, on the heap: its pages are touched only as the child uses them.
+    let mut stack = vec![0u8; TRIAL_STACK];
+    // The top of the stack, 16-byte aligned as the ABI asks.
+    let top = (stack.as_mut_ptr() as usize + TRIAL_STACK) & !0xf;
+    let flags = trial.prepared.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: `try_in_child` runs on `stack`, which nothing else uses and which outlives it,
+    // sharing this process's memory (CLONE_VM) while this thread is suspended until it exits
+    // (CLONE_VFORK): it reads and writes `trial` alone, which this thread does not touch until
+    // then, makes system calls only — no allocation, no lock, so Reasonix's other threads,
+    // running meanwhile, share nothing with it — and its errno is this suspended thread's. It
+    // has descriptors, a working folder and namespaces of its own (no CLONE_FILES, CLONE_FS).
+    let pid = unsafe {
+        libc::clone(
+            try_in_child,
+            top as *mut c_void,
+            flags,
+            (&mut trial as *mut Trial).cast::<c_void>(),
+        )
+    };
+    drop(stack);
+    let pid = check(pid as c_long)? as libc::pid_t;
     let mut status: c_int = 0;
     loop {
         // SAFETY: `status` is a live `c_int` the kernel writes.
@@ -506,6 +520,33 @@ fn try_namespaces(user: bool) -> io::Result<()> {
         (true, 0) => Ok(()),
         (true, code) => Err(io::Error::from_raw_os_error(code)),
         _ => Err(io::Error::other("the probe child was killed")),
+    }
+}
+
+/// The trial child's stack: lay_out's frames are small, but a mount call made through libc
+/// has room.
+const TRIAL_STACK: usize = 64 * 1024;
+
+/// What the trial's child reads and writes, in the memory it shares with the prober.
+struct Trial {
+    prepared: Prepared,
+    scratch: Scratch,
+}
+
+/// The trial's child: first in its namespaces, it maps its user namespace, makes the scratch
+/// layout and lays out the mounts; it exits with 0, or the error code of the step that failed.
+extern "C" fn try_in_child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Trial` that `try_namespaces` passed to clone; the thread that owns
+    // it is suspended (CLONE_VFORK) until this process exits, so no one else accesses it.
+    let trial = unsafe { &mut *arg.cast::<Trial>() };
+    let entered = trial
+        .prepared
+        .map_users()
+        .and_then(|()| trial.scratch.make())
+        .and_then(|()| trial.prepared.lay_out());
+    match entered {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(1).clamp(1, 255),
     }
 }
 
@@ -555,28 +596,6 @@ fn check(rc: c_long) -> io::Result<c_long> {
     } else {
         Ok(rc)
     }
-}
-
-/// `clone` with fork semantics (no `CLONE_VM`, no new stack: the child continues on a copy of
-/// this one) into the namespaces of `flags`: 0 in the child, its pid in the parent.
-fn clone(flags: c_ulong) -> io::Result<libc::pid_t> {
-    let flags = flags | libc::SIGCHLD as c_ulong;
-    // SAFETY: without CLONE_VM and with a null stack pointer, clone is fork: the child runs on a
-    // copy of this process's memory and stack, and returns here with 0. Its callers run in a
-    // single-threaded process (std's forked child) or make only system calls in the child and
-    // `_exit` (the probe), so no lock held by another thread can be left locked in the copy.
-    // The null pointers are the unused parent/child tid and tls arguments.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            flags,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<c_int>(),
-            std::ptr::null_mut::<c_int>(),
-            0 as c_ulong,
-        )
-    };
-    check(pid).map(|pid| pid as libc::pid_t)
 }
 
 /// The launcher's part: waits for the command and exits as it did. Never returns.
