@@ -952,6 +952,80 @@ fn plan_new_is_computed_for_the_probed_capabilities() {
     assert_eq!(new.view(), probed.view());
 }
 
+/// Issue 12: `sandbox exec` runs its command in the cgroups its probe made to try their
+/// parents (the first two its process made: `reasonix-<pid>-0`, `-1`), with the plan's limits
+/// (the memory trial's 64 MiB raised to the default 4 GiB), instead of removing them and making
+/// two more.
+#[test]
+fn sandbox_exec_runs_in_the_cgroups_its_probe_made_with_the_plans_limits() {
+    let caps = jail::capabilities();
+    if lacks_full_backend()
+        || skip_unless(
+            caps.cgroup_pids.is_some() && caps.cgroup_memory.is_some(),
+            "pids and memory cgroups for a run",
+        )
+    {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    // Each cgroup of the command, and the limit files there (v1: one hierarchy per controller;
+    // v2: both in one).
+    let script = r#"while IFS=: read -r _ controllers path; do
+  case ",$controllers," in
+    *,pids,*) echo "pids $path $(cat /sys/fs/cgroup/pids$path/pids.max)" ;;
+    *,memory,*) echo "memory $path $(cat /sys/fs/cgroup/memory$path/memory.limit_in_bytes)" ;;
+    ,,) [ -e /sys/fs/cgroup$path/pids.max ] && echo "pids $path $(cat /sys/fs/cgroup$path/pids.max)"
+        [ -e /sys/fs/cgroup$path/memory.max ] && echo "memory $path $(cat /sys/fs/cgroup$path/memory.max)" ;;
+  esac
+done < /proc/self/cgroup
+true"#;
+    let (code, stdout, stderr) = w.run(
+        &[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--",
+            "bash",
+            "-c",
+            script,
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let line = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} cgroup: {stdout}"))
+            .split(' ')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (pids, memory) = (line("pids "), line("memory "));
+    // The first cgroup the process made is its pids trial; the plan keeps a whole set or none,
+    // so the memory cgroup is its trial's too (numbered after the parents it tried).
+    assert!(pids[1].ends_with("-0"), "{stdout}");
+    let made_by = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+        name.rsplit_once('-').map(|(process, _)| process.to_owned())
+    };
+    assert_eq!(made_by(&pids[1]), made_by(&memory[1]), "{stdout}");
+    assert_eq!(pids[2], "512", "{stdout}");
+    assert_eq!(memory[2], (4u64 << 30).to_string(), "{stdout}");
+    // And they are gone with the process.
+    for (controller, path) in [("pids", &pids[1]), ("memory", &memory[1])] {
+        for root in [
+            format!("/sys/fs/cgroup/{controller}"),
+            "/sys/fs/cgroup".into(),
+        ] {
+            let left = Path::new(&root).join(path.trim_start_matches('/'));
+            assert!(!left.exists(), "{} is left behind", left.display());
+        }
+    }
+}
+
 /// The network namespace a process of the jail is in, as `/proc/self/ns/net` names it
 /// (`net:[inode]`).
 fn jailed_netns(plan: &Plan) -> String {

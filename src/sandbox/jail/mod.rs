@@ -349,7 +349,9 @@ impl Plan {
     /// try a network namespace (nor claim one), and a plan that is off tries nothing
     /// ([`probe::for_plan`]). The gate and `reasonix sandbox` use this one.
     pub fn new(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
-        Plan::with_capabilities(config, workspace, home, probed_for(config))
+        let caps = probed_for(config);
+        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        Plan::build(config, workspace, home, caps, Some(tmp), true).seeded()
     }
 
     /// The plan of a session in plan mode: as [`Plan::new`], except that the workspace and the
@@ -358,15 +360,16 @@ impl Plan {
     /// command that writes anyway (an analysis mistake, or a "read-only" program that rewrites
     /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
     pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+        let caps = probed_for(config);
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(
-            config,
-            workspace,
-            home,
-            probed_for(config),
-            Some(tmp),
-            false,
-        )
+        Plan::build(config, workspace, home, caps, Some(tmp), false).seeded()
+    }
+
+    /// The plan, with the cgroups its probe made (if this process probed for it) kept for its
+    /// first run ([`run::seed_cgroups`]).
+    fn seeded(self) -> Plan {
+        run::seed_cgroups(&self, cgroup::take_tried());
+        self
     }
 
     /// The plan a dry run shows (`reasonix check`): what [`Plan::new`] plans, computed from what

@@ -74,18 +74,19 @@ pub struct Capabilities {
 /// The capabilities of this machine, probed once (every part, the network namespace included).
 pub fn capabilities() -> &'static Capabilities {
     static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(|| probed(true))
+    CAPS.get_or_init(|| probed(true, false))
 }
 
 /// What a plan of `mode` with `network` rules (or none) is computed for: nothing tried for a plan
 /// that is off, and the network namespace tried only where there are network rules (else
 /// `net_namespace: false`: the plan neither uses nor claims one). Each part is tried once per
-/// process, whichever plan asks first.
+/// process, whichever plan asks first; the cgroups made to try their parents are kept for the
+/// plan that asked, which takes them at once (`cgroup::take_tried`).
 pub(super) fn for_plan(mode: super::Mode, network: bool) -> Capabilities {
     if mode == super::Mode::Off {
         return untried();
     }
-    probed(network)
+    probed(network, true)
 }
 
 /// The parts but the network namespace, tried once per process.
@@ -93,9 +94,10 @@ static BASE: OnceLock<Capabilities> = OnceLock::new();
 /// Whether a network namespace can be made, tried once per process.
 static NET: OnceLock<bool> = OnceLock::new();
 
-/// The probed capabilities, with the network namespace tried (`net`) or left out as `false`.
-fn probed(net: bool) -> Capabilities {
-    let base = BASE.get_or_init(|| probe(net));
+/// The probed capabilities, with the network namespace tried (`net`) or left out as `false`;
+/// the trial cgroups kept for the caller (`keep`) if this call probes.
+fn probed(net: bool, keep: bool) -> Capabilities {
+    let base = BASE.get_or_init(|| probe(net, keep));
     with_net_namespace(base, net, || {
         *NET.get_or_init(|| !base.user_namespace && super::netns::works())
     })
@@ -140,8 +142,8 @@ fn kernel_release() -> String {
 }
 
 /// Tries every part but the network namespace (`net_namespace: false` here), and that too when
-/// `net` (its answer goes to [`NET`]).
-fn probe(net: bool) -> Capabilities {
+/// `net` (its answer goes to [`NET`]); keeps the cgroups it makes for the caller when `keep`.
+fn probe(net: bool, keep: bool) -> Capabilities {
     let abi = [
         ABI::V7,
         ABI::V6,
@@ -168,8 +170,8 @@ fn probe(net: bool) -> Capabilities {
             let net_namespace = net.then(|| s.spawn(|| !user_namespace && super::netns::works()));
             let cgroups = s.spawn(|| {
                 (
-                    super::cgroup::available(),
-                    super::cgroup::available_memory(),
+                    super::cgroup::available(keep),
+                    super::cgroup::available_memory(keep),
                 )
             });
             let seccomp = super::seccomp::works();
