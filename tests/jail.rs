@@ -933,11 +933,183 @@ fn enforce_with_every_part_runs_the_command() {
 fn plan_new_is_computed_for_the_probed_capabilities() {
     let w = World::new();
     let ws = w.ws.canonicalize().unwrap();
-    let config = JailConfig::default();
+    // With network rules, for the whole probe.
+    let config = JailConfig {
+        network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
+        ..JailConfig::default()
+    };
     let new = Plan::new(&config, &ws, None);
     assert_eq!(new.capabilities(), jail::capabilities());
     let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
     assert_eq!(new.view(), probed.view());
+    // Without, the network namespace is neither tried for it nor claimed (issue 12); the rest is
+    // the probe's, and so are the words.
+    let config = JailConfig::default();
+    let new = Plan::new(&config, &ws, None);
+    let no_netns = without(|c| c.net_namespace = false);
+    assert_eq!(new.capabilities(), &no_netns);
+    let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
+    assert_eq!(new.view(), probed.view());
+}
+
+/// Issue 12: `sandbox exec` runs its command in the cgroups its probe made to try their
+/// parents (the first two its process made: `reasonix-<pid>-0`, `-1`), with the plan's limits
+/// (the memory trial's 64 MiB raised to the default 4 GiB), instead of removing them and making
+/// two more.
+#[test]
+fn sandbox_exec_runs_in_the_cgroups_its_probe_made_with_the_plans_limits() {
+    let caps = jail::capabilities();
+    if lacks_full_backend()
+        || skip_unless(
+            caps.cgroup_pids.is_some() && caps.cgroup_memory.is_some(),
+            "pids and memory cgroups for a run",
+        )
+    {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    // Each cgroup of the command, and the limit files there (v1: one hierarchy per controller;
+    // v2: both in one).
+    let script = r#"while IFS=: read -r _ controllers path; do
+  case ",$controllers," in
+    *,pids,*) echo "pids $path $(cat /sys/fs/cgroup/pids$path/pids.max)" ;;
+    *,memory,*) echo "memory $path $(cat /sys/fs/cgroup/memory$path/memory.limit_in_bytes)" ;;
+    ,,) [ -e /sys/fs/cgroup$path/pids.max ] && echo "pids $path $(cat /sys/fs/cgroup$path/pids.max)"
+        [ -e /sys/fs/cgroup$path/memory.max ] && echo "memory $path $(cat /sys/fs/cgroup$path/memory.max)" ;;
+  esac
+done < /proc/self/cgroup
+true"#;
+    let (code, stdout, stderr) = w.run(
+        &[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--",
+            "bash",
+            "-c",
+            script,
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let line = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no {what} cgroup: {stdout}"))
+            .split(' ')
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (pids, memory) = (line("pids "), line("memory "));
+    // The first cgroup the process made is its pids trial; the plan keeps a whole set or none,
+    // so the memory cgroup is its trial's too (numbered after the parents it tried).
+    assert!(pids[1].ends_with("-0"), "{stdout}");
+    let made_by = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+        name.rsplit_once('-').map(|(process, _)| process.to_owned())
+    };
+    assert_eq!(made_by(&pids[1]), made_by(&memory[1]), "{stdout}");
+    assert_eq!(pids[2], "512", "{stdout}");
+    assert_eq!(memory[2], (4u64 << 30).to_string(), "{stdout}");
+    // And they are gone with the process.
+    for (controller, path) in [("pids", &pids[1]), ("memory", &memory[1])] {
+        for root in [
+            format!("/sys/fs/cgroup/{controller}"),
+            "/sys/fs/cgroup".into(),
+        ] {
+            let left = Path::new(&root).join(path.trim_start_matches('/'));
+            assert!(!left.exists(), "{} is left behind", left.display());
+        }
+    }
+}
+
+/// The network namespace a process of the jail is in, as `/proc/self/ns/net` names it
+/// (`net:[inode]`).
+fn jailed_netns(plan: &Plan) -> String {
+    let r = sh(plan, "readlink /proc/self/ns/net");
+    assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
+    r.stdout.trim().to_owned()
+}
+
+/// Issue 12: a plan without network rules does not try a network namespace. Nothing claims one
+/// for it — not its capabilities, backend or words — and its run is in the host's, where
+/// Landlock and seccomp refuse TCP and every other socket (`tcp_connect_to_a_live_listener…`,
+/// `udp_and_raw_sockets_are_refused_with_eperm`).
+#[test]
+fn without_network_rules_no_network_namespace_is_tried_or_claimed_and_a_run_has_none() {
+    if lacks_full_backend() {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.canonicalize().unwrap();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let p = Plan::new(&JailConfig::default(), &ws, home.as_deref());
+    assert!(!p.capabilities().net_namespace);
+    let view = p.view();
+    assert!(
+        !view.backend.iter().any(|b| b.contains("network")),
+        "{view:?}"
+    );
+    assert!(
+        !view
+            .enforced
+            .iter()
+            .any(|e| e.contains("network namespace")),
+        "{view:?}"
+    );
+    assert!(
+        view.enforced
+            .iter()
+            .any(|e| e == "TCP connect and bind: refused (Landlock)"),
+        "{view:?}"
+    );
+    let host = std::fs::read_link("/proc/self/ns/net").unwrap();
+    assert_eq!(jailed_netns(&p), host.display().to_string());
+}
+
+/// Issue 12: a plan with network rules still tries the network namespace, claims it, and each
+/// run gets one of its own (here: as root, where one can be made).
+#[test]
+fn with_network_rules_the_network_namespace_is_tried_claimed_and_each_run_has_its_own() {
+    if lacks_full_backend()
+        || skip_unless(
+            jail::capabilities().net_namespace,
+            "a network namespace per run (CAP_SYS_ADMIN)",
+        )
+    {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.canonicalize().unwrap();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let config = JailConfig {
+        network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
+        ..JailConfig::default()
+    };
+    let p = Plan::new(&config, &ws, home.as_deref());
+    assert!(p.capabilities().net_namespace);
+    let view = p.view();
+    assert!(
+        view.backend.iter().any(|b| b == "network-namespace"),
+        "{view:?}"
+    );
+    assert!(
+        view.enforced
+            .iter()
+            .any(|e| e.starts_with("network by host: a network namespace of the run's own")),
+        "{view:?}"
+    );
+    let host = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .display()
+        .to_string();
+    for _ in 0..2 {
+        let run = jailed_netns(&p);
+        assert!(run.starts_with("net:[") && run != host, "{run}");
+    }
 }
 
 /// The lines of the plan that name each part issue 11 added, as this machine enforces them: the

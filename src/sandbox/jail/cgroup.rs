@@ -15,6 +15,7 @@
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Candidate parents for a run's cgroup.
@@ -26,16 +27,51 @@ const PARENTS: &[&str] = &[
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A folder where a memory cgroup can be made, if any: tried by making one, setting its limit
-/// and removing it. Below Reasonix's own cgroup first, in each hierarchy that has the memory
-/// controller, then at the root of the unified hierarchy.
-pub fn available_memory() -> Option<PathBuf> {
+/// A cgroup made to try its parent, kept for a plan's first run (`memory`: the memory cgroup's
+/// trial, else the pids cgroup's).
+#[derive(Debug)]
+pub(super) struct Tried {
+    pub memory: bool,
+    pub cgroup: Cgroup,
+}
+
+/// The cgroups a probe made for a plan (`keep`), until that plan takes them ([`take_tried`]).
+static TRIED: Mutex<Vec<Tried>> = Mutex::new(Vec::new());
+
+/// Keeps a trial's cgroup for the plan that asked for the probe, or removes it now.
+fn tried(cgroup: Cgroup, memory: bool, keep: bool) {
+    if keep && let Ok(mut tried) = TRIED.lock() {
+        tried.push(Tried { memory, cgroup });
+    }
+}
+
+/// The cgroups the probe made to try their parents for a plan (`available…(true)`), for that
+/// plan's first run, instead of removing them and making them again (issue 12). Whoever probes
+/// with `keep` takes them at once: a cgroup nobody takes would outlive the process.
+pub(super) fn take_tried() -> Vec<Tried> {
+    match TRIED.lock() {
+        Ok(mut tried) => std::mem::take(&mut *tried),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    }
+}
+
+/// A folder where a memory cgroup can be made, if any: tried by making one and setting its
+/// limit; the cgroup is then removed, or kept for [`take_tried`] (`keep`). Below Reasonix's own
+/// cgroup first, in each hierarchy that has the memory controller, then at the root of the
+/// unified hierarchy.
+pub fn available_memory(keep: bool) -> Option<PathBuf> {
     let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     memory_parents(&own).into_iter().find(|p| {
-        p.join("cgroup.procs").exists()
-            && Cgroup::make(p)
-                .and_then(|cg| cg.limit_memory(64 << 20).map(|()| cg))
-                .is_ok()
+        if !p.join("cgroup.procs").exists() {
+            return false;
+        }
+        match Cgroup::make(p).and_then(|cg| cg.limit_memory(64 << 20).map(|()| cg)) {
+            Ok(cg) => {
+                tried(cg, true, keep);
+                true
+            }
+            Err(_) => false,
+        }
     })
 }
 
@@ -126,15 +162,16 @@ fn v1_hierarchy<'m>(mountinfo: &'m str, path: &Path) -> Option<&'m str> {
         .map(|(_, options)| options)
 }
 
-/// A folder where a pids cgroup can be made, if any: tried by making and removing one.
-pub fn available() -> Option<PathBuf> {
+/// A folder where a pids cgroup can be made, if any: tried by making one; it is then removed,
+/// or kept for [`take_tried`] (`keep`).
+pub fn available(keep: bool) -> Option<PathBuf> {
     PARENTS.iter().map(PathBuf::from).find(|p| {
         if !p.join("cgroup.procs").exists() {
             return false;
         }
         match Cgroup::create(p, 1) {
             Ok(cg) => {
-                drop(cg);
+                tried(cg, false, keep);
                 true
             }
             Err(_) => false,
@@ -175,9 +212,15 @@ impl Cgroup {
         fs::write(&max, max_processes.to_string())
     }
 
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Bounds the memory of every process in the cgroup together, swap included: `memory.max`
     /// and `memory.swap.max` (v2), or `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes`
-    /// (v1).
+    /// (v1; the second may never be below the first, so where the first cannot be raised above
+    /// it, the second is raised first).
     pub fn limit_memory(&self, bytes: u64) -> std::io::Result<()> {
         let v2 = self.path.join("memory.max");
         let v1 = self.path.join("memory.limit_in_bytes");
@@ -189,12 +232,17 @@ impl Cgroup {
             }
             Ok(())
         } else if v1.exists() {
-            fs::write(&v1, bytes.to_string())?;
             let swap = self.path.join("memory.memsw.limit_in_bytes");
-            if swap.exists() {
-                fs::write(swap, bytes.to_string())?;
+            let value = bytes.to_string();
+            match fs::write(&v1, &value) {
+                Ok(()) if swap.exists() => fs::write(swap, &value),
+                Ok(()) => Ok(()),
+                Err(e) if swap.exists() => {
+                    fs::write(&swap, &value)?;
+                    fs::write(&v1, &value).map_err(|_| e)
+                }
+                Err(e) => Err(e),
             }
-            Ok(())
         } else {
             Err(std::io::Error::other(
                 "the memory controller is not enabled here",

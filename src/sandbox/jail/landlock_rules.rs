@@ -57,27 +57,59 @@ impl std::fmt::Debug for Rules {
     }
 }
 
-fn open(path: &Path) -> Option<Opened> {
-    let dir = path.is_dir();
+/// Opens `path`, a folder if `dir` says so (`None`: as the file system says, following a link).
+fn open(path: &Path, dir: Option<bool>) -> Option<Opened> {
+    let dir = dir.unwrap_or_else(|| path.is_dir());
     PathFd::new(path).ok().map(|fd| Opened { fd, dir })
 }
 
-/// `root`, or its entries around the secrets inside it.
-fn around(root: &Path, secrets: &[PathBuf], out: &mut Vec<PathBuf>) {
-    if secrets.iter().any(|s| s == root) {
-        return;
+/// A path to grant, and whether it is a folder when its folder's listing says so (`None`: a
+/// link, or not listed).
+type Entry = (PathBuf, Option<bool>);
+
+/// `root`, or its entries around the secrets inside it, in order of name. An entry is matched
+/// against the secrets by its name alone (one byte comparison each): the entries of `/etc` are
+/// over a hundred, and each one compared path with path cost more than opening it.
+fn around(root: &Path, dir: Option<bool>, secrets: &[PathBuf], out: &mut Vec<Entry>) {
+    // What of each secret lies below `root`: its first name there, and whether that is all.
+    let mut inside: Vec<(&std::ffi::OsStr, bool)> = Vec::new();
+    for rel in secrets.iter().filter_map(|s| s.strip_prefix(root).ok()) {
+        let mut names = rel.components();
+        match names.next() {
+            // The root itself is a secret.
+            None => return,
+            Some(first) => inside.push((first.as_os_str(), names.next().is_none())),
+        }
     }
-    if !secrets.iter().any(|s| s.starts_with(root)) {
-        out.push(root.to_path_buf());
+    if inside.is_empty() {
+        out.push((root.to_path_buf(), dir));
         return;
     }
     let Ok(entries) = std::fs::read_dir(root) else {
         return;
     };
-    let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut children: Vec<(std::ffi::OsString, Option<bool>)> = entries
+        .filter_map(Result::ok)
+        .map(|e| {
+            let dir = e
+                .file_type()
+                .ok()
+                .filter(|t| !t.is_symlink())
+                .map(|t| t.is_dir());
+            (e.file_name(), dir)
+        })
+        .collect();
     children.sort();
-    for child in children {
-        around(&child, secrets, out);
+    for (name, dir) in children {
+        let name = name.as_os_str();
+        if inside.iter().any(|&(first, all)| all && first == name) {
+            continue;
+        }
+        if inside.iter().any(|&(first, _)| first == name) {
+            around(&root.join(name), dir, secrets, out);
+        } else {
+            out.push((root.join(name), dir));
+        }
     }
 }
 
@@ -90,12 +122,15 @@ impl Rules {
     ) -> Rules {
         let mut readable = Vec::new();
         for root in read {
-            around(root, secrets, &mut readable);
+            around(root, None, secrets, &mut readable);
         }
         Rules {
-            read: readable.iter().filter_map(|p| open(p)).collect(),
-            write: write.iter().filter_map(|p| open(p)).collect(),
-            devices: devices.iter().filter_map(|p| open(p)).collect(),
+            read: readable
+                .iter()
+                .filter_map(|(p, dir)| open(p, *dir))
+                .collect(),
+            write: write.iter().filter_map(|p| open(p, None)).collect(),
+            devices: devices.iter().filter_map(|p| open(p, None)).collect(),
         }
     }
 
@@ -284,11 +319,111 @@ mod tests {
             std::fs::write(path, "").unwrap();
         }
         let mut out = Vec::new();
-        around(&root, &[root.join("keys/private")], &mut out);
-        let rel: Vec<String> = out
+        around(&root, None, &[root.join("keys/private")], &mut out);
+        let rel: Vec<(String, Option<bool>)> = out
             .iter()
-            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .map(|(p, dir)| (p.strip_prefix(&root).unwrap().display().to_string(), *dir))
             .collect();
-        assert_eq!(rel, ["a", "b", "keys/public"]);
+        assert_eq!(
+            rel,
+            [
+                ("a".into(), Some(false)),
+                ("b".into(), Some(true)),
+                ("keys/public".into(), Some(false))
+            ]
+        );
+    }
+
+    /// The walk before issue 12, path against path, to hold the one by name to it.
+    fn around_by_paths(root: &Path, secrets: &[PathBuf], out: &mut Vec<PathBuf>) {
+        if secrets.iter().any(|s| s == root) {
+            return;
+        }
+        if !secrets.iter().any(|s| s.starts_with(root)) {
+            out.push(root.to_path_buf());
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return;
+        };
+        let mut children: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        children.sort();
+        for child in children {
+            around_by_paths(&child, secrets, out);
+        }
+    }
+
+    #[test]
+    fn the_system_folders_are_granted_as_the_walk_by_paths_granted_them() {
+        let secrets: Vec<PathBuf> = super::super::SYSTEM_SECRETS
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let (mut by_name, mut by_paths) = (Vec::new(), Vec::new());
+        for root in super::super::SYSTEM_READ.iter().map(Path::new) {
+            around(root, None, &secrets, &mut by_name);
+            around_by_paths(root, &secrets, &mut by_paths);
+        }
+        let names: Vec<&PathBuf> = by_name.iter().map(|(p, _)| p).collect();
+        assert_eq!(names, by_paths.iter().collect::<Vec<_>>());
+        assert!(by_paths.len() > 20, "{by_paths:?}");
+        for (p, dir) in &by_name {
+            if let Some(dir) = dir {
+                assert_eq!(*dir, p.is_dir(), "{}", p.display());
+            }
+        }
+    }
+
+    /// Issue 12: entries are matched by name, as paths were: a secret is left out whole, a
+    /// folder above one is listed around it, a name that only begins like a secret's is
+    /// granted, a link is opened as what it points to, and a root that is a secret is left out.
+    #[test]
+    fn entries_are_matched_by_name_as_paths_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        for p in [
+            "shadow",
+            "shadow-",
+            "shadowy",
+            "ssh/k",
+            "ssl/private/k",
+            "ssl/certs/c",
+        ] {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("ssl/certs"), root.join("certs")).unwrap();
+        let secrets = [
+            root.join("shadow"),
+            root.join("shadow-"),
+            root.join("ssh"),
+            root.join("ssl/private"),
+            root.join("ssh/k"),
+        ];
+        let mut out = Vec::new();
+        around(&root, None, &secrets, &mut out);
+        let rel: Vec<(String, Option<bool>)> = out
+            .iter()
+            .map(|(p, dir)| (p.strip_prefix(&root).unwrap().display().to_string(), *dir))
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                ("certs".into(), None),
+                ("shadowy".into(), Some(false)),
+                ("ssl/certs".into(), Some(true)),
+            ]
+        );
+        let rules = Rules::open(std::slice::from_ref(&root), &[], &[], &secrets);
+        let dirs: Vec<bool> = rules.read.iter().map(|o| o.dir).collect();
+        assert_eq!(
+            dirs,
+            [true, false, true],
+            "the link is opened as its folder"
+        );
+        let mut out = Vec::new();
+        around(&root.join("ssh"), None, &secrets, &mut out);
+        assert!(out.is_empty());
     }
 }

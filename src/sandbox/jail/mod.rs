@@ -270,8 +270,7 @@ pub struct Plan {
     rulesets: Option<landlock_rules::Rulesets>,
     /// The seccomp program, compiled once.
     filter: Option<seccompiler::BpfProgram>,
-    /// The runs' temporary folders and the empty file and folder that cover secrets (removed
-    /// with the plan).
+    /// The folder of the runs' temporary folders (removed with the plan).
     tmp: Option<Tmp>,
     /// A run's own namespaces, when it gets them.
     namespaces: Option<Namespaces>,
@@ -288,48 +287,36 @@ pub struct Plan {
     idle_tmpdirs: run::IdleTmpdirs,
 }
 
+/// The probed capabilities a plan of `config` can use ([`probe::for_plan`]).
+fn probed_for(config: &JailConfig) -> Capabilities {
+    probe::for_plan(config.mode, !config.network.is_empty())
+}
+
 /// What a plan gives each run's namespaces.
 #[derive(Debug)]
 struct Namespaces {
     /// The user namespace's ids, when one is needed (Reasonix lacks `CAP_SYS_ADMIN`).
     users: Option<mounts::Users>,
-    /// Each secret that exists here (canonical), with the empty file or folder that covers it.
-    covers: Vec<(PathBuf, PathBuf)>,
+    /// Each secret that exists here (canonical), with what covers it (made in the run's mount
+    /// namespace, on a tmpfs of its own: see `mounts`).
+    covers: Vec<(PathBuf, mounts::Cover)>,
 }
 
-/// A plan's own temporary folder: `runs/` holds each run's TMPDIR (the Landlock ruleset grants
-/// it), `void/` an empty file and an empty folder to cover secrets with.
+/// A plan's own temporary folder: it holds each run's TMPDIR (the Landlock ruleset grants it).
+/// Nothing else is made on disk for a plan: the empty file and folder that cover secrets are
+/// made in each run's mount namespace (`mounts`).
 #[derive(Debug)]
 struct Tmp {
     /// Removes it all on drop.
     _dir: tempfile::TempDir,
-    /// The parent of each run's TMPDIR (canonical).
+    /// The folder itself, canonical: the parent of each run's TMPDIR.
     runs: PathBuf,
-    /// Empty, read-only.
-    empty_file: PathBuf,
-    /// Empty, read-only.
-    empty_dir: PathBuf,
 }
 
 impl Tmp {
     fn new(dir: tempfile::TempDir) -> std::io::Result<Tmp> {
-        use std::os::unix::fs::PermissionsExt;
-        let root = dir.path().canonicalize()?;
-        let runs = root.join("runs");
-        let void = root.join("void");
-        let (empty_file, empty_dir) = (void.join("file"), void.join("dir"));
-        std::fs::create_dir(&runs)?;
-        std::fs::create_dir(&void)?;
-        std::fs::write(&empty_file, "")?;
-        std::fs::set_permissions(&empty_file, std::fs::Permissions::from_mode(0o444))?;
-        std::fs::create_dir(&empty_dir)?;
-        std::fs::set_permissions(&empty_dir, std::fs::Permissions::from_mode(0o555))?;
-        Ok(Tmp {
-            _dir: dir,
-            runs,
-            empty_file,
-            empty_dir,
-        })
+        let runs = dir.path().canonicalize()?;
+        Ok(Tmp { _dir: dir, runs })
     }
 }
 
@@ -358,9 +345,13 @@ pub struct PlanView {
 
 impl Plan {
     /// Computes the plan for a workspace (canonical) under a configuration, for this machine's
-    /// probed [`capabilities`]. The gate and `reasonix sandbox` use this one.
+    /// probed [`capabilities`] — those the plan can use: a plan without `network` rules does not
+    /// try a network namespace (nor claim one), and a plan that is off tries nothing
+    /// ([`probe::for_plan`]). The gate and `reasonix sandbox` use this one.
     pub fn new(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
-        Plan::with_capabilities(config, workspace, home, capabilities().clone())
+        let caps = probed_for(config);
+        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        Plan::build(config, workspace, home, caps, Some(tmp), true).seeded()
     }
 
     /// The plan of a session in plan mode: as [`Plan::new`], except that the workspace and the
@@ -369,15 +360,16 @@ impl Plan {
     /// command that writes anyway (an analysis mistake, or a "read-only" program that rewrites
     /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
     pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+        let caps = probed_for(config);
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(
-            config,
-            workspace,
-            home,
-            capabilities().clone(),
-            Some(tmp),
-            false,
-        )
+        Plan::build(config, workspace, home, caps, Some(tmp), false).seeded()
+    }
+
+    /// The plan, with the cgroups its probe made (if this process probed for it) kept for its
+    /// first run ([`run::seed_cgroups`]).
+    fn seeded(self) -> Plan {
+        run::seed_cgroups(&self, cgroup::take_tried());
+        self
     }
 
     /// The plan a dry run shows (`reasonix check`): what [`Plan::new`] plans, computed from what
@@ -698,7 +690,7 @@ impl Plan {
             None => None,
         };
         let namespaces = match &tmp {
-            Some(tmp) if namespaced => Some(Namespaces {
+            Some(_) if namespaced => Some(Namespaces {
                 users: caps.user_namespace.then(|| mounts::Users {
                     uid: caps.uid,
                     gid: nix::unistd::getgid().as_raw(),
@@ -707,12 +699,8 @@ impl Plan {
                     .iter()
                     .filter_map(|s| s.canonicalize().ok())
                     .map(|s| {
-                        let cover = if s.is_dir() {
-                            &tmp.empty_dir
-                        } else {
-                            &tmp.empty_file
-                        };
-                        (s, cover.clone())
+                        let cover = mounts::Cover::of(&s);
+                        (s, cover)
                     })
                     .collect(),
             }),
@@ -806,8 +794,9 @@ impl Plan {
         self.limits
     }
 
-    /// What the plan was computed for: this machine's probe ([`Plan::new`]) or the value given
-    /// to [`Plan::with_capabilities`].
+    /// What the plan was computed for: this machine's probe ([`Plan::new`]: what the plan can
+    /// use of it, so `net_namespace` is `false` without `network` rules and every part absent
+    /// under `off`) or the value given to [`Plan::with_capabilities`].
     pub fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }

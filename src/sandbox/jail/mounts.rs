@@ -2,8 +2,12 @@
 //! the fork. The child only makes the system calls (`run::namespace`), in this order:
 //!
 //! 1. every mount is made private, so that nothing done inside propagates back to the host;
-//! 2. detached clones are taken of the write roots, of the run's own TMPDIR and, once per
-//!    secret, of the plan's empty file or folder;
+//! 2. detached clones are taken of the write roots and of the run's own TMPDIR; then, where a
+//!    secret is to be covered, a tmpfs of the run's own is mounted over the folder that holds
+//!    every run's TMPDIR (step 7 hides it), an empty folder and an empty file are made in it,
+//!    and a clone is taken of each, once per secret — so no cover is made or removed on the
+//!    host's disk (issue 12: on this machine's ext4, making and removing a folder cost more
+//!    than the mounts together);
 //! 3. the whole tree is made read-only and `nosuid`, recursively (one `mount_setattr`): from
 //!    here on, nothing outside the clones can be written, nor its mode, owner, times or
 //!    extended attributes changed — Landlock does not mediate metadata, a read-only mount does;
@@ -21,9 +25,9 @@
 //! covers, skipping that folder's own rules. The clone of a write root has the write root itself
 //! as its root, so the rule on it holds; the run's TMPDIR clone has the run's own folder as its
 //! root, which the run's ruleset grants (and no other run's); the fresh `/proc` is a new inode,
-//! which the child adds to its ruleset once mounted. A cover's root is the plan's empty file or
-//! folder, which no rule grants: Landlock still refuses the secret's path, now with nothing
-//! behind it.
+//! which the child adds to its ruleset once mounted. A cover's root is the empty file or folder
+//! on the run's tmpfs, which no rule grants: Landlock still refuses the secret's path, now with
+//! nothing behind it.
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +36,8 @@ use std::path::{Path, PathBuf};
 pub(super) struct Layout {
     /// Bound read-write over themselves.
     pub write_roots: Vec<PathBuf>,
-    /// Each secret (first) covered by an empty file or folder (second).
-    pub covers: Vec<(PathBuf, PathBuf)>,
+    /// Each secret (first), covered by an empty folder or file (second).
+    pub covers: Vec<(PathBuf, Cover)>,
     /// Folders between a write root and a host file, bound over themselves.
     pub pins: Vec<PathBuf>,
     /// The host's files inside the write roots, bound read-only over themselves.
@@ -44,6 +48,35 @@ pub(super) struct Layout {
     pub tmp_at: PathBuf,
     /// The working folder.
     pub workspace: PathBuf,
+}
+
+/// What covers a secret: an empty folder (over a folder) or an empty file (over anything else),
+/// read-only, made on a tmpfs of the run's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cover {
+    /// An empty folder.
+    Dir,
+    /// An empty file.
+    File,
+}
+
+impl Cover {
+    /// The cover of `secret`, by what it is now (a link by what it points to).
+    pub(super) fn of(secret: &Path) -> Cover {
+        if secret.is_dir() {
+            Cover::Dir
+        } else {
+            Cover::File
+        }
+    }
+
+    /// Its name on the run's tmpfs.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Cover::Dir => "empty-dir",
+            Cover::File => "empty-file",
+        }
+    }
 }
 
 /// The ids a user namespace maps (itself only), when Reasonix makes one.

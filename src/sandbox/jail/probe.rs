@@ -9,6 +9,12 @@
 //! ([`super::Plan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
 //! machine that has everything.
 //!
+//! A plan tries only what it can use ([`for_plan`], issue 12): the network namespace only for a
+//! plan with `network` rules (a plan without them runs in the host's network namespace, and
+//! making one and dropping it is the dearest trial), and nothing at all for a plan that is off.
+//! What was not tried is `false` (or `None`) in that plan's capabilities, so its words cannot
+//! claim it; [`capabilities`], which `sandbox probe` and `--version` show, tries everything.
+//!
 //! [`expected_capabilities`] is what the machine says it offers, read without trying anything:
 //! the plan a dry run shows (`reasonix check`, [`super::Plan::dry`]) is computed from it, so that
 //! a dry run never touches the kernel's sandbox or makes a folder (issue 12). Where the two
@@ -49,7 +55,9 @@ pub struct Capabilities {
     /// lets an unprivileged user make user namespaces.
     pub user_namespace: bool,
     /// A run can have a network namespace of its own, made by Reasonix before the fork with the
-    /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`).
+    /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`). In the
+    /// capabilities of a plan without `network` rules, `false`: such a plan has no use for one,
+    /// so it is not tried for it ([`super::Plan::capabilities`]).
     pub net_namespace: bool,
     /// Where a pids cgroup can be made for a run, if anywhere.
     pub cgroup_pids: Option<PathBuf>,
@@ -63,13 +71,79 @@ pub struct Capabilities {
     pub cap_setpcap: bool,
 }
 
-/// The capabilities of this machine, probed once.
+/// The capabilities of this machine, probed once (every part, the network namespace included).
 pub fn capabilities() -> &'static Capabilities {
     static CAPS: OnceLock<Capabilities> = OnceLock::new();
-    CAPS.get_or_init(probe)
+    CAPS.get_or_init(|| probed(true, false))
 }
 
-fn probe() -> Capabilities {
+/// What a plan of `mode` with `network` rules (or none) is computed for: nothing tried for a plan
+/// that is off, and the network namespace tried only where there are network rules (else
+/// `net_namespace: false`: the plan neither uses nor claims one). Each part is tried once per
+/// process, whichever plan asks first; the cgroups made to try their parents are kept for the
+/// plan that asked, which takes them at once (`cgroup::take_tried`).
+pub(super) fn for_plan(mode: super::Mode, network: bool) -> Capabilities {
+    if mode == super::Mode::Off {
+        return untried();
+    }
+    probed(network, true)
+}
+
+/// The parts but the network namespace, tried once per process.
+static BASE: OnceLock<Capabilities> = OnceLock::new();
+/// Whether a network namespace can be made, tried once per process.
+static NET: OnceLock<bool> = OnceLock::new();
+
+/// The probed capabilities, with the network namespace tried (`net`) or left out as `false`;
+/// the trial cgroups kept for the caller (`keep`) if this call probes.
+fn probed(net: bool, keep: bool) -> Capabilities {
+    let base = BASE.get_or_init(|| probe(net, keep));
+    with_net_namespace(base, net, || {
+        *NET.get_or_init(|| !base.user_namespace && super::netns::works())
+    })
+}
+
+/// `base` with `net_namespace` from `tried` — called only when `net`; else `false`, untried.
+fn with_net_namespace(
+    base: &Capabilities,
+    net: bool,
+    tried: impl FnOnce() -> bool,
+) -> Capabilities {
+    Capabilities {
+        net_namespace: net && tried(),
+        ..base.clone()
+    }
+}
+
+/// What a plan that confines nothing is computed for: no part tried, so none present; the kernel
+/// release and the user only.
+fn untried() -> Capabilities {
+    Capabilities {
+        kernel: kernel_release(),
+        landlock_abi: None,
+        landlock_fs: false,
+        landlock_net: false,
+        landlock_scope: false,
+        seccomp: false,
+        namespaces: false,
+        user_namespace: false,
+        net_namespace: false,
+        cgroup_pids: None,
+        cgroup_memory: None,
+        uid: nix::unistd::getuid().as_raw(),
+        cap_setpcap: false,
+    }
+}
+
+fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Tries every part but the network namespace (`net_namespace: false` here), and that too when
+/// `net` (its answer goes to [`NET`]); keeps the cgroups it makes for the caller when `keep`.
+fn probe(net: bool, keep: bool) -> Capabilities {
     let abi = [
         ABI::V7,
         ABI::V6,
@@ -93,25 +167,26 @@ fn probe() -> Capabilities {
     let (seccomp, namespaces, net_namespace, (cgroup_pids, cgroup_memory)) =
         std::thread::scope(|s| {
             let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
-            let net_namespace = s.spawn(|| !user_namespace && super::netns::works());
+            let net_namespace = net.then(|| s.spawn(|| !user_namespace && super::netns::works()));
             let cgroups = s.spawn(|| {
                 (
-                    super::cgroup::available(),
-                    super::cgroup::available_memory(),
+                    super::cgroup::available(keep),
+                    super::cgroup::available_memory(keep),
                 )
             });
             let seccomp = super::seccomp::works();
             (
                 seccomp,
                 namespaces.join().unwrap_or(false),
-                net_namespace.join().unwrap_or(false),
+                net_namespace.map(|t| t.join().unwrap_or(false)),
                 cgroups.join().unwrap_or((None, None)),
             )
         });
+    if let Some(tried) = net_namespace {
+        let _ = NET.set(tried);
+    }
     Capabilities {
-        kernel: nix::sys::utsname::uname()
-            .map(|u| u.release().to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        kernel: kernel_release(),
         landlock_abi: abi.map(|a| a as u8),
         landlock_fs: abi.is_some(),
         landlock_net: supports_net(),
@@ -119,7 +194,7 @@ fn probe() -> Capabilities {
         seccomp,
         namespaces,
         user_namespace,
-        net_namespace,
+        net_namespace: false,
         cgroup_pids,
         cgroup_memory,
         uid: nix::unistd::getuid().as_raw(),
@@ -163,9 +238,7 @@ fn expect(status: &str) -> Capabilities {
     // The highest ABI both this build and the kernel know, as the probe finds it.
     let abi = super::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
     Capabilities {
-        kernel: nix::sys::utsname::uname()
-            .map(|u| u.release().to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        kernel: kernel_release(),
         landlock_abi: abi.and_then(|a| u8::try_from(a).ok()),
         landlock_fs: abi.is_some(),
         landlock_net: abi.is_some_and(|a| a >= ABI::V4 as i32),
@@ -244,6 +317,63 @@ mod tests {
     #[test]
     fn the_expected_capabilities_are_the_probed_ones_here() {
         assert_eq!(expected_capabilities(), capabilities());
+    }
+
+    /// Issue 12: the dearest trial, made only for a plan that can use it.
+    #[test]
+    fn the_network_namespace_is_tried_only_for_a_plan_with_network_rules() {
+        let base = Capabilities {
+            net_namespace: false,
+            ..capabilities().clone()
+        };
+        let mut tried = 0;
+        let caps = with_net_namespace(&base, false, || {
+            tried += 1;
+            true
+        });
+        assert_eq!((caps.net_namespace, tried), (false, 0));
+        let caps = with_net_namespace(&base, true, || {
+            tried += 1;
+            true
+        });
+        assert_eq!((caps.net_namespace, tried), (true, 1));
+        assert_eq!(
+            caps,
+            Capabilities {
+                net_namespace: true,
+                ..base
+            }
+        );
+        // What the machine has, a plan with network rules gets.
+        let net = for_plan(super::super::Mode::Enforce, true);
+        assert_eq!(&net, capabilities());
+        let none = for_plan(super::super::Mode::BestEffort, false);
+        assert_eq!(
+            none,
+            Capabilities {
+                net_namespace: false,
+                ..capabilities().clone()
+            }
+        );
+    }
+
+    /// Issue 12: a plan that is off confines nothing, so it tries nothing and claims nothing.
+    #[test]
+    fn a_plan_that_is_off_tries_and_claims_nothing() {
+        let caps = for_plan(super::super::Mode::Off, true);
+        assert_eq!(caps.landlock_abi, None);
+        assert!(
+            !(caps.landlock_fs
+                || caps.landlock_net
+                || caps.landlock_scope
+                || caps.seccomp
+                || caps.namespaces
+                || caps.user_namespace
+                || caps.net_namespace
+                || caps.cap_setpcap)
+        );
+        assert_eq!((caps.cgroup_pids, caps.cgroup_memory), (None, None));
+        assert_eq!(caps.uid, nix::unistd::getuid().as_raw());
     }
 
     #[test]

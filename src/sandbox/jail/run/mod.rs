@@ -410,6 +410,61 @@ fn run_cgroups(plan: &Plan, not_enforced: &mut Vec<String>) -> Result<RunCgroups
     Ok(out)
 }
 
+/// Keeps for a plan's first run the cgroups its probe made to try their parents
+/// (`cgroup::take_tried`), given the plan's limits, instead of removing them and making them
+/// again (issue 12: two cgroups made and removed per `sandbox exec`). Only a whole set — every
+/// cgroup the plan promises, each limit set — is kept, as a finished run's would be; anything
+/// else is removed (dropped), and the first run makes its own.
+pub(super) fn seed_cgroups(plan: &Plan, tried: Vec<cgroup::Tried>) {
+    if plan.mode == Mode::Off || plan.dry || tried.is_empty() {
+        return;
+    }
+    let caps = &plan.capabilities;
+    let limits = plan.limits;
+    let shared = caps.cgroup_pids.is_some() && caps.cgroup_pids == caps.cgroup_memory;
+    let (mut pids, mut memory) = (None, None);
+    for t in tried {
+        match (t.memory, &caps.cgroup_pids, &caps.cgroup_memory) {
+            (false, Some(parent), _) if t.cgroup.path().parent() == Some(parent) => {
+                pids = Some(t.cgroup);
+            }
+            (true, _, Some(parent)) if t.cgroup.path().parent() == Some(parent) => {
+                memory = Some(t.cgroup);
+            }
+            _ => {}
+        }
+    }
+    let missing = || std::io::Error::other("not tried");
+    let whole = (|| -> std::io::Result<Vec<Cgroup>> {
+        let mut groups = Vec::new();
+        if caps.cgroup_pids.is_some() {
+            let cg = pids.take().ok_or_else(missing)?;
+            cg.limit_processes(limits.processes)?;
+            if shared {
+                cg.limit_memory(limits.memory_bytes)?;
+            }
+            groups.push(cg);
+        }
+        if caps.cgroup_memory.is_some() && !shared {
+            let cg = memory.take().ok_or_else(missing)?;
+            cg.limit_memory(limits.memory_bytes)?;
+            groups.push(cg);
+        }
+        Ok(groups)
+    })();
+    if let Ok(groups) = whole
+        && !groups.is_empty()
+    {
+        let ready = RunCgroups {
+            groups,
+            nproc: caps.cgroup_pids.is_none(),
+            address_space: caps.cgroup_memory.is_none(),
+        };
+        // Nothing ever ran in them: they show empty, and are kept.
+        let _ = plan.idle_cgroups.give_back(ready, true);
+    }
+}
+
 /// Marks every descriptor but 0, 1 and 2 close-on-exec: the command inherits none of
 /// Reasonix's (nor one its caller passed, such as `3>>file`). Between fork and exec: one
 /// `close_range`, or, on a kernel without it, `fcntl` on each descriptor up to `open_max`.

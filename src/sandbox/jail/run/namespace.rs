@@ -36,7 +36,7 @@ use std::path::Path;
 
 use nix::libc::{self, c_int, c_long, c_uint, c_ulong};
 
-use super::super::mounts::{Layout, Users};
+use super::super::mounts::{Cover, Layout, Users};
 
 const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
@@ -64,15 +64,16 @@ pub(crate) struct Prepared {
     /// The files written to map the user namespace (`setgroups`, `uid_map`, `gid_map`).
     maps: Vec<(&'static CStr, Vec<u8>)>,
     write_roots: Vec<CString>,
-    /// Each empty file or folder of the plan's, with the secrets it covers: one clone of it is
-    /// attached over the first, and bound from there over the rest.
-    covers: Vec<(CString, Vec<CString>)>,
+    /// Each kind of cover, its path on the run's tmpfs (mounted over `tmp_at`) and the secrets
+    /// it covers: one clone of it is attached over the first, and bound from there over the
+    /// rest.
+    covers: Vec<(Cover, CString, Vec<CString>)>,
     pins: Vec<CString>,
     read_only: Vec<CString>,
     tmp_run: CString,
     tmp_at: CString,
     workspace: CString,
-    /// The clones' descriptors: one per write root, one per cover, then the TMPDIR's.
+    /// The clones' descriptors: one per write root, one per kind of cover, then the TMPDIR's.
     fds: Vec<c_int>,
 }
 
@@ -101,12 +102,16 @@ impl Prepared {
                 (c"/proc/self/gid_map", format!("{gid} {gid} 1").into_bytes()),
             ];
         }
-        let mut covers: Vec<(CString, Vec<CString>)> = Vec::new();
-        for (target, source) in &layout.covers {
-            let (source, target) = (c_path(source)?, c_path(target)?);
-            match covers.iter_mut().find(|(s, _)| *s == source) {
-                Some((_, targets)) => targets.push(target),
-                None => covers.push((source, vec![target])),
+        let mut covers: Vec<(Cover, CString, Vec<CString>)> = Vec::new();
+        for (target, cover) in &layout.covers {
+            let target = c_path(target)?;
+            match covers.iter_mut().find(|(c, _, _)| c == cover) {
+                Some((_, _, targets)) => targets.push(target),
+                None => covers.push((
+                    *cover,
+                    c_path(&layout.tmp_at.join(cover.name()))?,
+                    vec![target],
+                )),
             }
         }
         Ok(Prepared {
@@ -146,13 +151,23 @@ impl Prepared {
         for (fd, root) in roots.iter_mut().zip(&self.write_roots) {
             *fd = open_tree(root, true)?;
         }
-        for (fd, (source, _)) in covers.iter_mut().zip(&self.covers) {
+        // Before the covers' tmpfs goes over the folder the run's TMPDIR lies in.
+        tmp[0] = open_tree(&self.tmp_run, true)?;
+        if !self.covers.is_empty() {
+            mount(
+                Some(c"tmpfs"),
+                &self.tmp_at,
+                Some(c"tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            )?;
+        }
+        for (fd, (cover, source, _)) in covers.iter_mut().zip(&self.covers) {
+            make_empty(*cover, source)?;
             *fd = open_tree(source, false)?;
             let sealed =
                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
             set_attributes(*fd, c"", libc::AT_EMPTY_PATH as c_uint, sealed)?;
         }
-        tmp[0] = open_tree(&self.tmp_run, true)?;
         set_attributes(
             libc::AT_FDCWD,
             c"/",
@@ -163,7 +178,7 @@ impl Prepared {
             move_mount(*fd, root)?;
             close(*fd);
         }
-        for (fd, (_, targets)) in covers.iter().zip(&self.covers) {
+        for (fd, (_, _, targets)) in covers.iter().zip(&self.covers) {
             let Some((first, rest)) = targets.split_first() else {
                 close(*fd);
                 continue;
@@ -208,6 +223,39 @@ impl Prepared {
         check(unsafe { libc::chdir(self.workspace.as_ptr()) } as c_long)?;
         Ok(())
     }
+}
+
+/// Makes the empty folder (mode `0555`) or file (`0444`) of a cover at `path`, whatever the
+/// umask. System calls only.
+fn make_empty(cover: Cover, path: &CStr) -> io::Result<()> {
+    let (mode, fd) = match cover {
+        Cover::Dir => {
+            // SAFETY: `path` is a NUL-terminated path that lives across the call.
+            check(unsafe { libc::mkdir(path.as_ptr(), 0o555) } as c_long)?;
+            // SAFETY: as above.
+            let fd = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            (0o555, fd)
+        }
+        // SAFETY: `path` is a NUL-terminated path that lives across the call; the mode is
+        // passed as the variadic third argument O_CREAT reads.
+        Cover::File => (0o444, unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o444 as c_uint,
+            )
+        }),
+    };
+    let fd = check(fd as c_long)? as c_int;
+    // SAFETY: `fd` was opened above; fchmod takes integers only.
+    let changed = check(unsafe { libc::fchmod(fd, mode) } as c_long);
+    close(fd);
+    changed.map(drop)
 }
 
 /// A program, its arguments and its environment as `execve` takes them, prepared before the
@@ -391,7 +439,10 @@ pub(super) fn launch(
 }
 
 /// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
-/// child makes them over a small layout — every kind of step a run takes — and exits.
+/// child makes them over a small layout — every kind of step a run takes — and exits. It is
+/// cloned as a run's command is (`CLONE_VM | CLONE_VFORK`, on a stack of its own), so Reasonix's
+/// memory is not copied for it (issue 12: a fork copied the page tables of the whole process,
+/// then faulted the pages its threads wrote back in).
 ///
 /// The layout's folders and files are made by the child itself, on a tmpfs it mounts over the
 /// folder of temporary files inside its own mount namespace: nothing is made or removed on the
@@ -403,22 +454,21 @@ pub(crate) fn namespaces_work(user: bool) -> bool {
 
 fn try_namespaces(user: bool) -> io::Result<()> {
     let root = std::env::temp_dir().canonicalize()?;
-    let (ws, runs, run, empty) = (
-        root.join("ws"),
-        root.join("runs"),
-        root.join("run"),
-        root.join("empty"),
-    );
+    let (ws, runs) = (root.join("ws"), root.join("runs"));
+    let run = runs.join("run");
     let all =
         |paths: &[&Path]| -> io::Result<Vec<CString>> { paths.iter().map(|p| c_path(p)).collect() };
     let scratch = Scratch {
         root: c_path(&root)?,
-        folders: all(&[&ws, &ws.join("pinned"), &runs, &run])?,
-        files: all(&[&empty, &ws.join("secret"), &ws.join("pinned/host")])?,
+        folders: all(&[&ws, &ws.join("pinned"), &ws.join("secrets"), &runs, &run])?,
+        files: all(&[&ws.join("secret"), &ws.join("pinned/host")])?,
     };
     let layout = Layout {
         write_roots: vec![ws.clone()],
-        covers: vec![(ws.join("secret"), empty)],
+        covers: vec![
+            (ws.join("secret"), Cover::File),
+            (ws.join("secrets"), Cover::Dir),
+        ],
         pins: vec![ws.join("pinned")],
         read_only: vec![ws.join("pinned/host")],
         tmp_run: run,
@@ -429,20 +479,31 @@ fn try_namespaces(user: bool) -> io::Result<()> {
         uid: nix::unistd::getuid().as_raw(),
         gid: nix::unistd::getgid().as_raw(),
     });
-    let mut prepared = Prepared::new(&layout, users)?;
-    let pid = clone(prepared.flags)?;
-    if pid == 0 {
-        let entered = prepared
-            .map_users()
-            .and_then(|()| scratch.make())
-            .and_then(|()| prepared.lay_out());
-        let code = match entered {
-            Ok(()) => 0,
-            Err(e) => e.raw_os_error().unwrap_or(1).clamp(1, 255),
-        };
-        // SAFETY: `_exit` ends this child at once, running nothing of the parent's.
-        unsafe { libc::_exit(code) }
-    }
+    let mut trial = Trial {
+        prepared: Prepared::new(&layout, users)?,
+        scratch,
+    };
+    // The trial's stack, on the heap: its pages are touched only as the child uses them.
+    let mut stack = vec![0u8; TRIAL_STACK];
+    // The top of the stack, 16-byte aligned as the ABI asks.
+    let top = (stack.as_mut_ptr() as usize + TRIAL_STACK) & !0xf;
+    let flags = trial.prepared.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: `try_in_child` runs on `stack`, which nothing else uses and which outlives it,
+    // sharing this process's memory (CLONE_VM) while this thread is suspended until it exits
+    // (CLONE_VFORK): it reads and writes `trial` alone, which this thread does not touch until
+    // then, makes system calls only — no allocation, no lock, so Reasonix's other threads,
+    // running meanwhile, share nothing with it — and its errno is this suspended thread's. It
+    // has descriptors, a working folder and namespaces of its own (no CLONE_FILES, CLONE_FS).
+    let pid = unsafe {
+        libc::clone(
+            try_in_child,
+            top as *mut c_void,
+            flags,
+            (&mut trial as *mut Trial).cast::<c_void>(),
+        )
+    };
+    drop(stack);
+    let pid = check(pid as c_long)? as libc::pid_t;
     let mut status: c_int = 0;
     loop {
         // SAFETY: `status` is a live `c_int` the kernel writes.
@@ -459,6 +520,33 @@ fn try_namespaces(user: bool) -> io::Result<()> {
         (true, 0) => Ok(()),
         (true, code) => Err(io::Error::from_raw_os_error(code)),
         _ => Err(io::Error::other("the probe child was killed")),
+    }
+}
+
+/// The trial child's stack: lay_out's frames are small, but a mount call made through libc
+/// has room.
+const TRIAL_STACK: usize = 64 * 1024;
+
+/// What the trial's child reads and writes, in the memory it shares with the prober.
+struct Trial {
+    prepared: Prepared,
+    scratch: Scratch,
+}
+
+/// The trial's child: first in its namespaces, it maps its user namespace, makes the scratch
+/// layout and lays out the mounts; it exits with 0, or the error code of the step that failed.
+extern "C" fn try_in_child(arg: *mut c_void) -> c_int {
+    // SAFETY: `arg` is the `Trial` that `try_namespaces` passed to clone; the thread that owns
+    // it is suspended (CLONE_VFORK) until this process exits, so no one else accesses it.
+    let trial = unsafe { &mut *arg.cast::<Trial>() };
+    let entered = trial
+        .prepared
+        .map_users()
+        .and_then(|()| trial.scratch.make())
+        .and_then(|()| trial.prepared.lay_out());
+    match entered {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(1).clamp(1, 255),
     }
 }
 
@@ -508,28 +596,6 @@ fn check(rc: c_long) -> io::Result<c_long> {
     } else {
         Ok(rc)
     }
-}
-
-/// `clone` with fork semantics (no `CLONE_VM`, no new stack: the child continues on a copy of
-/// this one) into the namespaces of `flags`: 0 in the child, its pid in the parent.
-fn clone(flags: c_ulong) -> io::Result<libc::pid_t> {
-    let flags = flags | libc::SIGCHLD as c_ulong;
-    // SAFETY: without CLONE_VM and with a null stack pointer, clone is fork: the child runs on a
-    // copy of this process's memory and stack, and returns here with 0. Its callers run in a
-    // single-threaded process (std's forked child) or make only system calls in the child and
-    // `_exit` (the probe), so no lock held by another thread can be left locked in the copy.
-    // The null pointers are the unused parent/child tid and tls arguments.
-    let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            flags,
-            std::ptr::null_mut::<libc::c_void>(),
-            std::ptr::null_mut::<c_int>(),
-            std::ptr::null_mut::<c_int>(),
-            0 as c_ulong,
-        )
-    };
-    check(pid).map(|pid| pid as libc::pid_t)
 }
 
 /// The launcher's part: waits for the command and exits as it did. Never returns.
