@@ -261,6 +261,32 @@ fn policy_check_lists_rules_and_packages() {
     assert!(stdout.contains("data.reasonix.net  votes: ask"), "{stdout}");
 }
 
+#[test]
+fn policy_check_says_which_engine_runs_the_votes() {
+    let w = World::new();
+    let vm = w.policy(
+        "vm.rego",
+        "package reasonix.vm\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n",
+    );
+    let (code, stdout, _) = w.run(&["policy", "check", &vm], "");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the bytecode VM"),
+        "{stdout}"
+    );
+    let with = w.policy(
+        "with.rego",
+        "package reasonix.with\nimport rego.v1\nstrict if input.strict\ndeny contains \"x\" if strict with input.strict as true\n",
+    );
+    let (code, stdout, _) = w.run(&["policy", "check", &vm, &with], "");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the interpreter: the bytecode VM cannot compile them")
+            && stdout.contains("with"),
+        "{stdout}"
+    );
+}
+
 /// A suite with one passing and one failing Rego test, and one passing and one failing case.
 fn failing_suite(w: &World) -> std::path::PathBuf {
     let dir = w.root.join("suite");
