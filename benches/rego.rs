@@ -63,6 +63,13 @@ fn rego(c: &mut Criterion) {
         c.bench_function(&format!("rego votes {name}, five examples"), |b| {
             b.iter(|| rego.votes_on(black_box(&ready)))
         });
+        // The same votes by the interpreter, which ran them before the bytecode VM did.
+        let interpreter = rego.with_interpreter();
+        assert_eq!(interpreter.votes_on(&ready), rego.votes_on(&ready));
+        c.bench_function(
+            &format!("rego votes {name}, five examples, interpreter"),
+            |b| b.iter(|| interpreter.votes_on(black_box(&ready))),
+        );
     }
 }
 

@@ -2,10 +2,11 @@
 # Instructions per Rego evaluation, the figure that does not move with the load of a shared
 # machine: examples/rego_calls.rs makes the votes of benches/rego.rs (the five example policies,
 # on the 100-byte bash call and on a read_file call) N times under valgrind's callgrind, then
-# once with none; the difference divided by N is one evaluation (`votes_on`: engine clone,
-# input, rule evaluation, reading the votes).
+# once with none; the difference divided by N is one evaluation (`votes_on`: a kept VM or
+# engine, input, rule evaluation, reading the votes).
 #
-# Usage: benches/rego_instructions.sh [N]   (default 100; POLICIES=a,b for other examples)
+# Usage: benches/rego_instructions.sh [N]   (default 100; POLICIES=a,b for other examples;
+# REGO_ENGINE=interpreter for the interpreter instead of the bytecode VM)
 # Needs valgrind. RUST_BACKTRACE is unset for the runs: with it set, every error regorus makes
 # and drops inside an evaluation captures a backtrace, which is not what a deployment pays.
 set -euo pipefail
@@ -23,5 +24,5 @@ count() {
 for call in bash read_file; do
     none=$(count 0 "$call")
     many=$(count "$N" "$call")
-    echo "$call: $(( (many - none) / N )) instructions per evaluation (${POLICIES:-five examples}, N=$N)"
+    echo "$call: $(( (many - none) / N )) instructions per evaluation (${POLICIES:-five examples}, ${REGO_ENGINE:-vm}, N=$N)"
 done

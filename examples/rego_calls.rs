@@ -4,7 +4,8 @@
 //!
 //! Usage: `rego_calls N bash|read_file` — N votes on the 100-byte `bash` call of
 //! `benches/check.rs` or on a `read_file` call, with the five example policies loaded
-//! (`POLICIES=a,b` loads other examples of `policies/examples/`, by folder name).
+//! (`POLICIES=a,b` loads other examples of `policies/examples/`, by folder name;
+//! `REGO_ENGINE=interpreter` evaluates with the interpreter instead of the bytecode VM).
 
 use reasonix::policy::input::PolicyInput;
 use reasonix::policy::rego::RegoInput;
@@ -28,6 +29,11 @@ fn main() {
     let folders: Vec<PathBuf> = names.split(',').map(|e| root.join(e)).collect();
     let policy = PolicySet::load(&folders).expect("policies");
     let rego = policy.rego().expect("Rego policies");
+    let rego = if std::env::var("REGO_ENGINE").as_deref() == Ok("interpreter") {
+        rego.with_interpreter()
+    } else {
+        rego.clone()
+    };
     let gate = Gate::builder(Registry::with_builtins(), &policy, ws)
         .posture(Posture::Interactive)
         .explain(true)

@@ -3,7 +3,10 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
+
 use common::{World, reasons};
+use reasonix::policy::rego::RegoEngine;
 use reasonix::{PolicySet, Posture};
 use serde_json::{Value, json};
 
@@ -259,6 +262,32 @@ fn policy_check_lists_rules_and_packages() {
     assert_eq!(code, 0);
     assert!(stdout.contains("deny  no-env"), "{stdout}");
     assert!(stdout.contains("data.reasonix.net  votes: ask"), "{stdout}");
+}
+
+#[test]
+fn policy_check_says_which_engine_runs_the_votes() {
+    let w = World::new();
+    let vm = w.policy(
+        "vm.rego",
+        "package reasonix.vm\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n",
+    );
+    let (code, stdout, _) = w.run(&["policy", "check", &vm], "");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the bytecode VM"),
+        "{stdout}"
+    );
+    let with = w.policy(
+        "with.rego",
+        "package reasonix.with\nimport rego.v1\nstrict if input.strict\ndeny contains \"x\" if strict with input.strict as true\n",
+    );
+    let (code, stdout, _) = w.run(&["policy", "check", &vm, &with], "");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the interpreter: the bytecode VM cannot compile them")
+            && stdout.contains("with"),
+        "{stdout}"
+    );
 }
 
 /// A suite with one passing and one failing Rego test, and one passing and one failing case.
@@ -523,4 +552,191 @@ fn the_shipped_policies_pass_their_own_tests() {
     let (code, stdout, stderr) = w.run(&["policy", "test", policies.to_str().unwrap()], "");
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.starts_with("ok "), "{stdout}");
+}
+
+/// The reasons and ids of the votes by one engine, sorted, or the error.
+fn engine_votes(rego: &reasonix::policy::rego::Rego, input: &str) -> Result<Vec<String>, String> {
+    let mut v: Vec<String> = rego
+        .votes(input)?
+        .into_iter()
+        .map(|v| format!("{} {} ({})", v.decision.as_str(), v.reason, v.id))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Every folder under `root` with Rego modules in it.
+fn rego_folders(root: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    if paths
+        .iter()
+        .any(|p| p.is_file() && p.extension().is_some_and(|e| e == "rego"))
+    {
+        out.push(root.to_owned());
+    }
+    for p in paths.into_iter().filter(|p| p.is_dir()) {
+        rego_folders(&p, out);
+    }
+}
+
+/// The inputs a folder's Rego tests give with `with input as EXPR`, each `EXPR` evaluated by
+/// regorus in its test module's package, and the expressions that could not be evaluated.
+fn test_inputs(folder: &Path) -> (Vec<String>, Vec<String>) {
+    use regorus::unstable::Rule;
+    let mut engine = regorus::Engine::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "rego"))
+        .collect();
+    files.sort();
+    for f in &files {
+        engine
+            .add_policy(f.display().to_string(), std::fs::read_to_string(f).unwrap())
+            .unwrap();
+    }
+    let mut found = Vec::new();
+    for module in engine.get_modules() {
+        if !module.package.span.source.file().ends_with("_test.rego") {
+            continue;
+        }
+        let package = module.package.refr.span().text().to_owned();
+        for rule in &module.policy {
+            let Rule::Spec { bodies, .. } = rule.as_ref() else {
+                continue;
+            };
+            for body in bodies {
+                for stmt in &body.query.stmts {
+                    for with in &stmt.with_mods {
+                        // The modifier's own span: an object literal's span (`r#as`) starts
+                        // at its last key.
+                        let expr = with
+                            .span
+                            .text()
+                            .strip_prefix("with")
+                            .map(str::trim_start)
+                            .and_then(|t| t.strip_prefix("input"))
+                            .map(str::trim_start)
+                            .and_then(|t| t.strip_prefix("as"));
+                        if let (true, Some(expr)) = (with.refr.span().text() == "input", expr) {
+                            found.push((package.clone(), expr.trim().to_owned()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let (mut inputs, mut missed) = (Vec::new(), Vec::new());
+    for (package, expr) in found {
+        let mut e = engine.clone();
+        let text = format!("package {package}\nimport rego.v1\n__engines_input := {expr}\n");
+        let value = e
+            .add_policy("(engines test input).rego".into(), text)
+            .and_then(|_| e.eval_rule(format!("data.{package}.__engines_input")));
+        match value {
+            Ok(v) if v != regorus::Value::Undefined => inputs.push(v.to_json_str().unwrap()),
+            other => missed.push(format!("{package}: {expr}: {other:?}")),
+        }
+    }
+    (inputs, missed)
+}
+
+/// The policy inputs of a folder's `*.cases.yaml` cases, as the gate builds them.
+fn case_inputs(folder: &Path, set: &PolicySet) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Case {
+        call: Value,
+        posture: Option<Posture>,
+        mode: Option<reasonix::Mode>,
+        #[serde(default)]
+        files: std::collections::BTreeMap<String, String>,
+    }
+    let mut inputs = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| reasonix::policy::is_case_file(p))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let cases: Vec<Case> =
+            yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for case in cases {
+            let workspace = tempfile::tempdir().unwrap();
+            for (path, content) in &case.files {
+                let target = workspace.path().join(path);
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, content).unwrap();
+            }
+            let gate =
+                reasonix::Gate::builder(reasonix::Registry::with_builtins(), set, workspace.path())
+                    .posture(case.posture.unwrap_or_default())
+                    .mode(case.mode.unwrap_or_default())
+                    .explain(true)
+                    .dry_run(true)
+                    .host_files(reasonix::HostFiles::for_workspace(workspace.path()))
+                    .build()
+                    .unwrap();
+            let admission = gate.admit_text(&case.call.to_string()).into_admission();
+            if let Some(input) = admission.input {
+                inputs.push(serde_json::to_string(&input).unwrap());
+            }
+        }
+    }
+    inputs
+}
+
+/// Every Rego policy under `policies/` and `tests/`, on the input of every one of its cases
+/// (`*.cases.yaml`, through the gate) and of its Rego tests (`with input as ...`): the bytecode
+/// VM, which runs the votes, and the interpreter give the same votes, or both fail. A new policy
+/// folder is covered without a change here.
+#[test]
+fn both_engines_vote_alike_on_every_policy_and_case() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut folders = Vec::new();
+    rego_folders(&root.join("policies"), &mut folders);
+    rego_folders(&root.join("tests"), &mut folders);
+    assert!(!folders.is_empty());
+    let (mut compared, mut failed_alike) = (0, 0);
+    for folder in &folders {
+        let set = PolicySet::load_with(std::slice::from_ref(folder), &[], false)
+            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+        let vm = set.rego().unwrap();
+        assert_eq!(
+            vm.engine(),
+            RegoEngine::Vm,
+            "{}: {:?}",
+            folder.display(),
+            vm.vm_refused()
+        );
+        let interpreter = vm.with_interpreter();
+        assert_eq!(interpreter.engine(), RegoEngine::Interpreter);
+        let (mut inputs, missed) = test_inputs(folder);
+        assert!(missed.is_empty(), "{}: {missed:#?}", folder.display());
+        inputs.extend(case_inputs(folder, &set));
+        assert!(
+            !inputs.is_empty(),
+            "{}: no input to compare",
+            folder.display()
+        );
+        for input in &inputs {
+            let by_vm = engine_votes(vm, input);
+            let by_interpreter = engine_votes(&interpreter, input);
+            match (&by_vm, &by_interpreter) {
+                (Err(_), Err(_)) => failed_alike += 1,
+                _ => assert_eq!(by_vm, by_interpreter, "{}: {input}", folder.display()),
+            }
+            compared += 1;
+        }
+    }
+    eprintln!(
+        "{} folders, {compared} inputs compared, {failed_alike} failed in both",
+        folders.len()
+    );
+    assert!(compared >= 50, "{compared}");
 }

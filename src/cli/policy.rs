@@ -164,6 +164,17 @@ fn check(args: PolicyCheckArgs) -> anyhow::Result<ExitCode> {
                 p.files.join(", ")
             )?;
         }
+        match rego.vm_refused() {
+            None => writeln!(
+                out,
+                "{label}engine{label:#}  the votes run on the bytecode VM"
+            )?,
+            Some(why) => writeln!(
+                out,
+                "{label}engine{label:#}  the votes run on the interpreter: the bytecode VM cannot compile them ({})",
+                reasonix::text::visible(why)
+            )?,
+        }
     }
     let defaults = set.defaults();
     writeln!(

@@ -74,14 +74,18 @@ impl Index {
         }
     }
 
+    /// Every selection: all packages, other tools, then each guarding tool's.
+    pub(super) fn selections(&self) -> impl Iterator<Item = &Selection> {
+        std::iter::once(&self.all)
+            .chain(std::iter::once(&self.other))
+            .chain(self.by_tool.iter().map(|(_, s)| s))
+    }
+
     /// The generated module: one rule per selection, each an object
     /// `{package: {set: data.<package>.<set>}}` of the packages it gathers.
     pub(super) fn module(&self, packages: &[Package]) -> String {
         let mut out = format!("package {AGGREGATE}\n\nimport rego.v1\n");
-        let selections = std::iter::once(&self.all)
-            .chain(std::iter::once(&self.other))
-            .chain(self.by_tool.iter().map(|(_, s)| s));
-        for selection in selections {
+        for selection in self.selections() {
             out.push_str(&format!("\n{} := {{\n", selection.rule));
             for &i in &selection.packages {
                 let p = &packages[i];

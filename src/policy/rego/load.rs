@@ -144,6 +144,7 @@ impl Rego {
         let mut rego = Rego {
             engine,
             spare: Default::default(),
+            vm: Err("not compiled yet".into()),
             packages: voting,
             index,
             tests,
@@ -164,6 +165,14 @@ impl Rego {
                 return Err(vec![p]);
             }
         }
+        // The VM runs the generated rules when its compiler supports what they reach; the
+        // interpreter runs them otherwise (`vm.rs`).
+        let rules: Vec<String> = rego
+            .index
+            .selections()
+            .map(|s| format!("data.{AGGREGATE}.{}", s.rule))
+            .collect();
+        rego.vm = super::vm::Vm::compile(&rego.engine, &rules);
         Ok(Some(rego))
     }
 }

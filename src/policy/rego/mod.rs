@@ -10,11 +10,12 @@
 //! - `load.rs`: modules and data → a prepared engine, the voting sets discovered, problems with
 //!   file, line and column;
 //! - `index.rs`: which packages a call's tool lets the evaluation skip;
-//! - `vote.rs`: the votes on one input document, failing closed (why the interpreter and not the
-//!   bytecode VM, and the time limit, are documented there);
+//! - `vote.rs`: the votes on one input document, failing closed, and the time limit;
+//! - `vm.rs`: the votes compiled for regorus' bytecode VM, which runs them when it can compile
+//!   them (patched to fail closed as the interpreter does; the interpreter runs the rest);
 //! - `value.rs`: the input document as regorus values ([`RegoInput`]), serialized straight from
 //!   the Rust types;
-//! - `spare.rs`: engines kept for the next evaluation;
+//! - `spare.rs`: engines and VMs kept for the next evaluation;
 //! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
 //! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
 //!   warnings of `reasonix policy check`.
@@ -26,15 +27,19 @@
 //! (package [`AGGREGATE`]) gathers the declared sets into one rule per tool the modules are
 //! indexed by (`index.rs`: a package whose every vote requires another tool is left out), so a
 //! call costs one rule evaluation. The engine is evaluated once with an empty input to finish
-//! its preparation; each call then takes an engine that evaluated before without error, or a
-//! clone of the prepared one, and sets its own input (`spare.rs`).
+//! its preparation, then the generated rules are compiled for the bytecode VM (`vm.rs`). Each
+//! call then takes a VM (or, when the VM cannot run these policies, an engine) that evaluated
+//! before without error, or a fresh one, and sets its own input (`spare.rs`).
 
 mod analysis;
+#[cfg(test)]
+mod engines;
 mod index;
 mod load;
 mod spare;
 mod tests;
 mod value;
+mod vm;
 mod vote;
 
 use std::time::Duration;
@@ -74,12 +79,23 @@ pub struct Package {
     pub sets: Vec<Decision>,
 }
 
-/// Loaded, prepared Rego policies. Immutable; each evaluation works on a kept engine or a
-/// clone (`spare.rs`).
+/// Which engine evaluates the votes of a policy set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegoEngine {
+    /// regorus' bytecode VM (patched to fail closed, `vm.rs`).
+    Vm,
+    /// regorus' interpreter: the VM cannot compile these policies ([`Rego::vm_refused`]).
+    Interpreter,
+}
+
+/// Loaded, prepared Rego policies. Immutable; each evaluation works on a kept VM or engine, or
+/// a fresh one (`spare.rs`).
 #[derive(Clone)]
 pub struct Rego {
     engine: Engine,
-    spare: spare::Spare,
+    spare: spare::Spare<Engine>,
+    /// The votes compiled for the VM, or why they could not be.
+    vm: Result<vm::Vm, String>,
     packages: Vec<Package>,
     index: index::Index,
     tests: Vec<(String, String, String)>,
@@ -99,6 +115,28 @@ impl Rego {
     /// The voting packages.
     pub fn packages(&self) -> &[Package] {
         &self.packages
+    }
+
+    /// Which engine evaluates the votes.
+    pub fn engine(&self) -> RegoEngine {
+        match self.vm {
+            Ok(_) => RegoEngine::Vm,
+            Err(_) => RegoEngine::Interpreter,
+        }
+    }
+
+    /// The same policies, their votes evaluated by the interpreter only (as before the VM ran
+    /// them): for the benchmarks and tests that compare the two engines.
+    pub fn with_interpreter(&self) -> Rego {
+        let mut only = self.clone();
+        only.vm = Err("the interpreter was asked for".into());
+        only
+    }
+
+    /// Why the bytecode VM cannot evaluate these policies (a construct its compiler does not
+    /// support, such as `with` or `print` in a rule the votes reach), when it cannot.
+    pub fn vm_refused(&self) -> Option<&str> {
+        self.vm.as_ref().err().map(String::as_str)
     }
 
     /// What loads but cannot do what it seems to say: a package outside `reasonix` that

@@ -1,5 +1,5 @@
-//! Engines kept for the next evaluation, so a call does not clone the prepared engine and drop
-//! the clone afterwards (about 5 % of an evaluation's instructions).
+//! Engines and VMs kept for the next evaluation, so a call does not clone the prepared engine
+//! (or build a VM) and drop it afterwards (about 5 % of an evaluation's instructions).
 //!
 //! regorus documents an engine as reusable for many evaluations with different inputs
 //! (`Engine::eval_query`'s example): `eval_rule` resets the evaluation state (data document,
@@ -8,47 +8,65 @@
 //! succeeded is kept, its gathered `print` output taken first: an error may leave a `with`
 //! modifier or a loop variable in place, so an engine that failed is dropped and the next call
 //! starts from a clone of the prepared one. `a_reused_engine_votes_as_a_fresh_one` holds a
-//! reused engine to fresh ones over calls that differ, errors between them included.
+//! reused engine to fresh ones over calls that differ, errors between them included. A VM
+//! resets its registers, rule cache and stacks at the start of each execution; it too is kept
+//! only after a success (`vm.rs`; `a_reused_vm_votes_as_a_fresh_one` in `engines.rs`).
 
 use std::sync::Mutex;
 
 use regorus::Engine;
 
-/// At most this many engines wait: one per thread judging calls at once is enough.
+/// At most this many wait: one per thread judging calls at once is enough.
 const KEPT: usize = 8;
 
-/// Engines that evaluated without error, ready for another input. A clone of the set starts
-/// empty (an engine belongs to one [`Rego`](super::Rego)).
-#[derive(Default)]
-pub(super) struct Spare(Mutex<Vec<Engine>>);
+/// Engines (or VMs) that evaluated without error, ready for another input. A clone of the set
+/// starts empty (what it keeps belongs to one [`Rego`](super::Rego)).
+pub(super) struct Spare<T>(Mutex<Vec<T>>);
 
-impl Spare {
+impl<T> Default for Spare<T> {
+    fn default() -> Self {
+        Spare(Mutex::new(Vec::new()))
+    }
+}
+
+impl<T> Spare<T> {
+    /// A kept one, if one waits.
+    pub(super) fn pop(&self) -> Option<T> {
+        self.0.lock().ok().and_then(|mut v| v.pop())
+    }
+
+    /// Keeps one whose evaluation succeeded, unless enough wait.
+    pub(super) fn put(&self, value: T) {
+        if let Ok(mut v) = self.0.lock()
+            && v.len() < KEPT
+        {
+            v.push(value);
+        }
+    }
+}
+
+impl Spare<Engine> {
     /// A kept engine, or a clone of `prepared` when none waits.
     pub(super) fn take(&self, prepared: &Engine) -> Engine {
-        let kept = self.0.lock().ok().and_then(|mut v| v.pop());
-        kept.unwrap_or_else(|| prepared.clone())
+        self.pop().unwrap_or_else(|| prepared.clone())
     }
 
     /// Keeps an engine whose evaluation succeeded (its prints dropped), unless enough wait.
     pub(super) fn keep(&self, mut engine: Engine) {
         let _ = engine.take_prints();
-        if let Ok(mut v) = self.0.lock()
-            && v.len() < KEPT
-        {
-            v.push(engine);
-        }
+        self.put(engine);
     }
 }
 
 #[cfg(test)]
-impl Spare {
-    /// How many engines wait.
+impl<T> Spare<T> {
+    /// How many wait.
     pub(super) fn len(&self) -> usize {
         self.0.lock().map(|v| v.len()).unwrap_or(0)
     }
 }
 
-impl Clone for Spare {
+impl<T> Clone for Spare<T> {
     fn clone(&self) -> Self {
         Spare::default()
     }

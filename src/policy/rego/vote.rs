@@ -1,22 +1,28 @@
 //! The votes of the Rego policies on one call's input document — failing closed: an error
 //! anywhere is returned to the caller, which denies.
 //!
-//! # Interpreter, not VM
+//! # The VM, failing closed
 //!
-//! The interpreter is used, not regorus' bytecode VM. Measured on this machine the VM is about
-//! three times faster with the same answers — except on errors: the VM turns an error inside a
-//! rule body (a failing builtin, conflicting values) into "no vote", so a `deny` that errors
-//! would silently not fire. The interpreter, with strict builtin errors, reports the error, and
-//! the gate then denies. A security gate takes the slower path that fails closed
-//! (`the_vm_would_fail_open_where_the_interpreter_fails_closed` pins this).
+//! The votes are evaluated by regorus' bytecode VM (`vm.rs`), several times faster than its
+//! interpreter. The published VM turned an error inside a rule body (a failing builtin,
+//! conflicting values) into "no vote", so a `deny` that errors would silently not fire; Reasonix
+//! runs it patched (`vendor/regorus/PATCHES.md` #6) so that, with strict builtin errors, it
+//! reports every error the interpreter reports, and the gate then denies.
+//! `the_vm_fails_closed_where_the_published_vm_failed_open` pins the case that was open;
+//! `both_engines_fail_on_every_kind_of_error` (`engines.rs`) holds both engines to an error on
+//! each kind of error, and `both_engines_vote_alike_on_every_policy_and_case`
+//! (`tests/policy_rego.rs`) to the same votes over every policy and case in the repository. Policies the VM cannot compile are evaluated by the
+//! interpreter, as before.
 //!
 //! # Bounds
 //!
-//! Evaluation stops with an error after [`TIME_LIMIT`](super::TIME_LIMIT) (checked every 64 steps), and the call is
-//! denied. The limit is cooperative: it is not checked inside one builtin call, so a builtin asked
-//! for a huge result (`numbers.range(1, 100000000)`) runs to its end first; and a recursive
-//! function (which OPA rejects at compile time) overflows the stack and aborts the process. Test
-//! policies with `reasonix policy test` (and `opa check` where available) before deploying them.
+//! Evaluation stops with an error after [`TIME_LIMIT`](super::TIME_LIMIT) (checked every 64
+//! steps by the interpreter, every 64 instructions by the VM), and the call is denied. The
+//! limit is cooperative: it is not checked inside one builtin call, so a builtin asked for a
+//! huge result (`numbers.range(1, 100000000)`) runs to its end first; and a recursive function
+//! (which OPA rejects at compile time, and so does `reasonix` when the policies load) would
+//! overflow the stack. Test policies with `reasonix policy test` (and `opa check` where
+//! available) before deploying them.
 
 use serde_json::Value as Json;
 
@@ -38,6 +44,23 @@ pub struct Vote {
 }
 
 impl Rego {
+    /// The value of a selection's generated rule on the input: by the VM when it compiled the
+    /// votes, else by the interpreter. An error is returned as is; the caller denies.
+    fn evaluate(&self, input: &RegoInput, selection: &Selection) -> Result<regorus::Value, String> {
+        let rule = format!("data.{AGGREGATE}.{}", selection.rule);
+        if let Ok(vm) = &self.vm {
+            return vm.eval(&input.0, &rule);
+        }
+        let mut engine = self.spare.take(&self.engine);
+        engine.set_input(input.0.clone());
+        // An engine that failed is dropped, not kept (`spare.rs`).
+        let result = engine
+            .eval_rule(rule)
+            .map_err(|e| flatten(&e.to_string()))?;
+        self.spare.keep(engine);
+        Ok(result)
+    }
+
     /// The votes on one input document (JSON text). An error is returned as is; the caller
     /// denies.
     pub fn votes(&self, input_json: &str) -> Result<Vec<Vote>, String> {
@@ -59,13 +82,7 @@ impl Rego {
         input: &RegoInput,
         selection: &Selection,
     ) -> Result<Vec<Vote>, String> {
-        let mut engine = self.spare.take(&self.engine);
-        engine.set_input(input.0.clone());
-        // An engine that failed is dropped, not kept (`spare.rs`).
-        let result = engine
-            .eval_rule(format!("data.{AGGREGATE}.{}", selection.rule))
-            .map_err(|e| flatten(&e.to_string()))?;
-        self.spare.keep(engine);
+        let result = self.evaluate(input, selection)?;
         let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
         let mut votes = Vec::new();
         for package in selection.packages.iter().map(|&i| &self.packages[i]) {
@@ -121,7 +138,6 @@ mod tests {
     use super::super::TIME_LIMIT;
     use super::super::load_texts as load;
     use super::*;
-    use regorus::Engine;
 
     #[test]
     fn votes_come_from_every_package_below_reasonix() {
@@ -172,36 +188,6 @@ mod tests {
                 .iter()
                 .any(|v| v.decision == Decision::Deny)
         );
-    }
-
-    /// Why the interpreter and not regorus' VM (see the module doc): on the same policy and
-    /// input, the interpreter reports the builtin error, while the VM answers with an empty
-    /// `deny` set, which would let the call through.
-    #[test]
-    fn the_vm_would_fail_open_where_the_interpreter_fails_closed() {
-        use regorus::languages::rego::compiler::Compiler;
-        use regorus::rvm::RegoVM;
-
-        let text =
-            "package reasonix\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n";
-        let mut engine = Engine::new();
-        engine.set_strict_builtin_errors(true);
-        engine.add_policy("e.rego".into(), text.into()).unwrap();
-        let input = regorus::Value::from_json_str(r#"{"n": "abc"}"#).unwrap();
-
-        engine.set_input(input.clone());
-        assert!(engine.eval_rule("data.reasonix.deny".into()).is_err());
-
-        let compiled = engine
-            .compile_with_entrypoint(&"data.reasonix.deny".into())
-            .unwrap();
-        let program = Compiler::compile_from_policy(&compiled, &["data.reasonix.deny"]).unwrap();
-        let mut vm = RegoVM::new();
-        vm.load_program(program);
-        vm.set_strict_builtin_errors(true);
-        vm.set_input(input);
-        let deny = vm.execute_entry_point_by_index(0).unwrap();
-        assert_eq!(serde_json::to_value(&deny).unwrap(), serde_json::json!([]));
     }
 
     #[test]

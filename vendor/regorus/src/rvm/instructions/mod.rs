@@ -6,6 +6,7 @@ mod params;
 mod types;
 
 pub use params::{
+    LoopRequires,
     ArrayCreateParams, BuiltinCallParams, ChainedIndexParams, ComprehensionBeginParams,
     FunctionCallParams, InstructionData, LoopStartParams, ObjectCreateParams, SetCreateParams,
     VirtualDataDocumentLookupParams,

@@ -23,6 +23,27 @@ pub struct LoopStartParams {
     pub body_start: u16,
     /// Jump target for loop end
     pub loop_end: u16,
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// What the value iterated must be, or the evaluation fails (checked only with strict
+    /// builtin errors), as in the interpreter.
+    #[serde(default)]
+    pub requires: LoopRequires,
+}
+
+// PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+/// What a loop requires of the value it iterates, as the interpreter does.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LoopRequires {
+    /// Anything: a reference loop in a body (`x[_]`) over a non-collection iterates nothing.
+    #[default]
+    Nothing,
+    /// A collection or undefined: `some .. in` (the interpreter's "`some .. in collection`
+    /// expects array/set/object").
+    CollectionOrUndefined,
+    /// A collection: a reference loop in a rule head or a comprehension's term (the
+    /// interpreter's "item cannot be indexed", undefined included).
+    Collection,
 }
 
 /// Builtin function call parameters stored in program's instruction data table

@@ -91,7 +91,9 @@ pub struct Program {
 
 impl Program {
     /// Current serialization format version
-    pub const SERIALIZATION_VERSION: u32 = 6;
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6): `LoopStartParams` gained a field, and
+    // the binary form is positional.
+    pub const SERIALIZATION_VERSION: u32 = 7;
     /// Magic bytes to identify Regorus program files
     pub const MAGIC: [u8; 4] = *b"REGO";
     /// Maximum instructions supported (matches u16 jump targets)

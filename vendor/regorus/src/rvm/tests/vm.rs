@@ -452,6 +452,7 @@ mod tests {
                     result_reg: loop_param_spec.result_reg.try_into().unwrap(),
                     body_start: loop_param_spec.body_start,
                     loop_end: loop_param_spec.loop_end,
+                    requires: Default::default(),
                 };
                 program.add_loop_params(loop_params);
             }

@@ -14,6 +14,25 @@ use super::execution_model::{ExecutionFrame, ExecutionMode, FrameKind};
 use super::machine::RegoVM;
 
 impl RegoVM {
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// With strict builtin errors, an object comprehension that gives one key two different
+    /// values is an error, in the interpreter's words; without them the last value wins (the
+    /// published behaviour).
+    fn object_comprehension_conflict(
+        &self,
+        obj: &Object,
+        key: &Value,
+        value: &Value,
+    ) -> Option<VmError> {
+        let existing = obj.get(key)?;
+        (self.strict_builtin_errors && existing != value).then(|| VmError::Conflict {
+            message: format!(
+                "value for key `{key}` generated multiple times: `{existing}` and `{value}`"
+            ),
+            pc: self.pc,
+        })
+    }
+
     pub(super) fn execute_comprehension_begin(
         &mut self,
         params: &ComprehensionBeginParams,
@@ -255,10 +274,27 @@ impl RegoVM {
                 }
             }
             (&ComprehensionMode::Array, &mut Value::Array(ref mut arr)) => {
-                crate::Rc::make_mut(arr).push(value_to_add);
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): an undefined term adds
+                // nothing, as in the interpreter.
+                if !(self.strict_builtin_errors && value_to_add == Value::Undefined) {
+                    crate::Rc::make_mut(arr).push(value_to_add);
+                }
             }
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #6): an undefined key or value adds
+            // nothing, as in the interpreter.
+            (&ComprehensionMode::Object, &mut Value::Object(_))
+                if self.strict_builtin_errors
+                    && (value_to_add == Value::Undefined
+                        || key_value.as_ref().is_some_and(|k| *k == Value::Undefined)) => {}
             (&ComprehensionMode::Object, &mut Value::Object(ref mut obj)) => {
                 if let Some(key) = key_value {
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                    if let Some(err) = self.object_comprehension_conflict(obj, &key, &value_to_add)
+                    {
+                        self.set_register(result_reg, current_result)?;
+                        self.comprehension_stack.push(comprehension_context);
+                        return Err(err);
+                    }
                     crate::Rc::make_mut(obj).insert(key, value_to_add);
                 } else {
                     self.set_register(result_reg, current_result)?;
@@ -369,10 +405,26 @@ impl RegoVM {
                 }
             }
             (&ComprehensionMode::Array, &mut Value::Array(ref mut arr)) => {
-                crate::Rc::make_mut(arr).push(value_to_add);
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): an undefined term adds
+                // nothing, as in the interpreter.
+                if !(self.strict_builtin_errors && value_to_add == Value::Undefined) {
+                    crate::Rc::make_mut(arr).push(value_to_add);
+                }
             }
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #6): an undefined key or value adds
+            // nothing, as in the interpreter.
+            (&ComprehensionMode::Object, &mut Value::Object(_))
+                if self.strict_builtin_errors
+                    && (value_to_add == Value::Undefined
+                        || key_value.as_ref().is_some_and(|k| *k == Value::Undefined)) => {}
             (&ComprehensionMode::Object, &mut Value::Object(ref mut obj)) => {
                 if let Some(key) = key_value {
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                    if let Some(err) = self.object_comprehension_conflict(obj, &key, &value_to_add)
+                    {
+                        self.set_register(result_reg_idx, current_result)?;
+                        return Err(err);
+                    }
                     crate::Rc::make_mut(obj).insert(key, value_to_add);
                 } else {
                     self.set_register(result_reg_idx, current_result)?;

@@ -5,7 +5,6 @@ use crate::rvm::instructions::{GuardMode, Instruction, LiteralOrRegister};
 use crate::rvm::program::Program;
 use crate::value::Value;
 use alloc::vec::Vec;
-use core::mem;
 
 use super::errors::{Result, VmError};
 use super::execution_model::{ExecutionMode, SuspendReason};
@@ -203,14 +202,8 @@ impl RegoVM {
                     return Ok(InstructionOutcome::Continue);
                 }
 
-                if self.strict_builtin_errors && mem::discriminant(a) != mem::discriminant(b) {
-                    return Err(VmError::ArithmeticError {
-                        message: alloc::format!(
-                            "#undefined: cannot compare values of different types (left={a:?}, right={b:?})"
-                        ),
-                        pc: self.pc,
-                    });
-                }
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): values of different types
+                // compare by type, as in the interpreter (and OPA), strict or not.
 
                 self.set_register(dest, Value::Bool(a < b))?;
                 Ok(InstructionOutcome::Continue)
@@ -224,14 +217,8 @@ impl RegoVM {
                     return Ok(InstructionOutcome::Continue);
                 }
 
-                if self.strict_builtin_errors && mem::discriminant(a) != mem::discriminant(b) {
-                    return Err(VmError::ArithmeticError {
-                        message: alloc::format!(
-                            "#undefined: cannot compare values of different types (left={a:?}, right={b:?})"
-                        ),
-                        pc: self.pc,
-                    });
-                }
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): values of different types
+                // compare by type, as in the interpreter (and OPA), strict or not.
 
                 self.set_register(dest, Value::Bool(a <= b))?;
                 Ok(InstructionOutcome::Continue)
@@ -245,14 +232,8 @@ impl RegoVM {
                     return Ok(InstructionOutcome::Continue);
                 }
 
-                if self.strict_builtin_errors && mem::discriminant(a) != mem::discriminant(b) {
-                    return Err(VmError::ArithmeticError {
-                        message: alloc::format!(
-                            "#undefined: cannot compare values of different types (left={a:?}, right={b:?})"
-                        ),
-                        pc: self.pc,
-                    });
-                }
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): values of different types
+                // compare by type, as in the interpreter (and OPA), strict or not.
 
                 self.set_register(dest, Value::Bool(a > b))?;
                 Ok(InstructionOutcome::Continue)
@@ -266,14 +247,8 @@ impl RegoVM {
                     return Ok(InstructionOutcome::Continue);
                 }
 
-                if self.strict_builtin_errors && mem::discriminant(a) != mem::discriminant(b) {
-                    return Err(VmError::ArithmeticError {
-                        message: alloc::format!(
-                            "#undefined: cannot compare values of different types (left={a:?}, right={b:?})"
-                        ),
-                        pc: self.pc,
-                    });
-                }
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): values of different types
+                // compare by type, as in the interpreter (and OPA), strict or not.
 
                 self.set_register(dest, Value::Bool(a >= b))?;
                 Ok(InstructionOutcome::Continue)
@@ -452,6 +427,29 @@ impl RegoVM {
                 let mut obj_value = self.take_register(obj)?;
 
                 if let Ok(obj_mut) = obj_value.as_object_mut() {
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6): an undefined key or value
+                    // adds nothing, as in the interpreter.
+                    if self.strict_builtin_errors
+                        && (key_value == Value::Undefined || value_value == Value::Undefined)
+                    {
+                        self.set_register(obj, obj_value)?;
+                        return Ok(InstructionOutcome::Continue);
+                    }
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6): a partial object rule
+                    // that gives one key two values is an error, as in the interpreter.
+                    if self.strict_builtin_errors
+                        && obj_mut
+                            .get(&key_value)
+                            .is_some_and(|existing| *existing != value_value)
+                    {
+                        self.set_register(obj, obj_value)?;
+                        return Err(VmError::Conflict {
+                            message: alloc::format!(
+                                "rules must not produce multiple outputs: key {key_value} has two values"
+                            ),
+                            pc: self.pc,
+                        });
+                    }
                     obj_mut.insert(key_value, value_value);
                     self.set_register(obj, obj_value)?;
                 } else {
@@ -784,6 +782,12 @@ impl RegoVM {
                         available: loop_params_len,
                     })?;
                 let mode = loop_params.mode;
+
+                // PATCH (reasonix, vendor/regorus/PATCHES.md #6): what the interpreter reports
+                // as an error on the value a loop iterates.
+                if self.strict_builtin_errors {
+                    self.check_loop_collection(loop_params.requires, loop_params.collection)?;
+                }
 
                 let params = LoopParams {
                     collection: loop_params.collection,

@@ -315,6 +315,19 @@ pub enum VmError {
 
     #[error("Internal VM error: {message} (pc={pc})")]
     Internal { message: String, pc: usize },
+
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6): what the interpreter reports as an error
+    // under strict builtin errors, the VM reports too, in the interpreter's words.
+    #[error("{message} (pc={pc})")]
+    Conflict { message: String, pc: usize },
+
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    #[error("`some .. in collection` expects array/set/object. Got `{value}` (pc={pc})")]
+    SomeInNotCollection { value: Value, pc: usize },
+
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    #[error("item cannot be indexed: `{value}` (pc={pc})")]
+    NotIndexable { value: Value, pc: usize },
 }
 
 impl From<anyhow::Error> for VmError {

@@ -713,7 +713,9 @@ impl RegoVM {
         // They represent engine-level constraints, not rule-level failures.
         // Returning Ok(false) causes the caller to clear execution_stack and
         // propagate the error, terminating the evaluation entirely.
-        if RegoVM::is_fatal_vm_error(&err) {
+        // PATCH (reasonix, vendor/regorus/PATCHES.md #6): with strict builtin errors, every
+        // error but a condition that does not hold ends the evaluation, as in the interpreter.
+        if self.rule_body_error_propagates(&err) {
             return Ok(false);
         }
 

@@ -19,6 +19,31 @@ impl RegoVM {
                 pc: self.pc,
                 available: self.program.instruction_data.function_call_params.len(),
             })?;
+        // PATCH (reasonix, vendor/regorus/PATCHES.md #6): as in the interpreter, an undefined
+        // argument binds no definition's parameter, so no definition applies and the call
+        // gives the function's default value, or undefined; its bodies are not run.
+        if self.strict_builtin_errors {
+            let mut any_undefined = false;
+            for &arg in params.arg_registers() {
+                if *self.get_register(arg)? == Value::Undefined {
+                    any_undefined = true;
+                    break;
+                }
+            }
+            if any_undefined {
+                let default = self
+                    .program
+                    .rule_infos
+                    .get(usize::from(params.func_rule_index))
+                    .and_then(|info| info.default_literal_index)
+                    .and_then(|idx| self.program.literals.get(usize::from(idx)))
+                    .cloned()
+                    .unwrap_or(Value::Undefined);
+                self.set_register(params.dest, default)?;
+                return Ok(());
+            }
+        }
+
         let call_result = match self.execution_mode {
             ExecutionMode::RunToCompletion => {
                 self.execute_call_rule_common(params.dest, params.func_rule_index, Some(&params))

@@ -1,7 +1,7 @@
 // Copyright (c) Microsoft Corporation.
 // Licensed under the MIT License.
 
-use crate::rvm::instructions::LoopMode;
+use crate::rvm::instructions::{LoopMode, LoopRequires};
 use crate::value::Value;
 use crate::Rc;
 
@@ -56,6 +56,28 @@ enum LoopAction {
 }
 
 impl RegoVM {
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// The error the interpreter reports on the value a loop iterates, if any.
+    pub(super) fn check_loop_collection(&self, requires: LoopRequires, collection: u8) -> Result<()> {
+        let value = self.get_register(collection)?;
+        let collection_like = matches!(*value, Value::Array(_) | Value::Set(_) | Value::Object(_));
+        match requires {
+            LoopRequires::Nothing => Ok(()),
+            LoopRequires::CollectionOrUndefined if collection_like || *value == Value::Undefined => {
+                Ok(())
+            }
+            LoopRequires::CollectionOrUndefined => Err(VmError::SomeInNotCollection {
+                value: value.clone(),
+                pc: self.pc,
+            }),
+            LoopRequires::Collection if collection_like => Ok(()),
+            LoopRequires::Collection => Err(VmError::NotIndexable {
+                value: value.clone(),
+                pc: self.pc,
+            }),
+        }
+    }
+
     pub(super) fn execute_loop_start(&mut self, mode: &LoopMode, params: LoopParams) -> Result<()> {
         match self.execution_mode {
             ExecutionMode::RunToCompletion => {

@@ -31,6 +31,41 @@ impl RegoVM {
         )
     }
 
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// Whether an error raised inside a rule body (or a function's argument destructuring) ends
+    /// the evaluation instead of only that body. A condition that does not hold raises
+    /// `AssertionFailed`, which only fails the body. Without strict builtin errors every other
+    /// error fails the body too, unless it is a limit (the published behaviour); with them, every
+    /// other error propagates, as the interpreter reports it.
+    pub(super) fn rule_body_error_propagates(&self, err: &VmError) -> bool {
+        Self::is_fatal_vm_error(err)
+            || (self.strict_builtin_errors && !matches!(err, VmError::AssertionFailed { .. }))
+    }
+
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// The error for a complete rule or a function whose definitions produce different values,
+    /// in the interpreter's words (raised only with strict builtin errors; without them the
+    /// rule is undefined, the published behaviour).
+    fn conflicting_outputs(&self, rule_info: &RuleInfo) -> VmError {
+        let what = if rule_info.function_info.is_some() {
+            "functions must not produce multiple outputs for same inputs"
+        } else {
+            "complete rules should not produce multiple outputs"
+        };
+        VmError::Conflict {
+            message: format!("{what}: {}", rule_info.name),
+            pc: self.pc,
+        }
+    }
+
+    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+    /// Whether a rule may stop after its first successful definition when all of them produce
+    /// the same static value. With strict builtin errors it may not: the interpreter evaluates
+    /// every definition, so an error in a later one is reported.
+    const fn may_exit_on_first_success(&self, rule_info: &RuleInfo) -> bool {
+        rule_info.early_exit_on_first_success && !self.strict_builtin_errors
+    }
+
     /// Restore VM state that was swapped out for rule execution.
     /// Must be called before returning an error from `execute_rule_definitions_common`
     /// to avoid leaving the VM in an inconsistent state.
@@ -111,7 +146,8 @@ impl RegoVM {
                 {
                     match self.jump_to(destructuring_entry_point) {
                         Ok(_result) => {}
-                        Err(e) if Self::is_fatal_vm_error(&e) => {
+                        // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                        Err(e) if self.rule_body_error_propagates(&e) => {
                             self.restore_rule_state(
                                 &mut previous_loop_stack,
                                 &mut previous_comprehension_stack,
@@ -131,6 +167,15 @@ impl RegoVM {
                             if current_result != Value::Undefined {
                                 if let Some(ref expected) = first_successful_result {
                                     if *expected != current_result {
+                                        // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                                        if self.strict_builtin_errors {
+                                            let err = self.conflicting_outputs(rule_info);
+                                            self.restore_rule_state(
+                                                &mut previous_loop_stack,
+                                                &mut previous_comprehension_stack,
+                                            );
+                                            return Err(err);
+                                        }
                                         rule_failed_due_to_inconsistency = true;
                                         self.set_register(result_reg, Value::Undefined)?;
                                         break;
@@ -139,7 +184,8 @@ impl RegoVM {
                                     first_successful_result = Some(current_result.clone());
                                     // All definitions produce the same static value;
                                     // no need to verify consistency with the rest.
-                                    if rule_info.early_exit_on_first_success {
+                                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                                    if self.may_exit_on_first_success(rule_info) {
                                         break 'outer;
                                     }
                                 }
@@ -167,7 +213,8 @@ impl RegoVM {
                             break;
                         }
                     }
-                    Err(e) if Self::is_fatal_vm_error(&e) => {
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                    Err(e) if self.rule_body_error_propagates(&e) => {
                         self.restore_rule_state(
                             &mut previous_loop_stack,
                             &mut previous_comprehension_stack,
@@ -689,6 +736,10 @@ impl RegoVM {
             if current_result != Value::Undefined {
                 if let Some(ref expected) = frame_data.accumulated_result {
                     if *expected != current_result {
+                        // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                        if self.strict_builtin_errors {
+                            return Err(self.conflicting_outputs(rule_info));
+                        }
                         frame_data.rule_failed_due_to_inconsistency = true;
                         if let Some(result_slot) =
                             self.registers.get_mut(usize::from(frame_data.result_reg))
@@ -700,7 +751,8 @@ impl RegoVM {
                     frame_data.accumulated_result = Some(current_result);
                     // All definitions produce the same static value;
                     // skip remaining definitions.
-                    if rule_info.early_exit_on_first_success {
+                    // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+                    if self.may_exit_on_first_success(rule_info) {
                         frame_data.current_definition_index = frame_data.total_definitions;
                         frame_data.phase = RuleFramePhase::Finalizing;
                         return Ok(None);

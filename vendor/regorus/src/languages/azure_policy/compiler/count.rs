@@ -222,6 +222,7 @@ impl Compiler {
             result_reg: loop_result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit(Instruction::LoopStart { params_index }, span);
@@ -374,6 +375,7 @@ impl Compiler {
             result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit(Instruction::LoopStart { params_index }, span);
@@ -539,6 +541,7 @@ impl Compiler {
             result_reg: loop_result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit(Instruction::LoopStart { params_index }, span);
@@ -754,6 +757,7 @@ impl Compiler {
             result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit(Instruction::LoopStart { params_index }, span);

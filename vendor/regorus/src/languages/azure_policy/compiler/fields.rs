@@ -255,6 +255,7 @@ impl Compiler {
             result_reg: loop_result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit(Instruction::LoopStart { params_index }, span);

@@ -13,7 +13,7 @@ use crate::ast::{self, ExprRef, LiteralStmt, Query};
 use crate::compiler::destructuring_planner::plans::BindingPlan;
 use crate::compiler::hoist::{HoistedLoop, LoopType};
 use crate::lexer::Span;
-use crate::rvm::instructions::{GuardMode, LoopMode, LoopStartParams};
+use crate::rvm::instructions::{GuardMode, LoopMode, LoopRequires, LoopStartParams};
 use crate::rvm::Instruction;
 use crate::Value;
 use alloc::format;
@@ -139,6 +139,7 @@ impl<'a> Compiler<'a> {
             result_reg,
             body_start: 0,
             loop_end: 0,
+            requires: Default::default(),
         });
 
         self.emit_instruction(
@@ -281,6 +282,14 @@ impl<'a> Compiler<'a> {
             result_reg,
             body_start: 0,
             loop_end: 0,
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #6): a loop with no statement left is
+            // in a rule head or a comprehension's term, where the interpreter requires a
+            // collection.
+            requires: if remaining_stmts.is_empty() {
+                LoopRequires::Collection
+            } else {
+                LoopRequires::Nothing
+            },
         });
         self.emit_instruction(
             Instruction::LoopStart {
@@ -379,6 +388,8 @@ impl<'a> Compiler<'a> {
             result_reg,
             body_start: 0,
             loop_end: 0,
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #6)
+            requires: LoopRequires::CollectionOrUndefined,
         });
         self.emit_instruction(
             Instruction::LoopStart {

@@ -168,11 +168,34 @@ impl<'a> Compiler<'a> {
 
         self.program.rule_infos = rule_infos_map.into_values().collect();
 
+        // PATCH (reasonix, vendor/regorus/PATCHES.md #6): each instruction's span names its
+        // source by the index `get_or_create_source_index` gave it, in the order the compiler
+        // first met each file; the sources were added in module order, so a span could name
+        // another file. They are added in index order, then the modules no span names.
+        let mut contents: BTreeMap<String, String> = BTreeMap::new();
+        let mut module_order: Vec<String> = Vec::new();
         for module in self.policy.get_modules().iter() {
             let source = &module.package.refr.span().source;
             let source_path = source.get_path().to_string();
-            let source_content = source.get_contents().to_string();
+            if !contents.contains_key(&source_path) {
+                module_order.push(source_path.clone());
+            }
+            contents.insert(source_path, source.get_contents().to_string());
+        }
+        let mut by_index: Vec<(usize, String)> = self
+            .source_to_index
+            .iter()
+            .map(|(path, &index)| (index, path.clone()))
+            .collect();
+        by_index.sort();
+        for (_, source_path) in by_index {
+            let source_content = contents.remove(&source_path).unwrap_or_default();
             self.program.add_source(source_path, source_content);
+        }
+        for source_path in module_order {
+            if let Some(source_content) = contents.remove(&source_path) {
+                self.program.add_source(source_path, source_content);
+            }
         }
 
         self.program.instruction_spans = self.spans.into_iter().map(Some).collect();

@@ -157,7 +157,10 @@ impl Program {
                 program.rego_v0 = Self::legacy_rego_v0(data, version).unwrap_or(false);
                 Ok(DeserializationResult::Partial(program))
             }
-            6 => {
+            // PATCH (reasonix, vendor/regorus/PATCHES.md #6): version 6 has the same layout, but
+            // its instructions lack `LoopStartParams::requires`; it is recompiled
+            // from its sources.
+            6 | 7 => {
                 if data.len() < 29 {
                     return Err("Data too short for header".to_string());
                 }
@@ -235,14 +238,18 @@ impl Program {
                     }
                 };
 
-                let mut program =
+                let mut program = if version < 7 {
+                    needs_recompilation = true;
+                    Program::new()
+                } else {
                     match from_bytes::<Program>(Self::get_slice(data, binary_start, binary_end)?) {
                         Ok(prog) => prog,
                         Err(_e) => {
                             needs_recompilation = true;
                             Program::new()
                         }
-                    };
+                    }
+                };
 
                 program.entry_points = entry_points;
                 program.sources = sources;
@@ -281,7 +288,7 @@ impl Program {
         let version = Self::read_u32(data, 4).ok();
 
         match version {
-            Some(1..=6) => Ok(true),
+            Some(1..=7) => Ok(true),
             _ => Ok(false),
         }
     }
