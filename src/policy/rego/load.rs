@@ -147,6 +147,7 @@ impl Rego {
             packages: voting,
             index,
             tests,
+            reads: Rego::reads_of(&facts),
             facts,
             data_keys,
         };
