@@ -22,6 +22,7 @@
 //! [`InputRef`]: crate::policy::input::InputRef
 //! [`PolicyInput`]: crate::policy::input::PolicyInput
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use regorus::Value;
@@ -95,8 +96,26 @@ fn integer(n: i64) -> Value {
 /// One `{"variant": value}` object.
 fn tagged(variant: &'static str, value: Value) -> Value {
     let mut map = BTreeMap::new();
-    map.insert(Value::from(variant), value);
+    map.insert(name(variant), value);
     Value::from(map)
+}
+
+/// A name the types themselves hold — a struct's field, an enum's variant — as a string
+/// value: one per name and thread, shared by every document (a reference count, where a new
+/// string for each of a bash document's hundred-odd field names and variants was a quarter of
+/// its conversion). Names are `&'static str`, told apart by address and length; the same text
+/// at two addresses is two entries of the same value.
+fn name(text: &'static str) -> Value {
+    thread_local! {
+        static NAMES: RefCell<BTreeMap<(usize, usize), Value>> = const { RefCell::new(BTreeMap::new()) };
+    }
+    NAMES.with(|names| {
+        names
+            .borrow_mut()
+            .entry((text.as_ptr() as usize, text.len()))
+            .or_insert_with(|| Value::from(text))
+            .clone()
+    })
 }
 
 impl<'r> ser::Serializer for ToValue<'r> {
@@ -185,7 +204,7 @@ impl<'r> ser::Serializer for ToValue<'r> {
         _index: u32,
         variant: &'static str,
     ) -> Result<Value, Error> {
-        Ok(Value::from(variant))
+        Ok(name(variant))
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
@@ -368,7 +387,7 @@ impl ser::SerializeStruct for Map<'_> {
     ) -> Result<(), Error> {
         if let Some(reads) = self.reads.field(key) {
             self.entries
-                .insert(Value::from(key), value.serialize(ToValue(reads))?);
+                .insert(name(key), value.serialize(ToValue(reads))?);
         }
         Ok(())
     }
