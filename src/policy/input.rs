@@ -150,7 +150,8 @@ pub struct PolicyInput {
 
 /// The same document as [`PolicyInput`], field for field, borrowed from the stages' data: what
 /// the gate converts for Rego without copying the analysis, the arguments or the session
-/// (`the_borrowed_document_is_the_owned_one` holds the two together).
+/// (`the_gate_input_of_every_builtin_tool_and_a_bash_call_converts_as_its_text`, in
+/// `policy/rego/value.rs`, holds the two together for every builtin tool and a bash call).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct InputRef<'a> {
     /// The tool as called.

@@ -535,7 +535,7 @@ mod tests {
             let judged = gate.admit_text(call);
             let input = judged.admission().input.as_ref().expect("explained");
             assert_eq!(RegoInput::of(input).unwrap().0, parsed(input), "{call}");
-            // the_borrowed_document_is_the_owned_one: what the gate converts for Rego.
+            // The borrowed document the gate converts for Rego is the owned one.
             let effects = input.effects.iter().copied().collect();
             let borrowed = InputRef {
                 tool: &input.tool,
