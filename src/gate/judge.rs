@@ -1,20 +1,24 @@
 //! Stage 5, **policy**: YAML rules and Rego modules vote on the resolved call; any deny > any
 //! ask > an allow that covers the whole call > the fallback, and what the analysis could not
 //! vouch for is capped at ask ([`crate::policy`]). The policy input document is built here, from
-//! what the earlier stages produced, never from the raw call.
+//! what the earlier stages produced, never from the raw call: borrowed from them for Rego
+//! ([`InputRef`], of which only what the modules read is converted), and copied into a
+//! [`PolicyInput`] only when the gate explains.
 
 use super::resolve::Resolved;
-use crate::policy::input::{PolicyInput, SessionInfo, Target};
+use crate::policy::input::{InputRef, PolicyInput, SessionInfo, Target};
 use crate::policy::rego::RegoInput;
 use crate::policy::{CompiledPolicy, Facts, Ruling};
-use crate::sandbox::TouchedPath;
+use crate::sandbox::{PathView, TouchedPath};
 
 /// A resolved call and the policy's ruling on it.
 pub(super) struct Ruled {
     pub resolved: Resolved,
     pub ruling: Ruling,
-    /// The policy input document, when Rego needs it or the gate explains.
+    /// The policy input document, when the gate explains.
     pub input: Option<PolicyInput>,
+    /// The touched paths as shown (the document's `paths`, and the admission's).
+    pub paths: Vec<PathView>,
 }
 
 /// Lets the policy vote.
@@ -29,27 +33,32 @@ pub(super) fn judge(
         class,
         touched,
     } = &resolved;
-    let input = (explain || policy.has_rego()).then(|| PolicyInput {
+    let paths: Vec<PathView> = touched.iter().map(TouchedPath::view).collect();
+    let rego = policy.rego();
+    let target = (explain || rego.is_some()).then(|| Target {
         tool: call.name.clone(),
-        arguments: call.arguments.as_map().clone(),
-        target: Target {
-            tool: call.name.clone(),
-            source: call.source,
-            read_only: call.tool.read_only(),
-            annotations: call.tool.annotations(),
-            via: call.via.map(str::to_owned),
-        },
-        effects: class.effects.iter().copied().collect(),
-        paths: touched.iter().map(TouchedPath::view).collect(),
-        bash: class.bash.clone(),
-        session: session.clone(),
+        source: call.source,
+        read_only: call.tool.read_only(),
+        annotations: call.tool.annotations(),
+        via: call.via.map(str::to_owned),
     });
-    // Converted once, straight into the values Rego evaluates; a document that does not
-    // convert leaves Rego without input, and the policy denies.
-    let rego_input = match (&input, policy.has_rego()) {
-        (Some(input), true) => RegoInput::of(input).ok(),
+    // The document borrows what the stages made; nothing is copied for Rego.
+    let document = target.as_ref().map(|target| InputRef {
+        tool: &call.name,
+        arguments: call.arguments.as_map(),
+        target,
+        effects: &class.effects,
+        paths: &paths,
+        bash: class.bash.as_ref(),
+        session,
+    });
+    // Converted once, straight into the values Rego evaluates, only the parts its modules
+    // read; a document that does not convert leaves Rego without input, and the policy denies.
+    let rego_input = match (&document, rego) {
+        (Some(document), Some(rego)) => RegoInput::read_by(document, rego).ok(),
         _ => None,
     };
+    let input = document.filter(|_| explain).map(InputRef::owned);
     let ruling = policy.judge(&Facts {
         input: rego_input.as_ref(),
         tool: &call.name,
@@ -71,5 +80,6 @@ pub(super) fn judge(
         resolved,
         ruling,
         input,
+        paths,
     }
 }

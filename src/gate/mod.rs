@@ -68,7 +68,7 @@ pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::Plan;
-use crate::sandbox::{Roots, RootsError, SharedPlan, TouchedPath, WritePath};
+use crate::sandbox::{Roots, RootsError, SharedPlan, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
@@ -592,7 +592,7 @@ impl Gate {
             rules: ruled.ruling.hits,
             fallback: ruled.ruling.fallback,
             effects: class.effects.iter().copied().collect(),
-            paths: touched.iter().map(TouchedPath::view).collect(),
+            paths: ruled.paths,
             read_only: Some(class.read_only),
             bash: class
                 .bash

@@ -77,6 +77,11 @@ impl CompiledPolicy {
     pub fn has_rego(&self) -> bool {
         self.rego.is_some()
     }
+
+    /// The Rego policies that vote, if any.
+    pub fn rego(&self) -> Option<&Rego> {
+        self.rego.as_deref()
+    }
 }
 
 impl PolicySet {

@@ -6,6 +6,8 @@
 //! It is built from what the earlier stages produced — the validated arguments, the tool's
 //! classification, the resolved paths — and never from the raw call.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -144,4 +146,41 @@ pub struct PolicyInput {
     pub bash: Option<Analysis>,
     /// The session.
     pub session: SessionInfo,
+}
+
+/// The same document as [`PolicyInput`], field for field, borrowed from the stages' data: what
+/// the gate converts for Rego without copying the analysis, the arguments or the session
+/// (`the_gate_input_of_every_builtin_tool_and_a_bash_call_converts_as_its_text`, in
+/// `policy/rego/value.rs`, holds the two together for every builtin tool and a bash call).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct InputRef<'a> {
+    /// The tool as called.
+    pub tool: &'a str,
+    /// The arguments, validated against the tool's schema.
+    pub arguments: &'a Map<String, Value>,
+    /// What the call really reaches.
+    pub target: &'a Target,
+    /// What the call may do.
+    pub effects: &'a BTreeSet<Effect>,
+    /// Every path it touches, resolved.
+    pub paths: &'a [PathView],
+    /// The bash analysis; `null` for other tools.
+    pub bash: Option<&'a Analysis>,
+    /// The session.
+    pub session: &'a SessionInfo,
+}
+
+impl InputRef<'_> {
+    /// The owned document, as `check --explain` prints it.
+    pub fn owned(self) -> PolicyInput {
+        PolicyInput {
+            tool: self.tool.to_owned(),
+            arguments: self.arguments.clone(),
+            target: self.target.clone(),
+            effects: self.effects.iter().copied().collect(),
+            paths: self.paths.to_vec(),
+            bash: self.bash.cloned(),
+            session: self.session.clone(),
+        }
+    }
 }

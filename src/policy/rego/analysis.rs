@@ -2,7 +2,7 @@
 //! imports, the functions and whom they call, every `data.` and `input.` reference, and the
 //! tool names compared with `input.tool`.
 //!
-//! Two uses:
+//! Three uses:
 //!
 //! - **Recursion is refused at load.** regorus evaluates a recursive function by recursing
 //!   itself, until the process's stack overflows and it aborts (exit 134) — in `check`,
@@ -15,6 +15,12 @@
 //! - **Warnings** for `reasonix policy check` ([`Rego::warnings`]): a package outside `reasonix`
 //!   that nothing imports or references (its rules never vote), a `data.` reference no mounted
 //!   document or package provides, and a tool name compared with `input.tool` that no tool has.
+//! - **What of the input document is read** (`reads.rs`): every reference to `input`, in rule
+//!   bodies, heads (`a[input.x] := …`), values, `with` modifiers and imports, as the plain path
+//!   it starts with (`input.bash.commands` of `input.bash.commands[i].argv`; `input` of
+//!   `input[k]`). Locals are not told apart here: a name bound to `input` counts as a read.
+//!   Every kind of expression is matched by name, so a construct a later regorus adds does not
+//!   compile until it is walked.
 //!
 //! The syntax tree is regorus' own (`regorus::unstable`); this module is the one place that
 //! reads it, so a change there is a change here only.
@@ -62,6 +68,8 @@ pub(super) struct ModuleFacts {
     pub tests: Vec<String>,
     /// Every rule's head, for the tool index (`index.rs`).
     pub heads: Vec<Head>,
+    /// Every path read below `input` (`["bash", "commands"]`; empty: the whole document).
+    pub input_reads: Vec<Vec<String>>,
 }
 
 /// A rule's head, as the tool index reads it.
@@ -113,6 +121,7 @@ impl ModuleFacts {
             tool_names: Vec::new(),
             tests: Vec::new(),
             heads: Vec::new(),
+            input_reads: Vec::new(),
         };
         for import in &module.imports {
             if let Some(path) = ref_path(&import.refr)
@@ -120,6 +129,10 @@ impl ModuleFacts {
             {
                 let at = at(import.span.source.file(), import.span.line, import.span.col);
                 facts.data_refs.push((path[1..].to_vec(), at));
+            }
+            // `import input.bash` (as b): everything below it may be read through the alias.
+            if let Some((path, _)) = head_path(&import.refr) {
+                facts.input_read(&path);
             }
         }
         for rule in &module.policy {
@@ -172,6 +185,13 @@ impl ModuleFacts {
                     (refr, !args.is_empty())
                 }
             };
+            // What the head reads itself (`a[input.x] := …`): input only, so that the rule
+            // graph of the recursion check stays as it was.
+            let mut in_head = Walk::default();
+            in_head.inside(head);
+            for (path, _) in walk.refs.iter().chain(&in_head.refs) {
+                facts.input_read(path);
+            }
             let mut own = Vec::new();
             for (path, span) in walk.refs {
                 if path.first().is_some_and(|h| walk.bound.contains(h)) {
@@ -208,6 +228,13 @@ impl ModuleFacts {
             }
         }
         facts
+    }
+
+    /// Notes a reference as a read of `input` when it starts there.
+    fn input_read(&mut self, path: &[String]) {
+        if let Some(("input", rest)) = path.split_first().map(|(h, r)| (h.as_str(), r)) {
+            self.input_reads.push(rest.to_vec());
+        }
     }
 
     /// Notes a rule head named `test_*` as a test.
@@ -459,8 +486,13 @@ impl Walk {
                 self.expr(value);
                 self.expr(collection);
             }
-            // Literals, and any construct a later regorus adds: nothing that calls or refers.
-            _ => {}
+            // Literals: nothing that calls or refers. Every other kind is named above, so
+            // that one a later regorus adds is walked before it can hide a reference.
+            Expr::String { .. }
+            | Expr::RawString { .. }
+            | Expr::Number { .. }
+            | Expr::Bool { .. }
+            | Expr::Null { .. } => {}
         }
     }
 

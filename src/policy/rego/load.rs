@@ -148,6 +148,7 @@ impl Rego {
             packages: voting,
             index,
             tests,
+            reads: Rego::reads_of(&facts),
             facts,
             data_keys,
         };

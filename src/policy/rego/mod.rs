@@ -15,6 +15,7 @@
 //!   them (patched to fail closed as the interpreter does; the interpreter runs the rest);
 //! - `value.rs`: the input document as regorus values ([`RegoInput`]), serialized straight from
 //!   the Rust types;
+//! - `reads.rs`: what of the input document the modules can read, so a call converts only that;
 //! - `spare.rs`: engines and VMs kept for the next evaluation;
 //! - `tests.rs`: the `test_*` rules, found at load and run by `reasonix policy test`;
 //! - `analysis.rs`: what the modules' syntax trees say — recursion, refused at load, and the
@@ -36,6 +37,7 @@ mod analysis;
 mod engines;
 mod index;
 mod load;
+mod reads;
 mod spare;
 mod tests;
 mod value;
@@ -101,6 +103,8 @@ pub struct Rego {
     tests: Vec<(String, String, String)>,
     facts: Vec<analysis::ModuleFacts>,
     data_keys: Vec<String>,
+    /// What of the input document the modules can read (`reads.rs`).
+    reads: reads::Reads,
 }
 
 impl std::fmt::Debug for Rego {
@@ -144,6 +148,15 @@ impl Rego {
     /// `input.tool` that none of `tools` has.
     pub fn warnings(&self, tools: &[&str]) -> Vec<super::PolicyProblem> {
         analysis::warnings(&self.facts, tools, &self.data_keys)
+    }
+
+    /// What of the input document these modules' references reach.
+    fn reads_of(facts: &[analysis::ModuleFacts]) -> reads::Reads {
+        reads::Reads::of(
+            facts
+                .iter()
+                .flat_map(|m| m.input_reads.iter().map(Vec::as_slice)),
+        )
     }
 }
 

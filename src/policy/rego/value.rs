@@ -11,23 +11,45 @@
 //! its name, other variants as `{"name": value}`; map keys as strings (numbers and booleans
 //! written as text, as `serde_json` writes them; any other key is an error, and the call is
 //! denied, as when the text could not be written).
+//!
+//! [`RegoInput::read_by`] converts only the fields the loaded modules can read (`reads.rs`): a
+//! field no module names is not serialized at all, in a struct, a map or a variant alike (so
+//! an error it would raise is not raised either; the gate's documents raise none: their maps
+//! are JSON objects). The gate converts the document borrowed from its stages ([`InputRef`]),
+//! which serializes as the owned [`PolicyInput`] that `check --explain` prints
+//! (`the_gate_input_of_every_builtin_tool_and_a_bash_call_converts_as_its_text`).
+//!
+//! [`InputRef`]: crate::policy::input::InputRef
+//! [`PolicyInput`]: crate::policy::input::PolicyInput
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use regorus::Value;
 use serde::ser::{self, Serialize};
+
+use super::Rego;
+use super::reads::{ALL, Reads};
 
 /// A call's input document, ready for Rego. Opaque: regorus' types stay inside this module.
 #[derive(Clone, Debug)]
 pub struct RegoInput(pub(super) Value);
 
 impl RegoInput {
-    /// The document of any serializable value (the gate gives it a [`PolicyInput`]).
-    ///
-    /// [`PolicyInput`]: crate::policy::input::PolicyInput
+    /// The whole document of any serializable value.
     pub fn of<T: Serialize + ?Sized>(document: &T) -> Result<RegoInput, String> {
+        Self::converted(document, &ALL)
+    }
+
+    /// The document as these policies see it: only the fields their modules can read (the
+    /// gate gives it the call's [`InputRef`]).
+    pub fn read_by<T: Serialize + ?Sized>(document: &T, rego: &Rego) -> Result<RegoInput, String> {
+        Self::converted(document, &rego.reads)
+    }
+
+    fn converted<T: Serialize + ?Sized>(document: &T, reads: &Reads) -> Result<RegoInput, String> {
         document
-            .serialize(ToValue)
+            .serialize(ToValue(reads))
             .map(RegoInput)
             .map_err(|e| format!("the input document does not convert: {}", e.0))
     }
@@ -58,8 +80,10 @@ impl ser::Error for Error {
     }
 }
 
-/// The serializer: each value becomes one regorus [`Value`].
-struct ToValue;
+/// The serializer: each value becomes one regorus [`Value`], with the fields below it that
+/// are read.
+#[derive(Clone, Copy)]
+struct ToValue<'r>(&'r Reads);
 
 /// An integer as the JSON parser reads its text: unsigned when not negative.
 fn integer(n: i64) -> Value {
@@ -72,20 +96,38 @@ fn integer(n: i64) -> Value {
 /// One `{"variant": value}` object.
 fn tagged(variant: &'static str, value: Value) -> Value {
     let mut map = BTreeMap::new();
-    map.insert(Value::from(variant), value);
+    map.insert(name(variant), value);
     Value::from(map)
 }
 
-impl ser::Serializer for ToValue {
+/// A name the types themselves hold — a struct's field, an enum's variant — as a string
+/// value: one per name and thread, shared by every document (a reference count, where a new
+/// string for each of a bash document's hundred-odd field names and variants was a quarter of
+/// its conversion). Names are `&'static str`, told apart by address and length; the same text
+/// at two addresses is two entries of the same value.
+fn name(text: &'static str) -> Value {
+    thread_local! {
+        static NAMES: RefCell<BTreeMap<(usize, usize), Value>> = const { RefCell::new(BTreeMap::new()) };
+    }
+    NAMES.with(|names| {
+        names
+            .borrow_mut()
+            .entry((text.as_ptr() as usize, text.len()))
+            .or_insert_with(|| Value::from(text))
+            .clone()
+    })
+}
+
+impl<'r> ser::Serializer for ToValue<'r> {
     type Ok = Value;
     type Error = Error;
-    type SerializeSeq = Seq;
-    type SerializeTuple = Seq;
-    type SerializeTupleStruct = Seq;
-    type SerializeTupleVariant = Variant<Seq>;
-    type SerializeMap = Map;
-    type SerializeStruct = Map;
-    type SerializeStructVariant = Variant<Map>;
+    type SerializeSeq = Seq<'r>;
+    type SerializeTuple = Seq<'r>;
+    type SerializeTupleStruct = Seq<'r>;
+    type SerializeTupleVariant = Variant<Seq<'r>>;
+    type SerializeMap = Map<'r>;
+    type SerializeStruct = Map<'r>;
+    type SerializeStructVariant = Variant<Map<'r>>;
 
     fn serialize_bool(self, v: bool) -> Result<Value, Error> {
         Ok(Value::from(v))
@@ -162,7 +204,7 @@ impl ser::Serializer for ToValue {
         _index: u32,
         variant: &'static str,
     ) -> Result<Value, Error> {
-        Ok(Value::from(variant))
+        Ok(name(variant))
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
@@ -178,15 +220,22 @@ impl ser::Serializer for ToValue {
         variant: &'static str,
         value: &T,
     ) -> Result<Value, Error> {
-        Ok(tagged(variant, value.serialize(ToValue)?))
+        // `{"variant": value}`: the variant is a field like any other.
+        Ok(match self.0.field(variant) {
+            Some(reads) => tagged(variant, value.serialize(ToValue(reads))?),
+            None => Value::new_object(),
+        })
     }
-    fn serialize_seq(self, len: Option<usize>) -> Result<Seq, Error> {
-        Ok(Seq(Vec::with_capacity(len.unwrap_or(0))))
+    fn serialize_seq(self, len: Option<usize>) -> Result<Seq<'r>, Error> {
+        Ok(Seq {
+            reads: self.0,
+            items: Vec::with_capacity(len.unwrap_or(0)),
+        })
     }
-    fn serialize_tuple(self, len: usize) -> Result<Seq, Error> {
+    fn serialize_tuple(self, len: usize) -> Result<Seq<'r>, Error> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Seq, Error> {
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Seq<'r>, Error> {
         self.serialize_seq(Some(len))
     }
     fn serialize_tuple_variant(
@@ -195,14 +244,18 @@ impl ser::Serializer for ToValue {
         _index: u32,
         variant: &'static str,
         len: usize,
-    ) -> Result<Variant<Seq>, Error> {
-        Ok(Variant(variant, Seq(Vec::with_capacity(len))))
+    ) -> Result<Variant<Seq<'r>>, Error> {
+        let seq = self.0.field(variant).map(|reads| Seq {
+            reads,
+            items: Vec::with_capacity(len),
+        });
+        Ok(Variant(variant, seq))
     }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Map, Error> {
-        Ok(Map::default())
+    fn serialize_map(self, _len: Option<usize>) -> Result<Map<'r>, Error> {
+        Ok(Map::new(self.0))
     }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Map, Error> {
-        Ok(Map::default())
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Map<'r>, Error> {
+        Ok(Map::new(self.0))
     }
     fn serialize_struct_variant(
         self,
@@ -210,60 +263,79 @@ impl ser::Serializer for ToValue {
         _index: u32,
         variant: &'static str,
         _len: usize,
-    ) -> Result<Variant<Map>, Error> {
-        Ok(Variant(variant, Map::default()))
+    ) -> Result<Variant<Map<'r>>, Error> {
+        let reads = self.0.field(variant);
+        Ok(Variant(variant, reads.map(Map::new)))
     }
 }
 
-/// An array being made.
-struct Seq(Vec<Value>);
+/// An array being made; each item with what is read below the array.
+struct Seq<'r> {
+    reads: &'r Reads,
+    items: Vec<Value>,
+}
 
-impl Seq {
+impl Seq<'_> {
     fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.0.push(value.serialize(ToValue)?);
+        self.items.push(value.serialize(ToValue(self.reads))?);
         Ok(())
     }
 }
 
-impl ser::SerializeSeq for Seq {
+impl ser::SerializeSeq for Seq<'_> {
     type Ok = Value;
     type Error = Error;
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         self.push(value)
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(Value::from(self.0))
+        Ok(Value::from(self.items))
     }
 }
 
-impl ser::SerializeTuple for Seq {
+impl ser::SerializeTuple for Seq<'_> {
     type Ok = Value;
     type Error = Error;
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         self.push(value)
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(Value::from(self.0))
+        Ok(Value::from(self.items))
     }
 }
 
-impl ser::SerializeTupleStruct for Seq {
+impl ser::SerializeTupleStruct for Seq<'_> {
     type Ok = Value;
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         self.push(value)
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(Value::from(self.0))
+        Ok(Value::from(self.items))
     }
 }
 
-/// An object being made. Keys are strings, as in JSON; a later key replaces an earlier one, as
-/// regorus' parser does.
-#[derive(Default)]
-struct Map {
+/// An object being made, with only the fields that are read. Keys are strings, as in JSON; a
+/// later key replaces an earlier one, as regorus' parser does.
+struct Map<'r> {
+    reads: &'r Reads,
     entries: BTreeMap<Value, Value>,
-    key: Option<Value>,
+    /// The key waiting for its value, and what is read below it; `None` after a key that is
+    /// not read (its value is skipped).
+    key: Option<(Value, &'r Reads)>,
+    /// Whether a key came and its value has not.
+    keyed: bool,
+}
+
+impl<'r> Map<'r> {
+    fn new(reads: &'r Reads) -> Map<'r> {
+        Map {
+            reads,
+            entries: BTreeMap::new(),
+            key: None,
+            keyed: false,
+        }
+    }
 }
 
 /// A map key as JSON text writes it: a string, or a number or boolean as text.
@@ -278,19 +350,26 @@ fn key_of(value: Value) -> Result<Value, Error> {
     }
 }
 
-impl ser::SerializeMap for Map {
+impl ser::SerializeMap for Map<'_> {
     type Ok = Value;
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        self.key = Some(key_of(key.serialize(ToValue)?)?);
+        let key = key_of(key.serialize(ToValue(&ALL))?)?;
+        let reads = match &key {
+            Value::String(name) => self.reads.field(name),
+            _ => None,
+        };
+        self.key = reads.map(|reads| (key, reads));
+        self.keyed = true;
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        let key = self
-            .key
-            .take()
-            .ok_or_else(|| Error("a map value came before its key".into()))?;
-        self.entries.insert(key, value.serialize(ToValue)?);
+        if !std::mem::take(&mut self.keyed) {
+            return Err(Error("a map value came before its key".into()));
+        }
+        if let Some((key, reads)) = self.key.take() {
+            self.entries.insert(key, value.serialize(ToValue(reads))?);
+        }
         Ok(())
     }
     fn end(self) -> Result<Value, Error> {
@@ -298,7 +377,7 @@ impl ser::SerializeMap for Map {
     }
 }
 
-impl ser::SerializeStruct for Map {
+impl ser::SerializeStruct for Map<'_> {
     type Ok = Value;
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(
@@ -306,8 +385,10 @@ impl ser::SerializeStruct for Map {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        self.entries
-            .insert(Value::from(key), value.serialize(ToValue)?);
+        if let Some(reads) = self.reads.field(key) {
+            self.entries
+                .insert(name(key), value.serialize(ToValue(reads))?);
+        }
         Ok(())
     }
     fn end(self) -> Result<Value, Error> {
@@ -315,21 +396,28 @@ impl ser::SerializeStruct for Map {
     }
 }
 
-/// A tuple or struct variant being made: `{"variant": [...]}` or `{"variant": {...}}`.
-struct Variant<T>(&'static str, T);
+/// A tuple or struct variant being made: `{"variant": [...]}` or `{"variant": {...}}`; `None`
+/// when the variant is not read (its fields are skipped, and it is `{}`).
+struct Variant<T>(&'static str, Option<T>);
 
-impl ser::SerializeTupleVariant for Variant<Seq> {
+impl ser::SerializeTupleVariant for Variant<Seq<'_>> {
     type Ok = Value;
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.1.push(value)
+        match &mut self.1 {
+            Some(seq) => seq.push(value),
+            None => Ok(()),
+        }
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(tagged(self.0, Value::from(self.1.0)))
+        Ok(match self.1 {
+            Some(seq) => tagged(self.0, Value::from(seq.items)),
+            None => Value::new_object(),
+        })
     }
 }
 
-impl ser::SerializeStructVariant for Variant<Map> {
+impl ser::SerializeStructVariant for Variant<Map<'_>> {
     type Ok = Value;
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(
@@ -337,16 +425,23 @@ impl ser::SerializeStructVariant for Variant<Map> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        ser::SerializeStruct::serialize_field(&mut self.1, key, value)
+        match &mut self.1 {
+            Some(map) => ser::SerializeStruct::serialize_field(map, key, value),
+            None => Ok(()),
+        }
     }
     fn end(self) -> Result<Value, Error> {
-        Ok(tagged(self.0, Value::from(self.1.entries)))
+        Ok(match self.1 {
+            Some(map) => tagged(self.0, Value::from(map.entries)),
+            None => Value::new_object(),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::input::InputRef;
     use serde::Serialize;
     use serde_json::json;
 
@@ -427,6 +522,7 @@ mod tests {
             .unwrap();
         for call in [
             r#"{"name":"read_file","arguments":{"path":"a","offset":2,"limit":3}}"#,
+            r#"{"name":"read_file","arguments":{"path":"../../../etc/passwd"}}"#,
             r#"{"name":"write_file","arguments":{"path":"b","content":"x"}}"#,
             r#"{"name":"edit_file","arguments":{"path":"a","old_string":"x","new_string":"y","replace_all":true}}"#,
             r#"{"name":"move_file","arguments":{"source_path":"a","destination_path":"c/d"}}"#,
@@ -439,6 +535,145 @@ mod tests {
             let judged = gate.admit_text(call);
             let input = judged.admission().input.as_ref().expect("explained");
             assert_eq!(RegoInput::of(input).unwrap().0, parsed(input), "{call}");
+            // The borrowed document the gate converts for Rego is the owned one.
+            let effects = input.effects.iter().copied().collect();
+            let borrowed = InputRef {
+                tool: &input.tool,
+                arguments: &input.arguments,
+                target: &input.target,
+                effects: &effects,
+                paths: &input.paths,
+                bash: input.bash.as_ref(),
+                session: &input.session,
+            };
+            assert_eq!(RegoInput::of(&borrowed).unwrap().0, parsed(input), "{call}");
+            assert_eq!(&borrowed.owned(), input, "{call}");
+        }
+    }
+
+    /// A document with every part the gate's has, nested objects and arrays of objects.
+    fn document() -> serde_json::Value {
+        json!({
+            "tool": "bash",
+            "arguments": {"command": "git push fork", "timeout_ms": 5},
+            "target": {"tool": "bash", "source": "builtin", "via": null},
+            "effects": ["exec", "network"],
+            "paths": [{"written": "a", "size": 3}, {"written": "b", "size": null}],
+            "bash": {
+                "analysed": true,
+                "commands": [{"argv": ["git", "push", "fork"], "wrapper": false}],
+                "features": ["pipeline"],
+                "hazards": [],
+            },
+            "session": {"workspace": "/w", "mode": "normal", "roots": [{"path": "/w"}]},
+        })
+    }
+
+    /// The document `read_by` makes for these modules.
+    fn read_by(modules: &[(&str, &str)]) -> Value {
+        let rego = super::super::load_texts(modules).unwrap().unwrap();
+        RegoInput::read_by(&document(), &rego).unwrap().0
+    }
+
+    /// The legitimate use: a policy gets every part it names, however it names it (a path, a
+    /// literal index, a helper in another package, a head, a `with`, an import), and nothing
+    /// it does not — with the same votes as on the whole document.
+    #[test]
+    fn a_policy_gets_the_parts_it_reads() {
+        let modules = [
+            (
+                "p.rego",
+                "package reasonix.p\nimport rego.v1\nimport data.lib\nimport input.session as s\n\
+                 deny contains c.argv[2] if { some c in input.bash.commands; c.argv[1] == \"push\"; lib.big }\n\
+                 ask contains \"net\" if input[\"effects\"][_] == \"network\"\n\
+                 names[input.arguments.command] := 1\n\
+                 allow contains s.workspace if { input.bash.analysed with input.tool as \"x\" }\n",
+            ),
+            (
+                "lib.rego",
+                "package lib\nimport rego.v1\nbig if { some p in input.paths; p.size > 2 }\n",
+            ),
+        ];
+        let want = json!({
+            "tool": "bash",
+            "arguments": {"command": "git push fork"},
+            "effects": ["exec", "network"],
+            "paths": [{"written": "a", "size": 3}, {"written": "b", "size": null}],
+            "bash": {
+                "analysed": true,
+                "commands": [{"argv": ["git", "push", "fork"], "wrapper": false}],
+            },
+            "session": {"workspace": "/w", "mode": "normal", "roots": [{"path": "/w"}]},
+        });
+        assert_eq!(read_by(&modules), parsed(&want));
+        let rego = super::super::load_texts(&modules).unwrap().unwrap();
+        let votes = rego.votes_on(&RegoInput::read_by(&document(), &rego).unwrap());
+        let whole = rego.votes_on(&RegoInput::of(&document()).unwrap());
+        assert_eq!(votes, whole);
+        assert_eq!(votes.unwrap().len(), 3);
+
+        // One field of an object; `tool` always; nothing else.
+        let one = read_by(&[(
+            "w.rego",
+            "package reasonix\nimport rego.v1\nask contains \"w\" if input.session.workspace == \"/w\"\n",
+        )]);
+        assert_eq!(
+            one,
+            parsed(&json!({"tool": "bash", "session": {"workspace": "/w"}}))
+        );
+        // A part read only in a rule's head, an `else` or a default value.
+        for text in [
+            "package reasonix\nimport rego.v1\nx[input.target.tool] := 1\n",
+            "package reasonix\nimport rego.v1\nx := 1 if false else := input.target.tool\n",
+            "package reasonix\nimport rego.v1\ndefault x := input.target.tool\n",
+        ] {
+            let got = read_by(&[("h.rego", text)]);
+            assert_eq!(
+                got,
+                parsed(&json!({"tool": "bash", "target": {"tool": "bash"}})),
+                "{text}"
+            );
+        }
+    }
+
+    /// The refused shortcut: a module that reaches `input` (or a part of it) other than by
+    /// naming a field gets all of it — the whole document, or the whole part.
+    #[test]
+    fn dynamic_access_gets_the_whole_document() {
+        let whole = parsed(&document());
+        for body in [
+            "deny contains \"w\" if walk(input, [_, \"fork\"])",
+            "deny contains json.marshal(input) if true",
+            "deny contains k if { some k, _ in input }",
+            "deny contains \"k\" if { some k; input[k].tool == \"bash\" }",
+            "deny contains \"o\" if object.get(input, [\"bash\", \"hazards\"], 1) == []",
+            "deny contains \"c\" if count(input) > 3",
+            "deny contains \"x\" if { f(input) }\nf(d) if d.paths",
+            "deny contains \"x\" if { x := input; x.paths }",
+            "deny contains \"p\" if { print(input); false }",
+            "deny contains \"e\" if { every k, v in input { k != v } }",
+            "deny contains \"x\" if { input.bash.analysed with input as {} }",
+        ] {
+            let text = format!("package reasonix\nimport rego.v1\n{body}\n");
+            assert_eq!(read_by(&[("d.rego", &text)]), whole, "{body}");
+        }
+        assert_eq!(
+            read_by(&[(
+                "i.rego",
+                "package reasonix\nimport rego.v1\nimport input\ndeny contains \"i\" if input.x\n"
+            )]),
+            whole
+        );
+        // The same for a part: all of `bash`, nothing else.
+        for body in [
+            "deny contains k if { some k, _ in input.bash }",
+            "deny contains \"k\" if count(object.keys(input.bash)) > 9",
+            "deny contains \"k\" if { some k; input.bash[k] == [] }",
+            "deny contains \"j\" if json.marshal(input[\"bash\"]) == \"\"",
+        ] {
+            let text = format!("package reasonix\nimport rego.v1\n{body}\n");
+            let want = json!({"tool": "bash", "bash": document()["bash"].clone()});
+            assert_eq!(read_by(&[("b.rego", &text)]), parsed(&want), "{body}");
         }
     }
 

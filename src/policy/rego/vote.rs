@@ -24,10 +24,10 @@
 //! overflow the stack. Test policies with `reasonix policy test` (and `opa check` where
 //! available) before deploying them.
 
-use serde_json::Value as Json;
+use regorus::Value;
 
 use super::index::Selection;
-use super::{AGGREGATE, Rego, RegoInput, flatten};
+use super::{AGGREGATE, Package, Rego, RegoInput, flatten};
 use crate::policy::Decision;
 
 /// One vote.
@@ -83,54 +83,102 @@ impl Rego {
         selection: &Selection,
     ) -> Result<Vec<Vote>, String> {
         let result = self.evaluate(input, selection)?;
-        let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
-        let mut votes = Vec::new();
-        for package in selection.packages.iter().map(|&i| &self.packages[i]) {
-            let source = package.files.join(", ");
-            for decision in &package.sets {
-                let set = &json[&package.name][decision.as_str()];
-                let Some(items) = set.as_array() else {
+        read_votes(
+            &result,
+            selection.packages.iter().map(|&i| &self.packages[i]),
+        )
+    }
+}
+
+/// The votes in an evaluation's result, `{package: {set: items}}`, read from regorus' values as
+/// they are (they used to pass through a JSON document first, which cost as much as the
+/// reading). Each declared set must be a set or an array (as in JSON, where both are arrays),
+/// each item a string or an object with a string `reason` and, optionally, a string `id`;
+/// anything else is an error, and the call is denied — as is a result that JSON cannot hold
+/// (a number out of its range), which the JSON document refused.
+fn read_votes<'a>(
+    result: &Value,
+    packages: impl Iterator<Item = &'a Package>,
+) -> Result<Vec<Vote>, String> {
+    fits_json(result)?;
+    let mut votes = Vec::new();
+    for package in packages {
+        let source = package.files.join(", ");
+        for decision in &package.sets {
+            let set = field(result, &package.name).and_then(|p| field(p, decision.as_str()));
+            let items: Box<dyn Iterator<Item = &Value>> = match set {
+                Some(Value::Set(s)) => Box::new(s.iter()),
+                Some(Value::Array(a)) => Box::new(a.iter()),
+                _ => {
                     return Err(format!(
                         "data.{}.{} is not a set",
                         package.name,
                         decision.as_str()
                     ));
-                };
-                for item in items {
-                    let (reason, id) = match item {
-                        Json::String(s) => (s.clone(), None),
-                        Json::Object(o) => match (o.get("reason"), o.get("id")) {
-                            (Some(Json::String(r)), None) => (r.clone(), None),
-                            (Some(Json::String(r)), Some(Json::String(i))) => {
-                                (r.clone(), Some(i.clone()))
-                            }
-                            _ => {
-                                return Err(format!(
-                                    "a vote in data.{}.{} is {item}: votes are strings or {{\"reason\": string, \"id\": string}}",
-                                    package.name,
-                                    decision.as_str()
-                                ));
-                            }
-                        },
-                        other => {
-                            return Err(format!(
-                                "a vote in data.{}.{} is {other}: votes are strings or {{\"reason\": string, \"id\": string}}",
-                                package.name,
-                                decision.as_str()
-                            ));
-                        }
-                    };
-                    votes.push(Vote {
-                        decision: *decision,
-                        reason,
-                        id: id.unwrap_or_else(|| format!("{}.{}", package.name, decision.as_str())),
-                        source: source.clone(),
-                    });
                 }
+            };
+            for item in items {
+                let (reason, id) = match item {
+                    Value::String(s) => (s.to_string(), None),
+                    Value::Object(_) => match (field(item, "reason"), field(item, "id")) {
+                        (Some(Value::String(r)), None) => (r.to_string(), None),
+                        (Some(Value::String(r)), Some(Value::String(i))) => {
+                            (r.to_string(), Some(i.to_string()))
+                        }
+                        _ => return Err(malformed(package, *decision, item)),
+                    },
+                    _ => return Err(malformed(package, *decision, item)),
+                };
+                votes.push(Vote {
+                    decision: *decision,
+                    reason,
+                    id: id.unwrap_or_else(|| format!("{}.{}", package.name, decision.as_str())),
+                    source: source.clone(),
+                });
             }
         }
-        Ok(votes)
     }
+    Ok(votes)
+}
+
+/// Whether JSON can hold the value: the first number it cannot, in the order serde writes the
+/// value, is the error `serde_json::to_value` gives.
+fn fits_json(value: &Value) -> Result<(), String> {
+    match value {
+        Value::Number(_) => serde_json::to_value(value)
+            .map(drop)
+            .map_err(|e| e.to_string()),
+        Value::Array(a) => a.iter().try_for_each(fits_json),
+        Value::Set(s) => s.iter().try_for_each(fits_json),
+        Value::Object(o) => o.iter_sorted().try_for_each(|(k, v)| {
+            fits_json(k)?;
+            fits_json(v)
+        }),
+        Value::Null | Value::Bool(_) | Value::String(_) | Value::Undefined => Ok(()),
+    }
+}
+
+/// The value under the string key `name` of an object; `None` for a missing key or a value
+/// that is not an object.
+fn field<'v>(value: &'v Value, name: &str) -> Option<&'v Value> {
+    match value {
+        Value::Object(o) => o
+            .iter()
+            .find(|(k, _)| matches!(k, Value::String(s) if s.as_ref() == name))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// The error of a vote that is neither a string nor `{"reason": string, "id": string}`, the
+/// vote written as JSON.
+fn malformed(package: &Package, decision: Decision, item: &Value) -> String {
+    let item = serde_json::to_string(item).unwrap_or_else(|e| e.to_string());
+    format!(
+        "a vote in data.{}.{} is {item}: votes are strings or {{\"reason\": string, \"id\": string}}",
+        package.name,
+        decision.as_str()
+    )
 }
 
 #[cfg(test)]
@@ -212,6 +260,57 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert!(rego.votes("{}").is_err(), "{body}");
+        }
+    }
+
+    /// Votes are read from regorus' values as they were from their JSON: a set or an array of
+    /// strings and `{"reason", "id"}` objects (other keys ignored); anything else is an error
+    /// naming the vote as JSON.
+    #[test]
+    fn votes_are_read_from_sets_and_arrays_and_a_malformed_one_is_named() {
+        let rego = load(&[(
+            "v.rego",
+            "package reasonix\nimport rego.v1\ndeny contains {\"reason\": \"r\", \"id\": \"i\", \"extra\": 1} if true\nask := [\"a\", {\"reason\": \"b\"}]\n",
+        )])
+        .unwrap()
+        .unwrap();
+        let votes = rego.votes("{}").unwrap();
+        let got: Vec<(Decision, &str, &str)> = votes
+            .iter()
+            .map(|v| (v.decision, v.reason.as_str(), v.id.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Decision::Deny, "r", "i"),
+                (Decision::Ask, "a", "reasonix.ask"),
+                (Decision::Ask, "b", "reasonix.ask"),
+            ]
+        );
+        for (body, said) in [
+            (
+                "deny contains {\"reason\": \"r\", \"id\": 5} if true",
+                "a vote in data.reasonix.deny is {\"id\":5,\"reason\":\"r\"}",
+            ),
+            (
+                "ask contains [\"x\"] if true",
+                "a vote in data.reasonix.ask is [\"x\"]",
+            ),
+            ("allow := \"x\"", "data.reasonix.allow is not a set"),
+            ("deny := {\"a\": 1}", "data.reasonix.deny is not a set"),
+            (
+                "big := product([x | some _ in numbers.range(1, 21); x := 100000000000000000000])\ndeny contains {\"reason\": \"r\", \"n\": big} if true",
+                "could not serialize number",
+            ),
+        ] {
+            let rego = load(&[(
+                "m.rego",
+                &format!("package reasonix\nimport rego.v1\n{body}\n"),
+            )])
+            .unwrap()
+            .unwrap();
+            let err = rego.votes("{}").unwrap_err();
+            assert!(err.starts_with(said), "{body}: {err}");
         }
     }
 
