@@ -290,6 +290,52 @@ fn policy_check_says_which_engine_runs_the_votes() {
     );
 }
 
+/// `REASONIX_REGO_ENGINE=interpreter` runs the votes on the interpreter (and `policy check`
+/// says so); `vm` is the default; any other value is refused when the policies load.
+#[test]
+fn the_engine_variable_picks_the_interpreter_and_another_value_is_refused() {
+    let w = World::new();
+    let p = w.policy(
+        "vm.rego",
+        "package reasonix.vm\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n",
+    );
+    let run = |value: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
+            .args(["policy", "check", &p])
+            .current_dir(&w.outside)
+            .env("HOME", &w.home)
+            .env("NO_COLOR", "1")
+            .env("REASONIX_REGO_ENGINE", value)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, _) = run("interpreter");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the interpreter")
+            && stdout.contains("REASONIX_REGO_ENGINE=interpreter"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run("vm");
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("the votes run on the bytecode VM"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run("fast");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("REASONIX_REGO_ENGINE=fast")
+            && stderr.contains("`vm` (the default) or `interpreter`"),
+        "{stderr}"
+    );
+}
+
 /// A suite with one passing and one failing Rego test, and one passing and one failing case.
 fn failing_suite(w: &World) -> std::path::PathBuf {
     let dir = w.root.join("suite");

@@ -4,7 +4,9 @@
 //! `policy test [PATH]...` runs every Rego rule named `test_*` (as `opa test` does: `true`
 //! passes, anything else fails) in the modules found under the paths — `*_test.rego` test
 //! modules included — and every YAML case file (`*.cases.yaml`) through the full gate, against
-//! the policies in the case file's own folder. Each failure names its Rego test or case with
+//! the policies in the case file's own folder — the Rego votes of a case made by the bytecode VM
+//! and by the interpreter alike, a difference failing the case (the `test_*` rules run on the
+//! interpreter, the gate on the VM: the cases hold the two to one answer). Each failure names its Rego test or case with
 //! what was expected and what came; the counts of Rego tests and of cases are given apart; exit
 //! 1 when anything failed. `--format json` writes one JSON document for CI instead.
 //!
@@ -459,8 +461,11 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
     if policies.is_empty() {
         anyhow::bail!("{}: no policy files beside it to test", file.display());
     }
-    let set = PolicySet::load_with(&policies, data, false)
+    let mut set = PolicySet::load_with(&policies, data, false)
         .with_context(|| format!("the policies for {} do not load", file.display()))?;
+    // The cases test what the bytecode VM answers; the interpreter answers each too, and a
+    // difference fails the case whatever the verdict.
+    let engines = set.cross_check_engines();
     for (i, case) in cases.iter().enumerate() {
         let name = case.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
         let workspace = tempfile::tempdir().context("cannot make a temporary workspace")?;
@@ -502,7 +507,12 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
                 admission.verdict.as_str().to_owned(),
             ),
         };
-        let passed = got == expected;
+        let differences = engines.as_ref().map(|l| l.take()).unwrap_or_default();
+        let passed = got == expected && differences.is_empty();
+        let got = match differences.is_empty() {
+            true => got,
+            false => format!("{got}, but {}", differences.join("; ")),
+        };
         results.push(Ran {
             kind: "case",
             file: file.display().to_string(),

@@ -166,6 +166,15 @@ impl PolicySet {
         self.rego.as_deref()
     }
 
+    /// Has every evaluation of the Rego votes on the bytecode VM made by the interpreter too,
+    /// and returns the log their differences go to ([`Rego::cross_checked`]); `None` when
+    /// there is nothing to compare (no Rego, or the interpreter runs the votes anyway).
+    pub fn cross_check_engines(&mut self) -> Option<super::rego::EngineLog> {
+        let (both, log) = self.rego.as_deref()?.cross_checked()?;
+        self.rego = Some(Arc::new(both));
+        Some(log)
+    }
+
     /// The YAML rules: `(source, id, decision)` in order.
     pub fn yaml_rules(&self) -> Vec<(String, String, Decision)> {
         let mut out = Vec::new();

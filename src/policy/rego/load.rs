@@ -149,6 +149,7 @@ impl Rego {
             index,
             tests,
             reads: Rego::reads_of(&facts),
+            cross_check: None,
             facts,
             data_keys,
         };
@@ -173,7 +174,23 @@ impl Rego {
             .selections()
             .map(|s| format!("data.{AGGREGATE}.{}", s.rule))
             .collect();
-        rego.vm = super::vm::Vm::compile(&rego.engine, &rules);
+        let variable = super::ENGINE_VARIABLE;
+        rego.vm = match std::env::var(variable) {
+            Ok(v) if v == "interpreter" => Err(format!("{variable}=interpreter")),
+            Ok(v) if v == "vm" || v.is_empty() => super::vm::Vm::compile(&rego.engine, &rules),
+            Err(std::env::VarError::NotPresent) => super::vm::Vm::compile(&rego.engine, &rules),
+            other => {
+                return Err(vec![PolicyProblem {
+                    file: "(environment)".into(),
+                    line: None,
+                    column: None,
+                    message: format!(
+                        "{variable}={}: the Rego engine is `vm` (the default) or `interpreter`",
+                        other.unwrap_or_else(|_| "(not UTF-8)".into())
+                    ),
+                }]);
+            }
+        };
         Ok(Some(rego))
     }
 }

@@ -105,6 +105,32 @@ pub struct Rego {
     data_keys: Vec<String>,
     /// What of the input document the modules can read (`reads.rs`).
     reads: reads::Reads,
+    /// Where the engines' differences go when both evaluate ([`Rego::cross_checked`]).
+    cross_check: Option<EngineLog>,
+}
+
+/// The environment variable that picks the engine: `vm` (the default) or `interpreter`.
+pub const ENGINE_VARIABLE: &str = "REASONIX_REGO_ENGINE";
+
+/// The differences between the bytecode VM's and the interpreter's answers on the calls of a
+/// cross-checked [`Rego`], as they happened. Clones share the log.
+#[derive(Clone, Debug, Default)]
+pub struct EngineLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl EngineLog {
+    fn push(&self, difference: String) {
+        if let Ok(mut log) = self.0.lock() {
+            log.push(difference);
+        }
+    }
+
+    /// The differences logged since the last call.
+    pub fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut log| std::mem::take(&mut *log))
+            .unwrap_or_default()
+    }
 }
 
 impl std::fmt::Debug for Rego {
@@ -135,6 +161,18 @@ impl Rego {
         let mut only = self.clone();
         only.vm = Err("the interpreter was asked for".into());
         only
+    }
+
+    /// The same policies, each evaluation on the VM also made by the interpreter, and any
+    /// difference in their answers written to the log (`reasonix policy test` runs its cases
+    /// so: what the cases test is what the VM answers, and the interpreter, which the `test_*`
+    /// rules run on, answers the same). `None` when the interpreter runs the votes anyway.
+    pub fn cross_checked(&self) -> Option<(Rego, EngineLog)> {
+        self.vm.as_ref().ok()?;
+        let log = EngineLog::default();
+        let mut both = self.clone();
+        both.cross_check = Some(log.clone());
+        Some((both, log))
     }
 
     /// Why the bytecode VM cannot evaluate these policies (a construct its compiler does not

@@ -45,12 +45,29 @@ pub struct Vote {
 
 impl Rego {
     /// The value of a selection's generated rule on the input: by the VM when it compiled the
-    /// votes, else by the interpreter. An error is returned as is; the caller denies.
+    /// votes, else by the interpreter. An error is returned as is; the caller denies. When the
+    /// engines are cross-checked ([`Rego::cross_checked`]), the interpreter evaluates too and a
+    /// difference is logged; the VM's answer is still the one returned.
     fn evaluate(&self, input: &RegoInput, selection: &Selection) -> Result<regorus::Value, String> {
         let rule = format!("data.{AGGREGATE}.{}", selection.rule);
-        if let Ok(vm) = &self.vm {
-            return vm.eval(&input.0, &rule);
+        let Ok(vm) = &self.vm else {
+            return self.interpret(input, rule);
+        };
+        let by_vm = vm.eval(&input.0, &rule);
+        if let Some(log) = &self.cross_check {
+            let by_interpreter = self.interpret(input, rule.clone());
+            if let Some(difference) = differ(&by_vm, &by_interpreter) {
+                log.push(format!(
+                    "the bytecode VM and the interpreter disagree on {rule}: {difference} \
+                     (please report it; REASONIX_REGO_ENGINE=interpreter runs the interpreter alone)"
+                ));
+            }
         }
+        by_vm
+    }
+
+    /// The value of `rule` on the input, by the interpreter.
+    fn interpret(&self, input: &RegoInput, rule: String) -> Result<regorus::Value, String> {
         let mut engine = self.spare.take(&self.engine);
         engine.set_input(input.0.clone());
         // An engine that failed is dropped, not kept (`spare.rs`).
@@ -87,6 +104,24 @@ impl Rego {
             &result,
             selection.packages.iter().map(|&i| &self.packages[i]),
         )
+    }
+}
+
+/// How two engines' answers differ, if they do: different values, or a value from one and an
+/// error from the other. Two errors agree (each denies), whatever their words.
+fn differ(by_vm: &Result<Value, String>, by_interpreter: &Result<Value, String>) -> Option<String> {
+    let show = |r: &Result<Value, String>| match r {
+        Ok(v) => serde_json::to_string(v).unwrap_or_else(|e| e.to_string()),
+        Err(e) => format!("error: {e}"),
+    };
+    match (by_vm, by_interpreter) {
+        (Ok(a), Ok(b)) if a == b => None,
+        (Err(_), Err(_)) => None,
+        _ => Some(format!(
+            "the VM gives {}, the interpreter {}",
+            show(by_vm),
+            show(by_interpreter)
+        )),
     }
 }
 
@@ -407,5 +442,42 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// Cross-checked engines: where they agree nothing is logged; where they differ (made
+    /// here by giving the interpreter another policy's engine, since the real engines are held
+    /// to the same answers) the difference is logged once per evaluation, with both answers,
+    /// and the VM's answer is the one that votes.
+    #[test]
+    fn cross_checked_engines_log_a_difference_and_the_vm_still_answers() {
+        let deny =
+            "package reasonix\nimport rego.v1\ndeny contains \"rm\" if input.cmd == \"rm\"\n";
+        let allow =
+            "package reasonix\nimport rego.v1\ndeny contains \"rm\" if input.cmd == \"ls\"\n";
+        let rego = load(&[("p.rego", deny)]).unwrap().unwrap();
+        assert!(rego.with_interpreter().cross_checked().is_none());
+        let (both, log) = rego.cross_checked().unwrap();
+        assert_eq!(both.votes(r#"{"cmd": "rm"}"#).unwrap().len(), 1);
+        assert_eq!(both.votes(r#"{"cmd": "ls"}"#).unwrap().len(), 0);
+        assert!(log.take().is_empty());
+
+        let mut skewed = rego.clone();
+        skewed.engine = load(&[("p.rego", allow)]).unwrap().unwrap().engine;
+        let (both, log) = skewed.cross_checked().unwrap();
+        let votes = both.votes(r#"{"cmd": "rm"}"#).unwrap();
+        assert_eq!(votes.len(), 1, "the VM's answer votes: {votes:?}");
+        let differences = log.take();
+        assert_eq!(differences.len(), 1, "{differences:?}");
+        assert!(
+            differences[0].contains("the bytecode VM and the interpreter disagree")
+                && differences[0].contains("REASONIX_REGO_ENGINE=interpreter"),
+            "{differences:?}"
+        );
+        assert!(log.take().is_empty(), "taken once");
+        // An error on one side and a value on the other differ; two errors agree.
+        let value = Ok(Value::from(1));
+        let error: Result<Value, String> = Err("x".into());
+        assert!(differ(&value, &error).is_some() && differ(&error, &value).is_some());
+        assert!(differ(&error, &Err("y".into())).is_none() && differ(&value, &value).is_none());
     }
 }
