@@ -318,12 +318,7 @@ mod tests {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "").unwrap();
         }
-        let mut out = Vec::new();
-        around(&root, None, &[root.join("keys/private")], &mut out);
-        let rel: Vec<(String, Option<bool>)> = out
-            .iter()
-            .map(|(p, dir)| (p.strip_prefix(&root).unwrap().display().to_string(), *dir))
-            .collect();
+        let rel = around_relative(&root, &[root.join("keys/private")]);
         assert_eq!(
             rel,
             [
@@ -335,6 +330,16 @@ mod tests {
     }
 
     /// The walk before issue 12, path against path, to hold the one by name to it.
+    /// What `around` grants below `root` leaving out `secrets`: each path relative to `root`,
+    /// with whether it is a folder (`None`: not known from the listing).
+    fn around_relative(root: &Path, secrets: &[PathBuf]) -> Vec<(String, Option<bool>)> {
+        let mut out = Vec::new();
+        around(root, None, secrets, &mut out);
+        out.iter()
+            .map(|(p, dir)| (p.strip_prefix(root).unwrap().display().to_string(), *dir))
+            .collect()
+    }
+
     fn around_by_paths(root: &Path, secrets: &[PathBuf], out: &mut Vec<PathBuf>) {
         if secrets.iter().any(|s| s == root) {
             return;
@@ -401,12 +406,7 @@ mod tests {
             root.join("ssl/private"),
             root.join("ssh/k"),
         ];
-        let mut out = Vec::new();
-        around(&root, None, &secrets, &mut out);
-        let rel: Vec<(String, Option<bool>)> = out
-            .iter()
-            .map(|(p, dir)| (p.strip_prefix(&root).unwrap().display().to_string(), *dir))
-            .collect();
+        let rel = around_relative(&root, &secrets);
         assert_eq!(
             rel,
             [
