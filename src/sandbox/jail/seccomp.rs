@@ -22,6 +22,17 @@ use seccompiler::{
     SeccompCondition as Cond, SeccompFilter, SeccompRule, TargetArch, sock_filter,
 };
 
+/// Classic BPF opcodes and seccomp return values for the few programs written here by hand
+/// (`x32_guard`, `allow_unruled`, `enosys_first`, `works`): seccompiler builds only linear
+/// chains of rules.
+const LD_W_ABS: u16 = 0x20;
+const JEQ_K: u16 = 0x15;
+const JGE_K: u16 = 0x35;
+const JA: u16 = 0x05;
+const RET_K: u16 = 0x06;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+
 /// Syscalls refused whatever their arguments.
 const REFUSED: &[i64] = &[
     libc::SYS_ptrace,
@@ -224,10 +235,6 @@ fn x32_guard() -> BpfProgram {
     if std::env::consts::ARCH != "x86_64" {
         return Vec::new();
     }
-    const LD_W_ABS: u16 = 0x20;
-    const JGE_K: u16 = 0x35;
-    const RET_K: u16 = 0x06;
-    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
     vec![
         // A = seccomp_data.nr
         sock_filter {
@@ -263,11 +270,6 @@ fn x32_guard() -> BpfProgram {
 /// ten steps. The arch and x32 checks come before it. Empty where the search would not fit the
 /// 8-bit jumps of classic BPF (it does by far for the ~45 numbers ruled here).
 fn allow_unruled(ruled: &[u32]) -> BpfProgram {
-    const LD_W_ABS: u16 = 0x20;
-    const JEQ_K: u16 = 0x15;
-    const JGE_K: u16 = 0x35;
-    const RET_K: u16 = 0x06;
-    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
     /// Numbers a leaf compares one by one.
     const LEAF: usize = 3;
     /// The code for `nrs` (sorted); jumps to the main filter are recorded in `to_filter`.
@@ -329,9 +331,6 @@ fn allow_unruled(ruled: &[u32]) -> BpfProgram {
 /// Turns the clone3 filter into a prefix: its "allow" returns become jumps past its end, so the
 /// main filter runs next.
 fn enosys_first(program: BpfProgram) -> BpfProgram {
-    const RET_K: u16 = 0x06;
-    const JA: u16 = 0x05;
-    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
     let len = program.len();
     program
         .into_iter()
@@ -359,8 +358,6 @@ fn enosys_first(program: BpfProgram) -> BpfProgram {
 /// or is listed by its plan, one that cannot be loaded fails its run's start (issue 12: the
 /// trial loaded the whole program, compiled twice per process).
 pub fn works() -> bool {
-    const RET_K: u16 = 0x06;
-    const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
     let allow: BpfProgram = vec![sock_filter {
         code: RET_K,
         jt: 0,
@@ -423,7 +420,6 @@ mod tests {
     fn the_prefix_that_allows_unruled_calls_changes_no_verdict_and_shortens_their_walk() {
         const X86_64: u32 = 0xc000_003e;
         const I386: u32 = 0x4000_0003;
-        const ALLOW: u32 = 0x7fff_0000;
         let (inet, inet6) = (libc::AF_INET as u64, libc::AF_INET6 as u64);
         let args: Vec<[u64; 6]> = vec![
             [0; 6],
@@ -475,7 +471,7 @@ mod tests {
             // prefix, nearly every allowed number is allowed in a few steps.
             let quick = |p: &BpfProgram| {
                 (0..=460)
-                    .filter(|&nr| verdict(p, X86_64, nr, [0; 6]).0 == ALLOW)
+                    .filter(|&nr| verdict(p, X86_64, nr, [0; 6]).0 == SECCOMP_RET_ALLOW)
                     .filter(|&nr| verdict(p, X86_64, nr, [0; 6]).1 <= 20)
                     .count()
             };
