@@ -550,31 +550,6 @@ fn restart_policy() -> String {
     policy().replace("  writer: ask", "  writer: allow")
 }
 
-/// `reasonix run --unattended` over a script of one call per turn; returns the exit code,
-/// stderr and the record's lines.
-fn run_script(w: &World, yaml: &str, calls: &[Value]) -> (i32, String, Vec<Value>) {
-    let p = w.policy("p.yaml", yaml);
-    let turns: Vec<Value> = calls.iter().map(|c| json!({"tool_calls": [c]})).collect();
-    let script = w.root.join("s.json");
-    std::fs::write(&script, Value::Array(turns).to_string()).unwrap();
-    let provider = format!("script:{}", script.display());
-    let ws = w.ws.to_str().unwrap();
-    let args = [
-        "run",
-        "--provider",
-        &provider,
-        "--workspace",
-        ws,
-        "--policy",
-        &p,
-        "--unattended",
-        "go",
-    ];
-    let (code, _, stderr) = w.run(&args, "");
-    let lines = common::jsonl(&w.ws.join(".reasonix/record.jsonl"));
-    (code, stderr, lines)
-}
-
 /// The record's lines of one event, or of calls to one tool.
 fn lines_of<'a>(lines: &'a [Value], key: &str, value: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l[key] == value).collect()
@@ -585,7 +560,7 @@ fn a_server_that_died_is_restarted_by_the_next_call_its_connect_judged_again() {
     let w = World::new();
     let marker = w.fixture_server("normal");
     let echo = call("mcp__fx__echo", json!({"text": "back again"}));
-    let (code, stderr, lines) = run_script(
+    let (code, stderr, lines) = common::run_script(
         &w,
         &restart_policy(),
         &[call("mcp__fx__crash", json!({})), echo],
@@ -623,7 +598,7 @@ fn a_tool_a_restarted_server_no_longer_lists_is_invalid_and_the_rest_run() {
     let w = World::new();
     let flag = w.ws.join("no-echo");
     let marker = w.fixture_server(&format!("without-echo-if:{}", flag.display()));
-    let (code, stderr, lines) = run_script(
+    let (code, stderr, lines) = common::run_script(
         &w,
         &restart_policy(),
         &[
@@ -668,7 +643,7 @@ fn a_crash_looping_server_is_restarted_at_most_three_times() {
     let calls = vec![crash; 5];
     let mut calls = calls;
     calls.push(call("mcp__fx__echo", json!({"text": "x"})));
-    let (code, stderr, lines) = run_script(&w, &restart_policy(), &calls);
+    let (code, stderr, lines) = common::run_script(&w, &restart_policy(), &calls);
     assert_eq!(code, 0, "{stderr}");
     // The first start and three restarts; the fifth crash call finds the limit.
     assert_eq!(starts(&marker), 1 + reasonix::agent::servers::MAX_RESTARTS);

@@ -218,32 +218,12 @@ fn a_run_reaches_an_http_server_and_records_the_connect_and_the_call() {
     let w = World::new();
     let served = serve();
     w.http_server("web", &served, json!({}));
-    let p = w.policy("p.yaml", POLICY);
-    let script = w.root.join("s.json");
-    std::fs::write(
-        &script,
-        json!([{"tool_calls": [{"name": "mcp__web__echo", "arguments": {"text": "from the run"}}]}])
-            .to_string(),
-    )
-    .unwrap();
-    let provider = format!("script:{}", script.display());
-    let ws = w.ws.to_str().unwrap();
-    let (code, _, stderr) = w.run(
-        &[
-            "run",
-            "--provider",
-            &provider,
-            "--workspace",
-            ws,
-            "--policy",
-            &p,
-            "--unattended",
-            "go",
-        ],
-        "",
+    let (code, stderr, lines) = common::run_script(
+        &w,
+        POLICY,
+        &[json!({"name": "mcp__web__echo", "arguments": {"text": "from the run"}})],
     );
     assert_eq!(code, 0, "{stderr}");
-    let lines = common::jsonl(&w.ws.join(".reasonix/record.jsonl"));
     let connect = lines
         .iter()
         .find(|l| l["event"] == "mcp_connect")

@@ -300,18 +300,10 @@ fn the_engine_variable_picks_the_interpreter_and_another_value_is_refused() {
         "package reasonix.vm\nimport rego.v1\ndeny contains \"x\" if to_number(input.n) > 1\n",
     );
     let run = |value: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_reasonix"))
-            .args(["policy", "check", &p])
-            .current_dir(&w.outside)
-            .env("HOME", &w.home)
-            .env("NO_COLOR", "1")
-            .env("REASONIX_REGO_ENGINE", value)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+        w.run_env(
+            &["policy", "check", &p],
+            "",
+            &[("REASONIX_REGO_ENGINE", value)],
         )
     };
     let (code, stdout, _) = run("interpreter");

@@ -63,11 +63,17 @@ impl World {
     /// Starts `reasonix` with the given arguments, in the `outside` folder, with HOME pointing
     /// at this world's home and its three standard streams piped.
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.spawn_env(args, &[])
+    }
+
+    /// As [`World::spawn`], with these environment variables set too.
+    pub fn spawn_env(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
         Command::new(env!("CARGO_BIN_EXE_reasonix"))
             .args(args)
             .current_dir(&self.outside)
             .env("HOME", &self.home)
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -78,7 +84,17 @@ impl World {
     /// Runs `reasonix` with the given arguments and stdin, in the `outside` folder, with HOME
     /// pointing at this world's home. Returns the exit code, stdout and stderr.
     pub fn run(&self, args: &[&str], stdin: &str) -> (i32, String, String) {
-        let mut child = self.spawn(args);
+        self.run_env(args, stdin, &[])
+    }
+
+    /// As [`World::run`], with these environment variables set too.
+    pub fn run_env(
+        &self,
+        args: &[&str],
+        stdin: &str,
+        env: &[(&str, &str)],
+    ) -> (i32, String, String) {
+        let mut child = self.spawn_env(args, env);
         child
             .stdin
             .take()
@@ -222,4 +238,32 @@ pub fn run_allowed(
         }
         other => panic!("not allowed: {:?}", other.admission().reasons),
     }
+}
+
+/// `reasonix run --unattended` over a script of one call per turn; returns the exit code,
+/// stderr and the record's lines.
+pub fn run_script(w: &World, yaml: &str, calls: &[Value]) -> (i32, String, Vec<Value>) {
+    let p = w.policy("p.yaml", yaml);
+    let turns: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"tool_calls": [c]}))
+        .collect();
+    let script = w.root.join("s.json");
+    std::fs::write(&script, Value::Array(turns).to_string()).unwrap();
+    let provider = format!("script:{}", script.display());
+    let ws = w.ws.to_str().unwrap();
+    let args = [
+        "run",
+        "--provider",
+        &provider,
+        "--workspace",
+        ws,
+        "--policy",
+        &p,
+        "--unattended",
+        "go",
+    ];
+    let (code, _, stderr) = w.run(&args, "");
+    let lines = jsonl(&w.ws.join(".reasonix/record.jsonl"));
+    (code, stderr, lines)
 }
