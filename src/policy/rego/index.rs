@@ -19,10 +19,13 @@ use super::analysis::ModuleFacts;
 use super::{AGGREGATE, Package};
 use crate::policy::Decision;
 
-/// One generated rule: its name and the packages (indexes into the voting packages) it gathers.
+/// One generated rule: its name, its path, and the packages (indexes into the voting packages)
+/// it gathers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Selection {
     pub rule: String,
+    /// `data.<AGGREGATE>.<rule>`, what an evaluation asks for (made once, not per call).
+    pub path: String,
     pub packages: Vec<usize>,
 }
 
@@ -44,6 +47,7 @@ impl Index {
         let guards: Vec<Option<String>> = packages.iter().map(|p| guard(p, facts)).collect();
         let tools: BTreeSet<&String> = guards.iter().flatten().collect();
         let pick = |rule: String, keep: &dyn Fn(&Option<String>) -> bool| Selection {
+            path: format!("data.{AGGREGATE}.{rule}"),
             rule,
             packages: (0..packages.len()).filter(|&i| keep(&guards[i])).collect(),
         };

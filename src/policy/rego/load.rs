@@ -156,10 +156,7 @@ impl Rego {
         // Prepare once: analysis runs on the first evaluation, and clones share its result.
         // An error here (an unsafe variable, an unknown function) is a load error.
         rego.engine.set_input(regorus::Value::new_object());
-        if let Err(e) = rego
-            .engine
-            .eval_rule(format!("data.{AGGREGATE}.{}", rego.index.all.rule))
-        {
+        if let Err(e) = rego.engine.eval_rule(rego.index.all.path.clone()) {
             let p = problem("(rego)", &e);
             // A runtime error on the empty input is the policy's business at call time; only
             // errors regorus finds before evaluating anything fail the load.
@@ -169,11 +166,7 @@ impl Rego {
         }
         // The VM runs the generated rules when its compiler supports what they reach; the
         // interpreter runs them otherwise (`vm.rs`).
-        let rules: Vec<String> = rego
-            .index
-            .selections()
-            .map(|s| format!("data.{AGGREGATE}.{}", s.rule))
-            .collect();
+        let rules: Vec<String> = rego.index.selections().map(|s| s.path.clone()).collect();
         let variable = super::ENGINE_VARIABLE;
         rego.vm = match std::env::var(variable) {
             Ok(v) if v == "interpreter" => Err(format!("{variable}=interpreter")),

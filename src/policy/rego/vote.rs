@@ -27,7 +27,7 @@
 use regorus::Value;
 
 use super::index::Selection;
-use super::{AGGREGATE, Package, Rego, RegoInput, flatten};
+use super::{Package, Rego, RegoInput, flatten};
 use crate::policy::Decision;
 
 /// One vote.
@@ -49,11 +49,11 @@ impl Rego {
     /// engines are cross-checked ([`Rego::cross_checked`]), the interpreter evaluates too and a
     /// difference is logged; the VM's answer is still the one returned.
     fn evaluate(&self, input: &RegoInput, selection: &Selection) -> Result<regorus::Value, String> {
-        let rule = format!("data.{AGGREGATE}.{}", selection.rule);
+        let rule = &selection.path;
         let Ok(vm) = &self.vm else {
-            return self.interpret(input, rule);
+            return self.interpret(input, rule.clone());
         };
-        let by_vm = vm.eval(&input.0, &rule);
+        let by_vm = vm.eval(&input.0, rule);
         if let Some(log) = &self.cross_check {
             let by_interpreter = self.interpret(input, rule.clone());
             if let Some(difference) = differ(&by_vm, &by_interpreter) {
