@@ -23,20 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200}
-if [ -z "${REASONIX:-}" ]; then
-    cargo build -q --release
-    REASONIX=target/release/reasonix
-fi
-WS=$(mktemp -d)
-trap 'rm -rf "$WS"' EXIT
-mkdir -p "$WS/src/deep"
-printf 'fn main() {}\n' >"$WS/src/deep/lib.rs"
-
-BASH_CALL='{"id":"3","name":"bash","arguments":{"command":"git status --short && git diff --stat HEAD~1 | head -20 2>/dev/null; cargo test -q --lib >> logs.txt"}}'
-READ_CALL='{"id":"1","name":"read_file","arguments":{"path":"src/deep/lib.rs"}}'
-YAML=(--policy policies/default.yaml)
-# The five example Rego policies the issue 12 figures are given for.
-REGO=(--policy policies/default.yaml --policy policies/examples/claude-code-bash --policy policies/examples/git-push-origin --policy policies/examples/network-allowlist --policy policies/examples/read-size-limit --policy policies/examples/workflows-ask)
+. benches/calls.sh
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); N=$N"
 

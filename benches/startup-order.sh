@@ -18,20 +18,7 @@
 # Usage: benches/startup-order.sh   (REASONIX=path to use another binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${REASONIX:-}" ]; then
-    cargo build -q --release
-    REASONIX=$PWD/target/release/reasonix
-fi
-command -v valgrind >/dev/null || { echo "valgrind is needed" >&2; exit 1; }
-WS=$(mktemp -d)
-trap 'rm -rf "$WS"' EXIT
-mkdir -p "$WS/src/deep" "$WS/ws"
-printf 'fn main() {}\n' >"$WS/src/deep/lib.rs"
-printf 'version: 1\nsandbox:\n  bash: off\n' >"$WS/off.yaml"
-
-BASH_CALL='{"id":"3","name":"bash","arguments":{"command":"git status --short && git diff --stat HEAD~1 | head -20 2>/dev/null; cargo test -q --lib >> logs.txt"}}'
-READ_CALL='{"id":"1","name":"read_file","arguments":{"path":"src/deep/lib.rs"}}'
-REGO=(--policy policies/default.yaml --policy policies/examples/claude-code-bash --policy policies/examples/git-push-origin --policy policies/examples/network-allowlist --policy policies/examples/read-size-limit --policy policies/examples/workflows-ask)
+. benches/calls.sh
 CHECK=("$REASONIX" check --workspace "$WS" --format json)
 
 run() {
