@@ -45,6 +45,11 @@ impl Leased {
             parts.withheld,
             parts.jail,
             parts.egress,
+        )
+        .with_effects(
+            parts.admission.read_only != Some(true),
+            parts.protected,
+            parts.changes,
         );
         let result = parts.tool.execute(&invocation);
         Executed { result, lease }

@@ -78,6 +78,7 @@ pub mod call;
 pub mod claude;
 pub mod codex;
 pub mod decisions;
+pub mod effects;
 pub mod egress;
 pub mod execute;
 pub mod gate;

@@ -122,12 +122,17 @@ pub enum Receipt {
         /// Its size after, in bytes.
         bytes: Option<u64>,
     },
-    /// A process whose effects were not observed.
+    /// A process: its exit status, and what was observed of its effects.
     Process {
         /// Its exit status.
         exit_code: Option<i32>,
-        /// What the receipt does not claim.
-        note: &'static str,
+        /// Whether its effects were observed (issue 25): its changes are the `file` receipts
+        /// beside this one — none for a read-only run, which could change nothing, or for a
+        /// discarded one, which changed nothing that landed. `false` where they were not (the
+        /// jail off, or a writer with no overlay under `best_effort`).
+        observed: bool,
+        /// What was observed, or what the receipt does not claim.
+        note: String,
     },
 }
 

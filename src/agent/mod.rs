@@ -13,6 +13,7 @@
 pub mod approver;
 pub mod config;
 pub mod elicit;
+mod landing;
 pub mod openai;
 pub mod provider;
 pub mod script;

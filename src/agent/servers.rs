@@ -59,21 +59,26 @@ pub struct Servers {
     /// Every tool each server listed in this session, by its registry name: a tool a restarted
     /// server no longer lists is withdrawn, saying so.
     listed: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// How the servers it starts may write (issue 25: not at all while the session plans).
+    writes: crate::mcp::tools::ServerWrites,
 }
 
 impl Servers {
     /// The servers `configured`, to be connected through `gate` (built over the builtins).
     pub fn new(configured: Vec<Server>, gate: &Gate) -> Result<Servers, RegistryError> {
+        let writes: crate::mcp::tools::ServerWrites =
+            Arc::new(std::sync::Mutex::new(crate::sandbox::jail::Writes::Direct));
         let mut registry = Registry::with_builtins();
         let mut slots = BTreeMap::new();
         let mut by_name = BTreeMap::new();
         for server in configured {
-            let (tool, slot) = ConnectTool::new(server.clone());
+            let (tool, slot) = ConnectTool::new(server.clone(), Arc::clone(&writes));
             registry.add_mcp(Arc::new(tool))?;
             slots.insert(server.name.clone(), slot);
             by_name.insert(server.name.clone(), server);
         }
         Ok(Servers {
+            writes,
             configured: by_name,
             connect_gate: gate.with_registry(registry)?,
             slots,
@@ -81,6 +86,16 @@ impl Servers {
             restarts: BTreeMap::new(),
             listed: BTreeMap::new(),
         })
+    }
+
+    /// The servers started from now on write as `writes` says: [`Writes::None`] while a
+    /// session is in plan mode (their jail's workspace and write roots read-only), in place
+    /// once a plan is approved (issue 25). A server already running keeps how it was started;
+    /// see [`Servers::restart_all`].
+    ///
+    /// [`Writes::None`]: crate::sandbox::jail::Writes::None
+    pub fn set_writes(&self, writes: crate::sandbox::jail::Writes) {
+        *self.writes.lock().unwrap_or_else(|p| p.into_inner()) = writes;
     }
 
     /// The configured servers' names, sorted.

@@ -58,6 +58,7 @@ use serde_json::Value;
 
 use super::approver::{Answer, Approver, PlanAnswer, PlanReviewer};
 use super::config::RecordArguments;
+use super::landing;
 use super::provider::{
     Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
 };
@@ -237,6 +238,8 @@ struct Ran {
     /// The note kept in the store while the call's line is not yet recorded
     /// ([`Store::note`]); settled once it is.
     note: Option<PathBuf>,
+    /// A bash writer whose changes were refused: why nothing it did was applied (issue 25).
+    discarded: Option<String>,
 }
 
 /// What a check of the goal found.
@@ -461,7 +464,16 @@ impl Session {
     async fn run_alone(&self, j: &mut Decided) -> Option<Ran> {
         let admitted = j.runnable.take()?;
         let note = self.note_for(&j.call);
-        Some(run_one(admitted, Arc::clone(&self.leases), self.store.clone(), note).await)
+        Some(
+            run_one(
+                admitted,
+                Arc::clone(&self.leases),
+                self.store.clone(),
+                Arc::clone(&self.approver),
+                note,
+            )
+            .await,
+        )
     }
 
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
@@ -757,9 +769,10 @@ impl Session {
                 let leases = Arc::clone(&self.leases);
                 let store = self.store.clone();
                 let note = self.note_for(&j.call);
+                let approver = Arc::clone(&self.approver);
                 async move {
                     match admitted {
-                        Some(a) => Some(run_one(a, leases, store, note).await),
+                        Some(a) => Some(run_one(a, leases, store, approver, note).await),
                         None => None,
                     }
                 }
@@ -1208,10 +1221,12 @@ async fn run_one(
     admitted: Admitted,
     leases: Arc<Leases>,
     store: Store,
+    approver: Arc<dyn Approver>,
     (run_id, call_id, tool): (String, String, String),
 ) -> Ran {
     let leased = admitted.lease(&leases).await;
     let admission = leased.admission().clone();
+    let admission_for_job = admission.clone();
     let need = leased.need().clone();
     // Only a call leased by the paths it changes is observed: a shell command's effects are not.
     let changes = if matches!(need, Need::Paths(_)) {
@@ -1242,7 +1257,20 @@ async fn run_one(
         };
         let started = Instant::now();
         let started_ms = now_ms();
-        let executed = leased.execute();
+        let mut executed = leased.execute();
+        // A bash writer's changes land (or not) here, the lease still held (issue 25).
+        let landed = match &mut executed.result {
+            Ok(output) => output.observed.take().map(|observed| {
+                landing::land(
+                    observed,
+                    &admission_for_job,
+                    approver.as_ref(),
+                    &store,
+                    (&run_id, &call_id, &tool),
+                )
+            }),
+            Err(_) => None,
+        };
         let duration_ms = started.elapsed().as_millis();
         let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
         (
@@ -1253,11 +1281,12 @@ async fn run_one(
             started_ms,
             duration_ms,
             executed,
+            landed,
         )
     };
-    let (paths, before, after, note, started_ms, duration_ms, result, lease) =
+    let (paths, before, after, note, started_ms, duration_ms, result, lease, landed) =
         match tokio::task::spawn_blocking(job).await {
-            Ok((paths, before, after, note, started_ms, duration_ms, executed)) => (
+            Ok((paths, before, after, note, started_ms, duration_ms, executed, landed)) => (
                 paths,
                 before,
                 after,
@@ -1266,6 +1295,7 @@ async fn run_one(
                 duration_ms,
                 executed.result.map_err(|e| e.to_string()),
                 Some(executed.lease),
+                landed,
             ),
             // A tool that panicked (a bug): the note, if any, stays in the store, but the call's
             // line recorded next makes a rewind pass it over, so what it changed goes unrestored.
@@ -1277,6 +1307,7 @@ async fn run_one(
                 now_ms(),
                 0,
                 Err(format!("the call's thread failed: {e}")),
+                None,
                 None,
             ),
         };
@@ -1299,10 +1330,56 @@ async fn run_one(
             });
         }
     }
+    let mut result = result;
+    let mut note = note;
+    let mut discarded = None;
     if admission.bash.is_some() {
+        let exit_code = result.as_ref().ok().and_then(|o| o.exit_code);
+        let unobserved = result.as_ref().ok().and_then(|o| o.unobserved.clone());
+        let (observed, said) = match (&landed, unobserved) {
+            (_, Some(why)) => (false, why),
+            (Some(l), None) if l.discarded.is_some() => (
+                true,
+                "its changes were observed on an overlay and discarded: nothing it did was applied"
+                    .to_owned(),
+            ),
+            (Some(l), None) => (
+                true,
+                format!(
+                    "its effects were observed on an overlay: {} changes landed",
+                    l.changed.len()
+                ),
+            ),
+            (None, None) if admission.read_only == Some(true) => (
+                true,
+                "admitted as read-only: the workspace and write roots were read-only to it, so it changed nothing there".to_owned(),
+            ),
+            (None, None) => (
+                false,
+                "its effects were not observed beyond its exit status".to_owned(),
+            ),
+        };
+        if let Some(landed) = landed {
+            receipts.extend(landed.receipts);
+            changed.extend(landed.changed);
+            note = note.or(landed.note);
+            if let Ok(output) = &mut result {
+                output.text.push_str("--- reasonix ---\n");
+                for line in &landed.lines {
+                    output.text.push_str(line);
+                    output.text.push('\n');
+                }
+            }
+            if landed.broken {
+                result =
+                    result.and_then(|o| Err(format!("{}\n{}", o.text, landed.lines.join("\n"))));
+            }
+            discarded = landed.discarded;
+        }
         receipts.push(Receipt::Process {
-            exit_code: result.as_ref().ok().and_then(|o| o.exit_code),
-            note: "its effects were not observed beyond its exit status",
+            exit_code,
+            observed,
+            note: said,
         });
     }
     drop(lease);
@@ -1314,6 +1391,7 @@ async fn run_one(
         receipts,
         changed,
         note,
+        discarded,
     }
 }
 
@@ -1373,6 +1451,19 @@ fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
             ),
         ),
         Some(Ran { result: Err(e), .. }) => (Outcome::Failed, None, format!("failed: {e}")),
+        // A bash writer whose changes were refused: it ran, and nothing it did was applied.
+        Some(Ran {
+            result: Ok(output),
+            discarded: Some(why),
+            ..
+        }) => (
+            Outcome::Blocked,
+            output.exit_code,
+            format!(
+                "blocked: nothing this command changed was applied ({why}). Its output, for what it is worth:\n{}",
+                output.text
+            ),
+        ),
         Some(Ran {
             result: Ok(output), ..
         }) => match output.exit_code {

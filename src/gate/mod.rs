@@ -45,6 +45,7 @@
 //! stage that settled it; the clock runs only when that level is on.
 
 mod approve;
+mod changes;
 mod classify;
 mod confine;
 mod egress;
@@ -620,6 +621,29 @@ impl Gate {
             }
         }
         let withheld = current.policy.withholding(&call.name, &class.effects);
+        // What every jail of this call covers: the paths a deny or ask rule protects from
+        // reading (issue 25).
+        let protected = (class.bash.is_some() || class.starts_process).then(|| {
+            current
+                .policy
+                .withholding(&call.name, &[crate::vocab::Effect::Read].into())
+        });
+        let changes = class.bash.as_ref().map(|analysis| {
+            let own = changes::Own {
+                written: admission
+                    .paths
+                    .iter()
+                    .filter(|p| p.access == Access::Write)
+                    .filter_map(|p| p.path.as_ref().map(PathBuf::from))
+                    .collect(),
+                programs: analysis
+                    .commands
+                    .iter()
+                    .map(|c| c.basename().to_owned())
+                    .collect(),
+            };
+            changes::judge(self, own)
+        });
         let admitted = Admitted::new(Parts {
             admission,
             tool: call.tool,
@@ -628,6 +652,8 @@ impl Gate {
             withheld,
             jail: self.jail.clone(),
             egress: class.bash.as_ref().map(|_| egress::judge(self)),
+            protected,
+            changes,
         });
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

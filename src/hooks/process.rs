@@ -20,8 +20,8 @@ pub(super) fn run(
     request: &Value,
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut child =
-        jail::spawn(plan, command, &[]).map_err(|e| format!("it could not be started: {e}"))?;
+    let mut child = jail::spawn(plan, command, &[], &jail::Shape::read_only())
+        .map_err(|e| format!("it could not be started: {e}"))?;
     let bytes = serde_json::to_vec(request).map_err(|e| e.to_string())?;
     let stdin = child.take_stdin();
     // A hook that does not read its stdin must not stall the gate: write from a thread.

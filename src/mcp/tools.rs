@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::client::Connection;
 use super::config::{Server, Transport};
 use crate::call::Call;
+use crate::sandbox::jail::Writes;
 use crate::text::{Keep, shorten};
 use crate::tool::{
     Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
@@ -63,22 +64,29 @@ pub fn connect_arguments(server: &Server) -> Value {
 /// What a connect call leaves behind when it ran: the connection, or why there is none.
 pub type Slot = Arc<Mutex<Option<Result<Arc<Connection>, String>>>>;
 
+/// How the servers a session starts may write: in place, or — while the session is in plan
+/// mode — not at all (issue 25). Shared by the connect tools and their [`crate::agent::servers`].
+pub type ServerWrites = Arc<Mutex<Writes>>;
+
 /// `mcp_connect__NAME`: connecting to server NAME, as a call.
 pub struct ConnectTool {
     name: String,
     server: Server,
     slot: Slot,
+    writes: ServerWrites,
 }
 
 impl ConnectTool {
-    /// The connect call of `server`; when it runs, its connection goes to the returned slot.
-    pub fn new(server: Server) -> (ConnectTool, Slot) {
+    /// The connect call of `server`; when it runs, its connection goes to the returned slot, and
+    /// its process may write as `writes` says when it starts.
+    pub fn new(server: Server, writes: ServerWrites) -> (ConnectTool, Slot) {
         let slot: Slot = Arc::new(Mutex::new(None));
         (
             ConnectTool {
                 name: connect_name(&server.name),
                 server,
                 slot: Arc::clone(&slot),
+                writes,
             },
             slot,
         )
@@ -123,7 +131,8 @@ impl Tool for ConnectTool {
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
-        let opened = Connection::open(&self.server, call.jail());
+        let writes = *self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = Connection::open(&self.server, call.jail(), &call.shape_with(writes));
         let text = match &opened {
             Ok(c) => format!(
                 "connected to MCP server {:?}: {} tools",

@@ -116,6 +116,11 @@ pub struct PathFilter {
 }
 
 impl PathFilter {
+    /// Whether any rule could protect a path from this call (else nothing need be looked at).
+    pub fn protects_any(&self) -> bool {
+        self.any
+    }
+
     /// The id of a rule that protects `path`, if any.
     pub fn withholds(&self, path: &Path) -> Option<&str> {
         if !self.any {

@@ -294,6 +294,125 @@ impl WritePath {
     }
 }
 
+impl WritePath {
+    /// Removes what is at the path — a file, a link, or a folder that is empty — and syncs the
+    /// folder; nothing there is no error (issue 25: a commit's deletions).
+    pub fn remove_any(&self) -> io::Result<()> {
+        let (dir, name) = self.0.parent(false)?;
+        let removed =
+            match nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+                Err(Errno::EISDIR | Errno::EPERM) => {
+                    nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)
+                }
+                other => other,
+            };
+        match removed {
+            Ok(()) | Err(Errno::ENOENT) => File::from(dir).sync_all(),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// Replaces what is at the path with a file holding what `source` reads, with `mode` and,
+    /// when given, the modification time `times` (issue 25: a commit's files). Atomic: a
+    /// temporary file in the same folder, written, `fsync`ed, renamed over the path (a file or a
+    /// link there is replaced; an empty folder there is removed first), the folder `fsync`ed.
+    pub fn replace_with_file(
+        &self,
+        source: &mut File,
+        mode: u32,
+        times: Option<std::time::SystemTime>,
+    ) -> io::Result<()> {
+        let (dir, name) = self.0.parent(true)?;
+        remove_empty_folder(&dir, name)?;
+        let temp = temp_name(name);
+        let fd = nix::fcntl::openat(
+            &dir,
+            temp.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+            Mode::from_bits_truncate(0o600),
+        )
+        .map_err(errno)?;
+        let mut file = File::from(fd);
+        let written = (|| {
+            io::copy(source, &mut file)?;
+            nix::sys::stat::fchmod(&file, Mode::from_bits_truncate(mode)).map_err(errno)?;
+            if let Some(t) = times {
+                file.set_modified(t)?;
+            }
+            file.sync_all()?;
+            nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name).map_err(errno)
+        })();
+        if let Err(e) = written {
+            let _ = nix::unistd::unlinkat(
+                &dir,
+                temp.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+            return Err(e);
+        }
+        File::from(dir).sync_all()
+    }
+
+    /// Replaces what is at the path with a symbolic link to `target` (made beside it, renamed
+    /// over it; an empty folder there is removed first).
+    pub fn replace_with_link(&self, target: &Path) -> io::Result<()> {
+        let (dir, name) = self.0.parent(true)?;
+        remove_empty_folder(&dir, name)?;
+        let temp = temp_name(name);
+        nix::unistd::symlinkat(target, &dir, temp.as_os_str()).map_err(errno)?;
+        if let Err(e) = nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name) {
+            let _ = nix::unistd::unlinkat(
+                &dir,
+                temp.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+            return Err(errno(e));
+        }
+        File::from(dir).sync_all()
+    }
+
+    /// Makes a folder at the path with `mode`, or gives the folder there `mode`; a file or a
+    /// link there is replaced.
+    pub fn make_folder(&self, mode: u32) -> io::Result<()> {
+        let (dir, name) = self.0.parent(true)?;
+        match nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st)
+                if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
+                    == SFlag::S_IFDIR =>
+            {
+                return self.set_folder_mode(mode);
+            }
+            Ok(_) => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+                .map_err(errno)?,
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(errno(e)),
+        }
+        nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(mode)).map_err(errno)?;
+        // The umask may have taken bits away.
+        self.set_folder_mode(mode)?;
+        File::from(dir).sync_all()
+    }
+
+    /// Gives the folder at the path `mode` (opened beneath the root, never through a link).
+    pub fn set_folder_mode(&self, mode: u32) -> io::Result<()> {
+        let fd = self.0.open_dir()?;
+        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(errno)
+    }
+}
+
+/// Removes an empty folder at `name` in `dir`, if one is there (a path a run replaced: what was
+/// below it is gone already).
+fn remove_empty_folder(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    match nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st)
+            if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR =>
+        {
+            nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir).map_err(errno)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `.<name>.<pid>-<n>.reasonix-tmp`, hidden and unique within the folder.
 fn temp_name(name: &OsStr) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
