@@ -122,6 +122,32 @@ pub enum Receipt {
         /// Its size after, in bytes.
         bytes: Option<u64>,
     },
+    /// A folder a process wrote in place, not observed (`sandbox.passthrough`, issue 25): only
+    /// what changed in it during the run is counted.
+    Passthrough {
+        /// The folder.
+        path: String,
+        /// Files changed in it during the run.
+        files: u64,
+        /// Their size, in bytes.
+        bytes: u64,
+        /// What the receipt does not claim.
+        note: String,
+    },
+    /// A change a process made that kept its changes from landing (issue 25): refused by the
+    /// gate, or asked about and not allowed. Its run was discarded whole.
+    RefusedChange {
+        /// The path.
+        path: String,
+        /// What the process did there.
+        change: &'static str,
+        /// `deny` or `ask`.
+        verdict: crate::effects::ChangeVerdict,
+        /// The rules that decided.
+        rules: Vec<String>,
+        /// Why.
+        reasons: Vec<String>,
+    },
     /// A process: its exit status, and what was observed of its effects.
     Process {
         /// Its exit status.

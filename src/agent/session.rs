@@ -1257,20 +1257,21 @@ async fn run_one(
         };
         let started = Instant::now();
         let started_ms = now_ms();
-        let mut executed = leased.execute();
-        // A bash writer's changes land (or not) here, the lease still held (issue 25).
-        let landed = match &mut executed.result {
-            Ok(output) => output.observed.take().map(|observed| {
-                landing::land(
-                    observed,
-                    &admission_for_job,
-                    approver.as_ref(),
-                    &store,
-                    (&run_id, &call_id, &tool),
-                )
-            }),
-            Err(_) => None,
-        };
+        // A bash writer's changes land (or not) in the execute stage, the lease still held:
+        // the approver answers what asks, the store keeps what is about to change (issue 25).
+        let ids = (run_id.as_str(), call_id.as_str(), tool.as_str());
+        let mut keeping = landing::Keeping::new(&store, ids);
+        let executed = leased.execute_with(
+            &mut |asking| landing::ask(approver.as_ref(), &admission_for_job, asking),
+            &mut |paths| keeping.before(paths),
+        );
+        let landed = executed.settled.as_ref().map(|settled| {
+            (
+                keeping.landed(settled),
+                keeping.note.take(),
+                settled_state(settled),
+            )
+        });
         let duration_ms = started.elapsed().as_millis();
         let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
         (
@@ -1338,43 +1339,48 @@ async fn run_one(
         let unobserved = result.as_ref().ok().and_then(|o| o.unobserved.clone());
         let (observed, said) = match (&landed, unobserved) {
             (_, Some(why)) => (false, why),
-            (Some(l), None) if l.discarded.is_some() => (
+            (Some((_, _, Settle::Discarded(_))), None) => (
                 true,
                 "its changes were observed on an overlay and discarded: nothing it did was applied"
                     .to_owned(),
             ),
-            (Some(l), None) => (
+            (Some((_, _, Settle::Broken)), None) => (
+                true,
+                "its changes were observed on an overlay; the commit stopped part way (the file receipts say what landed)".to_owned(),
+            ),
+            (Some((l, _, Settle::Landed)), None) => (
                 true,
                 format!(
                     "its effects were observed on an overlay: {} changes landed",
                     l.changed.len()
                 ),
             ),
-            (None, None) if admission.read_only == Some(true) => (
-                true,
-                "admitted as read-only: the workspace and write roots were read-only to it, so it changed nothing there".to_owned(),
-            ),
+            (None, None) if admission.read_only == Some(true) => {
+                let mut said = "admitted as read-only: the workspace and write roots were read-only to it, so it changed nothing there".to_owned();
+                let refused = result
+                    .as_ref()
+                    .is_ok_and(|o| o.text.contains("Read-only file system"));
+                if refused {
+                    said.push_str("; its output reports a write the jail refused (EROFS), which the call never declared");
+                }
+                (true, said)
+            }
             (None, None) => (
                 false,
                 "its effects were not observed beyond its exit status".to_owned(),
             ),
         };
-        if let Some(landed) = landed {
+        if let Some((landed, landed_note, state)) = landed {
             receipts.extend(landed.receipts);
             changed.extend(landed.changed);
-            note = note.or(landed.note);
-            if let Ok(output) = &mut result {
-                output.text.push_str("--- reasonix ---\n");
-                for line in &landed.lines {
-                    output.text.push_str(line);
-                    output.text.push('\n');
+            note = note.or(landed_note);
+            match state {
+                Settle::Broken => {
+                    result = result.and_then(|o| Err(o.text));
                 }
+                Settle::Discarded(why) => discarded = Some(why),
+                Settle::Landed => {}
             }
-            if landed.broken {
-                result =
-                    result.and_then(|o| Err(format!("{}\n{}", o.text, landed.lines.join("\n"))));
-            }
-            discarded = landed.discarded;
         }
         receipts.push(Receipt::Process {
             exit_code,
@@ -1392,6 +1398,23 @@ async fn run_one(
         changed,
         note,
         discarded,
+    }
+}
+
+/// What became of a bash writer's changes, for its outcome.
+enum Settle {
+    Landed,
+    Discarded(String),
+    Broken,
+}
+
+fn settled_state(settled: &crate::effects::Settled) -> Settle {
+    if settled.broken {
+        Settle::Broken
+    } else if settled.landed {
+        Settle::Landed
+    } else {
+        Settle::Discarded(settled.why.clone().unwrap_or_default())
     }
 }
 

@@ -246,6 +246,26 @@ pub struct Settled {
     pub broken: bool,
     /// The account for the model and the record, one line each.
     pub lines: Vec<String>,
+    /// The pass-through folders it wrote in place, not observed.
+    pub passed: Vec<Passed>,
+    /// When nothing landed: each change that was refused or asked about, and why.
+    pub refused: Vec<Refused>,
+}
+
+/// A change that kept a run's changes from landing: refused, or asked about and declined (or
+/// unanswerable).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refused {
+    /// The path (absolute).
+    pub path: String,
+    /// What the run did there ("created", "deleted", …).
+    pub change: &'static str,
+    /// `deny` or `ask`.
+    pub verdict: ChangeVerdict,
+    /// The rules that decided.
+    pub rules: Vec<String>,
+    /// Why.
+    pub reasons: Vec<String>,
 }
 
 /// Applies the decision: asks `ask` about what asks (under the interactive posture; a caller
@@ -290,10 +310,27 @@ pub fn settle(
             why: Some(why),
             broken: false,
             lines,
+            passed: Vec::new(),
+            refused: judged
+                .iter()
+                .filter(|j| j.verdict != ChangeVerdict::Allow)
+                .map(|j| Refused {
+                    path: j.change.path.display().to_string(),
+                    change: j.change.verb(),
+                    verdict: j.verdict,
+                    rules: j.rules.clone(),
+                    reasons: j.reasons.clone(),
+                })
+                .collect(),
         }
     };
     match decision {
-        Decision::Discard { why } => return refused(&judged, why, lines),
+        Decision::Discard { why } => {
+            return Settled {
+                passed,
+                ..refused(&judged, why, lines)
+            };
+        }
         Decision::Ask => {
             let asking: Vec<&Judged> = judged
                 .iter()
@@ -301,7 +338,10 @@ pub fn settle(
                 .collect();
             if !ask(&asking) {
                 let why = "a person declined its changes".to_owned();
-                return refused(&judged, why, lines);
+                return Settled {
+                    passed,
+                    ..refused(&judged, why, lines)
+                };
             }
         }
         Decision::Commit => {}
@@ -314,6 +354,8 @@ pub fn settle(
             why: None,
             broken: false,
             lines,
+            passed,
+            refused: Vec::new(),
         };
     }
     let mut made = Vec::new();
@@ -348,6 +390,8 @@ pub fn settle(
                     why: Some(why),
                     broken: true,
                     lines,
+                    passed,
+            refused: Vec::new(),
                 };
             }
         }
@@ -370,6 +414,8 @@ pub fn settle(
         why: None,
         broken: false,
         lines,
+        passed,
+            refused: Vec::new(),
     }
 }
 

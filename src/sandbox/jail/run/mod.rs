@@ -109,7 +109,8 @@ pub struct Upper {
     pub layers: Vec<(std::path::PathBuf, std::path::PathBuf)>,
     /// The pass-through folders (canonical), written in place.
     pub passthrough: Vec<std::path::PathBuf>,
-    /// When the run started: a pass-through file changed since was written by it (or beside it).
+    /// When the run started (less 50 ms: file times come from a coarser clock): a pass-through
+    /// file changed since was written by it (or beside it).
     pub started: std::time::SystemTime,
     /// overlayfs kept its marks in `user.overlay.*` (a user namespace), else `trusted.overlay.*`.
     pub userxattr: bool,
@@ -770,17 +771,13 @@ fn start(
     let jailed = plan.mode != Mode::Off;
     let mut not_enforced = Vec::new();
     let writes = run_writes(plan, shape.writes, &mut not_enforced)?;
-    // A private HOME inside the run's TMPDIR, the toolchains linked in (issue 25).
-    let home = if jailed {
-        Some(
-            private_home(tmp.path(), plan.home.as_deref()).map_err(|source| RunError::Setup {
-                what: "private HOME",
-                source,
-            })?,
-        )
-    } else {
-        None
-    };
+    // The run's folder holds its TMPDIR and (jailed) its private HOME, the toolchains linked
+    // in (issue 25); both made anew for each run.
+    run_folders(tmp.path(), jailed.then_some(plan.home.as_deref()))
+        .map_err(|source| RunError::Setup {
+            what: "private TMPDIR and HOME",
+            source,
+        })?;
 
     // The run's own ruleset: the plan's rules and this run's TMPDIR (and, added by the child of
     // a PID namespace, its fresh /proc). `None` also where best_effort found Landlock missing.
@@ -896,9 +893,9 @@ fn start(
         use std::os::fd::AsRawFd;
         fd.as_raw_fd()
     });
-    // HOME as the command sees it: below its TMPDIR, wherever that is bound.
-    let seen_home = home.as_ref().map(|_| tmpdir.join(HOME_NAME));
-    let mut environment = environment(&tmpdir, seen_home.as_deref());
+    // TMPDIR and HOME as the command sees them: in the run's folder, wherever that is bound.
+    let seen_home = jailed.then(|| tmpdir.join(HOME_NAME));
+    let mut environment = environment(&tmpdir.join(TMP_NAME), seen_home.as_deref());
     if writes == Writes::None {
         // git's opportunistic index refresh would only meet a read-only workspace.
         environment.push(("GIT_OPTIONAL_LOCKS".into(), "0".into()));
@@ -983,6 +980,9 @@ fn start(
         command.pre_exec(hook);
     }
     let started = Instant::now();
+    // A pass-through file changed since is counted as this run's: less a margin, since a
+    // file's times come from the kernel's coarse clock, which may lag this one by a tick.
+    let wall_started = std::time::SystemTime::now() - Duration::from_millis(50);
     let child = command.spawn().map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
@@ -996,7 +996,7 @@ fn start(
         _dir: dir,
         passthrough: upper_passthrough(plan, &layers),
         layers: layers.into_iter().map(|l| (l.root, l.upper)).collect(),
-        started: std::time::SystemTime::now(),
+        started: wall_started,
         userxattr: plan
             .namespaces
             .as_ref()
@@ -1015,41 +1015,43 @@ fn start(
     })
 }
 
-/// The folder of the run's private HOME, inside its TMPDIR.
+/// The run's TMPDIR, inside the run's folder.
+const TMP_NAME: &str = "tmp";
+
+/// The run's private HOME, inside the run's folder.
 const HOME_NAME: &str = "home";
 
-/// Makes the run's private HOME, `home` inside its TMPDIR (`tmp`, as Reasonix sees it), with a
-/// link to each toolchain of the real home folder (`super::HOME_TOOLCHAINS`) that exists:
-/// programs find cargo, rustup, pyenv, nvm and git's configuration where they look, while what
-/// they write to `~` stays in the run (and the rest of the real home stays out of reach, as the
-/// Landlock rules already keep it).
-fn private_home(
-    tmp: &std::path::Path,
-    real: Option<&std::path::Path>,
-) -> std::io::Result<std::path::PathBuf> {
-    let home = tmp.join(HOME_NAME);
-    match std::fs::create_dir(&home) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let Some(real) = real else {
-        return Ok(home);
+/// Makes the run's TMPDIR (`tmp`, mode `0700`, empty) in its folder `run` (as Reasonix sees
+/// it) and, for a jailed run, its private HOME (`home`) with a link to each toolchain of the
+/// real home folder `real` (`super::HOME_TOOLCHAINS`) that exists: programs find cargo, rustup,
+/// pyenv, nvm and git's configuration where they look, while what they write to `~` stays in
+/// the run — and the rest of the real home stays out of reach, as the Landlock rules keep it.
+fn run_folders(
+    run: &std::path::Path,
+    home: Option<Option<&std::path::Path>>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut folder = std::fs::DirBuilder::new();
+    folder.mode(0o700);
+    folder.create(run.join(TMP_NAME))?;
+    let Some(real) = home else {
+        return Ok(());
     };
-    for entry in super::HOME_TOOLCHAINS {
+    let home = run.join(HOME_NAME);
+    folder.create(&home)?;
+    for entry in real.map(|r| super::HOME_TOOLCHAINS.iter().map(move |e| (r, e))).into_iter().flatten() {
+        let (real, entry) = entry;
         let target = real.join(entry);
         if std::fs::symlink_metadata(&target).is_err() {
             continue;
         }
         let link = home.join(entry);
-        if let Some(folder) = link.parent() {
-            std::fs::create_dir_all(folder)?;
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
         }
-        match std::os::unix::fs::symlink(&target, &link) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-            _ => {}
-        }
+        std::os::unix::fs::symlink(&target, &link)?;
     }
-    Ok(home)
+    Ok(())
 }
 
 /// How a run of `plan` writes, given the shape its call asked for: under `off`, in place;
