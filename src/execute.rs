@@ -54,11 +54,7 @@ impl Leased {
     /// [`Leased::execute`], with someone to answer the changes of a bash writer that ask
     /// (`ask`), and a look at every path about to change before the first one does
     /// (`before`: the rewind store keeps their previous state) — see [`effects::settle`].
-    pub fn execute_with(
-        self,
-        ask: Asker<'_>,
-        before: &mut dyn FnMut(&[ConfinedPath]),
-    ) -> Executed {
+    pub fn execute_with(self, ask: Asker<'_>, before: &mut dyn FnMut(&[ConfinedPath])) -> Executed {
         let Leased { parts, lease } = self;
         let invocation = Invocation::new(
             parts.tool.name().to_owned(),

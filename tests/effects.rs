@@ -45,7 +45,10 @@ fn tree(root: &Path) -> BTreeMap<String, (String, u32, Vec<u8>)> {
             let mode = m.permissions().mode() & 0o7777;
             if m.file_type().is_symlink() {
                 let t = std::fs::read_link(&p).unwrap();
-                out.insert(rel, ("link".into(), 0, t.display().to_string().into_bytes()));
+                out.insert(
+                    rel,
+                    ("link".into(), 0, t.display().to_string().into_bytes()),
+                );
             } else if m.is_dir() {
                 out.insert(rel, ("dir".into(), mode, Vec::new()));
                 stack.push(p);
@@ -134,7 +137,8 @@ fn repo(w: &World) {
     std::fs::write(w.ws.join(".git/info/exclude"), ".reasonix/\n").unwrap();
 }
 
-const ALLOW_WRITERS: &str = "version: 1\ndefaults: {read_only: allow, writer: allow, unattended: deny}\n";
+const ALLOW_WRITERS: &str =
+    "version: 1\ndefaults: {read_only: allow, writer: allow, unattended: deny}\n";
 
 // ---------------------------------------------------------------------------------------------
 // Read-only calls run on a read-only workspace.
@@ -210,10 +214,15 @@ fn a_read_only_run_reads_and_writes_its_tmpdir_and_every_workspace_write_gets_er
     ] {
         let r = sh(attack);
         assert_ne!(r.exit.code(), 0, "{attack}: {r:?}");
-        assert!(r.stderr.contains("Read-only file system"), "{attack}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("Read-only file system"),
+            "{attack}: {}",
+            r.stderr
+        );
     }
     assert_eq!(tree(&w.ws), before);
-    let r = sh("cat a.txt d/b.txt && echo t > $TMPDIR/t && cat $TMPDIR/t && echo h > ~/h && cat ~/h");
+    let r =
+        sh("cat a.txt d/b.txt && echo t > $TMPDIR/t && cat $TMPDIR/t && echo h > ~/h && cat ~/h");
     assert_eq!(r.exit.code(), 0, "{r:?}");
     assert_eq!(r.stdout, "a\nb\nt\nh\n");
 }
@@ -282,11 +291,17 @@ fn a_writer_that_also_changes_a_denied_path_or_a_host_file_is_discarded_whole() 
         "version: 1\ndefaults: {read_only: allow, writer: allow, unattended: deny}\nrules:\n  - {id: no-secrets, decision: deny, paths: ['.env']}\n",
     );
     w.file("env.py", "open('.e'+'nv', 'w').write('K=v')\n");
-    w.file("settings.py", "open('reasonix.y'+'aml', 'w').write('version: 1')\n");
+    w.file(
+        "settings.py",
+        "open('reasonix.y'+'aml', 'w').write('version: 1')\n",
+    );
     let before = tree(&w.ws);
     for (attack, refused) in [
         ("echo x >> a.txt; echo ok > ok.txt; python3 env.py", ".env"),
-        ("echo x >> a.txt; echo ok > ok.txt; python3 settings.py", "reasonix.yaml"),
+        (
+            "echo x >> a.txt; echo ok > ok.txt; python3 settings.py",
+            "reasonix.yaml",
+        ),
     ] {
         let _ = std::fs::remove_dir_all(w.ws.join(".reasonix"));
         let (_, stderr, lines) = run(&w, &[&policy], &[attack]);
@@ -300,8 +315,14 @@ fn a_writer_that_also_changes_a_denied_path_or_a_host_file_is_discarded_whole() 
     let _ = std::fs::remove_dir_all(w.ws.join(".reasonix"));
     let (_, stderr, lines) = run(&w, &[&policy], &["echo x >> a.txt; echo ok > ok.txt"]);
     assert_eq!(lines[0]["outcome"], "succeeded", "{stderr}");
-    assert_eq!(std::fs::read_to_string(w.ws.join("a.txt")).unwrap(), "a\nx\n");
-    assert_eq!(std::fs::read_to_string(w.ws.join("ok.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("a.txt")).unwrap(),
+        "a\nx\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("ok.txt")).unwrap(),
+        "ok\n"
+    );
 }
 
 /// An allowed writer's changes land as it left them: content, permission bits (never set-id),
@@ -324,27 +345,56 @@ fn an_allowed_writers_changes_land_with_modes_and_symlinks_intact() {
     let (_, stderr, lines) = run(&w, &[&policy], &[script]);
     let line = &lines[0];
     assert_eq!(line["outcome"], "succeeded", "{stderr}\n{line}");
-    let mode = |p: &str| std::fs::symlink_metadata(w.ws.join(p)).unwrap().permissions().mode() & 0o7777;
-    assert_eq!(std::fs::read_to_string(w.ws.join("run.sh")).unwrap(), "#!/bin/sh\n");
+    let mode = |p: &str| {
+        std::fs::symlink_metadata(w.ws.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("run.sh")).unwrap(),
+        "#!/bin/sh\n"
+    );
     assert_eq!(mode("run.sh"), 0o755);
-    assert_eq!(std::fs::read_link(w.ws.join("link")).unwrap(), PathBuf::from("a.txt"));
-    assert_eq!(std::fs::read_to_string(w.ws.join("new/deep/n.txt")).unwrap(), "n\n");
+    assert_eq!(
+        std::fs::read_link(w.ws.join("link")).unwrap(),
+        PathBuf::from("a.txt")
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("new/deep/n.txt")).unwrap(),
+        "n\n"
+    );
     assert_eq!(mode("new"), 0o700);
     assert!(!w.ws.join("old").exists());
     assert!(w.ws.join("was-file").is_dir());
-    assert_eq!(std::fs::read_to_string(w.ws.join("was-file/in")).unwrap(), "in\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("was-file/in")).unwrap(),
+        "in\n"
+    );
     assert_eq!(mode("suid"), 0o755, "a set-id bit never lands");
     let receipts: Vec<&Value> = line["receipts"].as_array().unwrap().iter().collect();
     let paths: Vec<String> = receipts
         .iter()
         .filter_map(|r| r["path"].as_str().map(str::to_owned))
         .collect();
-    for p in ["run.sh", "link", "new/deep/n.txt", "old/x.txt", "old", "was-file/in", "suid"] {
+    for p in [
+        "run.sh",
+        "link",
+        "new/deep/n.txt",
+        "old/x.txt",
+        "old",
+        "was-file/in",
+        "suid",
+    ] {
         let p = w.ws.join(p).display().to_string();
         assert!(paths.contains(&p), "no receipt for {p}: {paths:?}");
     }
     // A change of times only is no change.
-    assert!(!paths.contains(&w.ws.join("keep.txt").display().to_string()), "{paths:?}");
+    assert!(
+        !paths.contains(&w.ws.join("keep.txt").display().to_string()),
+        "{paths:?}"
+    );
     assert_eq!(process(line)["observed"], true);
 }
 
@@ -382,7 +432,15 @@ fn rewind_restores_a_bash_calls_changes() {
     assert_ne!(tree(&w.ws), before);
     let ws = w.ws.display().to_string();
     let (code, out, err) = w.run(
-        &["rewind", "--workspace", &ws, "--policy", &policy, "--last", "1"],
+        &[
+            "rewind",
+            "--workspace",
+            &ws,
+            "--policy",
+            &policy,
+            "--last",
+            "1",
+        ],
         "",
     );
     assert_eq!(code, 0, "{out}\n{err}");
@@ -435,7 +493,10 @@ fn git_commit_allowed_by_a_rule_commits_and_one_that_plants_a_hook_does_not_land
     assert_eq!(tree(&w.ws), before, "nothing of the run landed");
     assert_eq!(git(&w.ws, &["log", "--format=%s"]), "second\nfirst\n");
     let record = std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl")).unwrap();
-    assert!(record.contains("post-commit") && record.contains("git-internals"), "{record}");
+    assert!(
+        record.contains("post-commit") && record.contains("git-internals"),
+        "{record}"
+    );
 }
 
 /// Remembers what it was asked, answers as told.
@@ -510,7 +571,10 @@ fn a_writer_that_changes_git_hooks_asks_a_person_before_anything_lands() {
             question.contains(".git/hooks/pre-push") && question.contains("git-internals"),
             "{question}"
         );
-        assert!(!question.contains("ok.txt"), "only what asks is asked about: {question}");
+        assert!(
+            !question.contains("ok.txt"),
+            "only what asks is asked about: {question}"
+        );
         let line = jsonl(&record)
             .into_iter()
             .find(|l| l["tool"] == "bash")
@@ -584,7 +648,12 @@ fn a_passthrough_folder_is_written_in_place_and_recorded_as_not_observed() {
     );
     let line = &lines[0];
     assert_eq!(line["outcome"], "succeeded", "{stderr}\n{line}");
-    assert_eq!(std::fs::metadata(w.ws.join("target/out.bin")).unwrap().len(), 1000);
+    assert_eq!(
+        std::fs::metadata(w.ws.join("target/out.bin"))
+            .unwrap()
+            .len(),
+        1000
+    );
     assert!(w.ws.join("src.txt").exists());
     let passed = line["receipts"]
         .as_array()
@@ -598,7 +667,10 @@ fn a_passthrough_folder_is_written_in_place_and_recorded_as_not_observed() {
     // What was written in place is not in the snapshot: rewind cannot undo it, and says so by
     // leaving it out.
     let snapshot = line["snapshot"].to_string();
-    assert!(!snapshot.contains("out.bin") && snapshot.contains("src.txt"), "{snapshot}");
+    assert!(
+        !snapshot.contains("out.bin") && snapshot.contains("src.txt"),
+        "{snapshot}"
+    );
 }
 
 /// Where no overlay can be made, `enforce` refuses a writer (not a reader) and says why;
@@ -611,10 +683,16 @@ fn without_overlays_enforce_refuses_writers_and_best_effort_runs_them_unobserved
         ..jail::capabilities().clone()
     };
     let enforce = Plan::with_capabilities(&JailConfig::default(), &w.ws, None, no_overlay.clone());
-    let why = enforce.refusal_for(Writes::Observed).unwrap_or_else(|| panic!("{enforce:?}"));
+    let why = enforce
+        .refusal_for(Writes::Observed)
+        .unwrap_or_else(|| panic!("{enforce:?}"));
     assert!(why.contains("no overlay"), "{why}");
     assert_eq!(enforce.refusal_for(Writes::None), enforce.refusal());
-    let argv = ["bash".to_owned(), "-c".to_owned(), "echo x > w.txt".to_owned()];
+    let argv = [
+        "bash".to_owned(),
+        "-c".to_owned(),
+        "echo x > w.txt".to_owned(),
+    ];
     let observed = Shape {
         writes: Writes::Observed,
         hidden: Vec::new(),
@@ -638,7 +716,9 @@ fn without_overlays_enforce_refuses_writers_and_best_effort_runs_them_unobserved
     assert_eq!(r.writes, Writes::Direct);
     assert!(r.observed.is_none());
     assert!(
-        r.not_enforced.iter().any(|n| n.starts_with("effects not observed")),
+        r.not_enforced
+            .iter()
+            .any(|n| n.starts_with("effects not observed")),
         "{:?}",
         r.not_enforced
     );

@@ -1351,8 +1351,8 @@ async fn run_one(
             (Some((l, _, Settle::Landed)), None) => (
                 true,
                 format!(
-                    "its effects were observed on an overlay: {} changes landed",
-                    l.changed.len()
+                    "its effects were observed on an overlay: {} landed",
+                    crate::effects::changes(l.changed.len())
                 ),
             ),
             (None, None) if admission.read_only == Some(true) => {

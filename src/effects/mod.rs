@@ -378,9 +378,9 @@ pub fn settle(
             }
             Err(e) => {
                 let why = format!(
-                    "the commit stopped at {} ({e}): {} of {total} changes landed, the rest did not",
+                    "the commit stopped at {} ({e}): {} of {total} landed, the rest did not",
                     j.shown,
-                    made.len()
+                    changes(made.len())
                 );
                 lines.insert(0, why.clone());
                 drop(upper);
@@ -391,7 +391,7 @@ pub fn settle(
                     broken: true,
                     lines,
                     passed,
-            refused: Vec::new(),
+                    refused: Vec::new(),
                 };
             }
         }
@@ -406,7 +406,7 @@ pub fn settle(
             ));
         }
     }
-    lines.insert(0, format!("{} changes observed and applied:", made.len()));
+    lines.insert(0, format!("{} observed and applied:", changes(made.len())));
     drop(upper);
     Settled {
         landed: true,
@@ -415,7 +415,16 @@ pub fn settle(
         broken: false,
         lines,
         passed,
-            refused: Vec::new(),
+        refused: Vec::new(),
+    }
+}
+
+/// "1 change", "3 changes".
+pub fn changes(n: usize) -> String {
+    if n == 1 {
+        "1 change".into()
+    } else {
+        format!("{n} changes")
     }
 }
 

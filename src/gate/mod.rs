@@ -453,6 +453,55 @@ impl Gate {
         self.hooks_jail.get()
     }
 
+    /// The shape a command this gate did not admit (`reasonix sandbox exec`) runs in under
+    /// `plan`, writing as `writes` says: what this gate's policy protects from reading — for
+    /// `bash` — covered, as an admitted bash call's would be (issue 25).
+    pub fn command_shape(
+        &self,
+        plan: &Plan,
+        writes: crate::sandbox::jail::Writes,
+    ) -> crate::sandbox::jail::Shape {
+        let filter = self
+            .current()
+            .policy
+            .withholding("bash", &[crate::vocab::Effect::Read].into());
+        let hidden = if filter.protects_any() {
+            let bases = plan.protected_bases();
+            crate::sandbox::jail::protected_paths(&bases, &|p| filter.withholds(p).is_some())
+        } else {
+            Vec::new()
+        };
+        crate::sandbox::jail::Shape { writes, hidden }
+    }
+
+    /// The judge of what a command this gate did not admit changed (`reasonix sandbox exec
+    /// --observe`): each change judged as the file tool that would make it, as an admitted
+    /// bash writer's changes are; what only the fallback asks about is the command's own (a
+    /// person ran it), and so is the bookkeeping of the programs it runs (`argv`, or the
+    /// script of `bash -c` / `sh -c`, analysed).
+    pub fn command_changes(&self, argv: &[String]) -> Arc<dyn crate::effects::ChangeJudge> {
+        let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
+        let mut programs: Vec<String> = argv.first().map(|p| name(p)).into_iter().collect();
+        if let [shell, flag, script, ..] = argv
+            && matches!(name(shell).as_str(), "bash" | "sh" | "dash")
+            && flag == "-c"
+        {
+            programs.extend(
+                crate::shell::Analysis::of(script)
+                    .commands
+                    .iter()
+                    .map(|c| c.basename().to_owned()),
+            );
+        }
+        changes::judge(
+            self,
+            changes::Own {
+                written: Vec::new(),
+                programs,
+            },
+        )
+    }
+
     /// The tools this gate admits calls to.
     pub fn registry(&self) -> &Registry {
         &self.registry

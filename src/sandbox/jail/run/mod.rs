@@ -773,11 +773,12 @@ fn start(
     let writes = run_writes(plan, shape.writes, &mut not_enforced)?;
     // The run's folder holds its TMPDIR and (jailed) its private HOME, the toolchains linked
     // in (issue 25); both made anew for each run.
-    run_folders(tmp.path(), jailed.then_some(plan.home.as_deref()))
-        .map_err(|source| RunError::Setup {
+    run_folders(tmp.path(), jailed.then_some(plan.home.as_deref())).map_err(|source| {
+        RunError::Setup {
             what: "private TMPDIR and HOME",
             source,
-        })?;
+        }
+    })?;
 
     // The run's own ruleset: the plan's rules and this run's TMPDIR (and, added by the child of
     // a PID namespace, its fresh /proc). `None` also where best_effort found Landlock missing.
@@ -1039,7 +1040,11 @@ fn run_folders(
     };
     let home = run.join(HOME_NAME);
     folder.create(&home)?;
-    for entry in real.map(|r| super::HOME_TOOLCHAINS.iter().map(move |e| (r, e))).into_iter().flatten() {
+    for entry in real
+        .map(|r| super::HOME_TOOLCHAINS.iter().map(move |e| (r, e)))
+        .into_iter()
+        .flatten()
+    {
         let (real, entry) = entry;
         let target = real.join(entry);
         if std::fs::symlink_metadata(&target).is_err() {
