@@ -724,3 +724,136 @@ fn without_overlays_enforce_refuses_writers_and_best_effort_runs_them_unobserved
     );
     assert!(w.ws.join("w.txt").exists());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Everywhere a command runs: Claude Code's shell, through `hook claude --jail`.
+
+/// `hook claude --jail` answers an allowed Bash call with `updatedInput`: its command rewritten
+/// so that Claude's own shell runs it inside the jail. Run as Claude would run it: a writer
+/// that also plants a denied file lands nothing and exits 125; its twin lands; a read-only
+/// command runs on a read-only workspace.
+#[test]
+fn hook_claude_jail_returns_updated_input_that_runs_the_command_jailed() {
+    if lacks_overlays() {
+        return;
+    }
+    let w = World::new();
+    w.file("env.py", "open('.e'+'nv', 'w').write('K=v')\n");
+    w.file("notes.txt", "n\n");
+    let policy = w.policy(
+        "p.yaml",
+        "version: 1\ndefaults: {read_only: allow, writer: allow, unattended: deny}\nrules:\n  - {id: no-secrets, decision: deny, paths: ['.env']}\n",
+    );
+    let ask = |command: &str| -> Value {
+        let input = json!({
+            "session_id": "s", "cwd": w.ws, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_use_id": "t",
+            "tool_input": {"command": command, "description": "what it is for"}
+        });
+        let (code, stdout, stderr) = w.run_env(
+            &["hook", "claude", "--jail", "--policy", &policy],
+            &input.to_string(),
+            &[("PATH", "/usr/local/bin:/usr/bin:/bin")],
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow", "{answer}");
+        let updated = &answer["hookSpecificOutput"]["updatedInput"];
+        assert_eq!(updated["description"], "what it is for", "the rest of the input is kept");
+        updated.clone()
+    };
+    // Claude's shell runs the rewritten command in the workspace.
+    let claude_runs = |updated: &Value| -> (i32, String) {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(updated["command"].as_str().unwrap())
+            .current_dir(&w.ws)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let before = tree(&w.ws);
+    let updated = ask("echo made > made.txt && python3 env.py");
+    let command = updated["command"].as_str().unwrap();
+    assert!(command.contains(" sandbox exec ") && command.contains(" --observe "), "{command}");
+    let (code, stderr) = claude_runs(&updated);
+    assert_eq!(code, 125, "{stderr}");
+    assert!(stderr.contains(".env") && stderr.contains("no-secrets"), "{stderr}");
+    assert_eq!(tree(&w.ws), before, "nothing of it landed");
+    // The twin lands.
+    let (code, stderr) = claude_runs(&ask("echo made > made.txt"));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(w.ws.join("made.txt")).unwrap(), "made\n");
+    // A read-only command runs on a read-only workspace.
+    let updated = ask("cat notes.txt");
+    assert!(updated["command"].as_str().unwrap().contains(" --read-only "));
+    let (code, stderr) = claude_runs(&updated);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real work inside the overlay.
+
+/// A `cargo build` of a real crate and a `git commit` work inside the overlay: what they wrote
+/// lands (the binary still runs, its mode kept) — and with `target` passed through, the build
+/// output is written in place and counted, not copied twice.
+#[test]
+fn a_cargo_build_and_a_git_commit_work_inside_the_overlay_with_and_without_passthrough() {
+    if lacks_overlays() {
+        return;
+    }
+    let real_home = std::env::var("HOME").unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let env = [("HOME", real_home.as_str()), ("PATH", path.as_str())];
+    for passthrough in [false, true] {
+        let w = World::new();
+        w.file(
+            "Cargo.toml",
+            "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        );
+        w.file("src/main.rs", "fn main() { println!(\"built\"); }\n");
+        w.file(".gitignore", "target/\n");
+        repo(&w);
+        let yaml = if passthrough {
+            std::fs::create_dir(w.ws.join("target")).unwrap();
+            format!("{ALLOW_WRITERS}sandbox:\n  passthrough: [target]\n")
+        } else {
+            ALLOW_WRITERS.to_owned()
+        };
+        let policy = w.policy("p.yaml", &yaml);
+        let (_, stderr, lines) = run_env(
+            &w,
+            &[&policy],
+            &[
+                "cargo build --offline -q",
+                "echo changed >> README.md && git add README.md && git commit -qm built",
+            ],
+            &env,
+        );
+        for line in &lines {
+            assert_eq!(line["outcome"], "succeeded", "{passthrough}: {stderr}\n{line}");
+        }
+        let built = w.ws.join("target/debug/hello");
+        let out = std::process::Command::new(&built).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "built\n");
+        assert_eq!(git(&w.ws, &["log", "--format=%s"]), "built\nfirst\n");
+        let passed = lines[0]["receipts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "passthrough")
+            .cloned();
+        if passthrough {
+            let passed = passed.expect("target passed through");
+            assert!(passed["bytes"].as_u64().unwrap() > 10_000, "{passed}");
+        } else {
+            assert!(passed.is_none());
+            let receipts = lines[0]["receipts"].to_string();
+            assert!(receipts.contains("target/debug/hello"), "observed and landed");
+        }
+    }
+}

@@ -947,6 +947,11 @@ impl Session {
             PlanDecision::Approved => {
                 if let Some(planning) = self.planning.take() {
                     self.gate = asking(planning.then, &self.approver);
+                    // MCP servers started read-only while planning start again writable with
+                    // their next call (issue 25).
+                    if let Some(servers) = &mut self.servers {
+                        servers.set_writes(crate::sandbox::jail::Writes::Direct);
+                    }
                     // The hooks judge with the session's gate: the normal one from now on.
                     if let Some((_, explaining)) = &mut self.hooks {
                         *explaining = Arc::new(self.gate.with_explain(true));
@@ -983,7 +988,7 @@ impl Session {
             exit_code,
             result: told,
         };
-        hooks.post_tool(self.gate.hooks_jail(), &ended)
+        hooks.post_tool(&self.gate, &ended)
     }
 
     /// The record line of a call that has ended.

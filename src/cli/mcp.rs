@@ -129,7 +129,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // every ask into the policy's answer before an approver would be asked).
     let approver = Arc::new(Always(Answer::Deny));
     let (registry, connected) =
-        super::session_tools(&gate, &config, args.no_mcp, approver.as_ref())?;
+        super::session_tools(
+            &gate,
+            &config,
+            args.no_mcp,
+            approver.as_ref(),
+            reasonix::sandbox::jail::Writes::Direct,
+        )?;
     let tools = registry.schemas();
     let gate = gate
         .with_registry(registry)
