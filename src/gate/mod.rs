@@ -651,7 +651,13 @@ impl Gate {
             posture: self.posture,
             policy_revision: current.session.policy_revision.clone(),
             input: ruled.input.filter(|_| self.explain || self.inputs),
-            sandbox: (class.bash.is_some() || class.starts_process).then(|| self.jail.view()),
+            sandbox: (class.bash.is_some() || class.starts_process).then(|| {
+                let mut view = self.jail.view();
+                if class.bash.is_some() {
+                    view.run = Some(self.jail.get().runs(!class.read_only));
+                }
+                view
+            }),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };

@@ -357,6 +357,11 @@ pub struct PlanView {
     pub not_enforced: Vec<String>,
     /// Why nothing may run, if so.
     pub refusal: Option<String>,
+    /// How the call whose verdict shows this plan runs in it (issue 25): `read_only`,
+    /// `observed` (on an overlay, its changes judged before they land) or `in_place` (not
+    /// observed). Absent in `sandbox probe`, which shows no call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<&'static str>,
 }
 
 impl Plan {
@@ -934,6 +939,18 @@ impl Plan {
             enforced: self.enforced.clone(),
             not_enforced: self.not_enforced.clone(),
             refusal: self.refusal.clone(),
+            run: None,
+        }
+    }
+
+    /// How a call that may (`writes`) or may not change anything runs under this plan:
+    /// `read_only`, `observed` or `in_place` (issue 25; [`PlanView::run`]).
+    pub fn runs(&self, writes: bool) -> &'static str {
+        match (writes, self.mode, self.namespaced, self.overlay) {
+            (_, Mode::Off, _, _) => "in_place",
+            (false, _, true, _) => "read_only",
+            (true, _, _, true) => "observed",
+            _ => "in_place",
         }
     }
 }
