@@ -757,9 +757,15 @@ fn hook_claude_jail_returns_updated_input_that_runs_the_command_jailed() {
         );
         assert_eq!(code, 0, "{stderr}");
         let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
-        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "allow", "{answer}");
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "allow",
+            "{answer}"
+        );
         let updated = &answer["hookSpecificOutput"]["updatedInput"];
-        assert_eq!(updated["description"], "what it is for", "the rest of the input is kept");
+        assert_eq!(
+            updated["description"], "what it is for",
+            "the rest of the input is kept"
+        );
         updated.clone()
     };
     // Claude's shell runs the rewritten command in the workspace.
@@ -779,18 +785,32 @@ fn hook_claude_jail_returns_updated_input_that_runs_the_command_jailed() {
     let before = tree(&w.ws);
     let updated = ask("echo made > made.txt && python3 env.py");
     let command = updated["command"].as_str().unwrap();
-    assert!(command.contains(" sandbox exec ") && command.contains(" --observe "), "{command}");
+    assert!(
+        command.contains(" sandbox exec ") && command.contains(" --observe "),
+        "{command}"
+    );
     let (code, stderr) = claude_runs(&updated);
     assert_eq!(code, 125, "{stderr}");
-    assert!(stderr.contains(".env") && stderr.contains("no-secrets"), "{stderr}");
+    assert!(
+        stderr.contains(".env") && stderr.contains("no-secrets"),
+        "{stderr}"
+    );
     assert_eq!(tree(&w.ws), before, "nothing of it landed");
     // The twin lands.
     let (code, stderr) = claude_runs(&ask("echo made > made.txt"));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(std::fs::read_to_string(w.ws.join("made.txt")).unwrap(), "made\n");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
     // A read-only command runs on a read-only workspace.
     let updated = ask("cat notes.txt");
-    assert!(updated["command"].as_str().unwrap().contains(" --read-only "));
+    assert!(
+        updated["command"]
+            .as_str()
+            .unwrap()
+            .contains(" --read-only ")
+    );
     let (code, stderr) = claude_runs(&updated);
     assert_eq!(code, 0, "{stderr}");
 }
@@ -835,7 +855,10 @@ fn a_cargo_build_and_a_git_commit_work_inside_the_overlay_with_and_without_passt
             &env,
         );
         for line in &lines {
-            assert_eq!(line["outcome"], "succeeded", "{passthrough}: {stderr}\n{line}");
+            assert_eq!(
+                line["outcome"], "succeeded",
+                "{passthrough}: {stderr}\n{line}"
+            );
         }
         let built = w.ws.join("target/debug/hello");
         let out = std::process::Command::new(&built).output().unwrap();
@@ -853,7 +876,10 @@ fn a_cargo_build_and_a_git_commit_work_inside_the_overlay_with_and_without_passt
         } else {
             assert!(passed.is_none());
             let receipts = lines[0]["receipts"].to_string();
-            assert!(receipts.contains("target/debug/hello"), "observed and landed");
+            assert!(
+                receipts.contains("target/debug/hello"),
+                "observed and landed"
+            );
         }
     }
 }

@@ -282,7 +282,11 @@ fn connect_servers(
     .map_err(anyhow::Error::msg)
     .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
     if configured.is_empty() {
-        return super::mcp_servers(&built.gate, &built.settings, reasonix::sandbox::jail::Writes::Direct);
+        return super::mcp_servers(
+            &built.gate,
+            &built.settings,
+            reasonix::sandbox::jail::Writes::Direct,
+        );
     }
     let connecting = super::gate(super::GateSpec {
         mode: reasonix::Mode::Normal,

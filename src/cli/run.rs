@@ -207,8 +207,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The MCP servers connect before the run starts: the model needs their tools' schemas.
     // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
     // must start for its read-only tools to be offered); the record gets one line per server.
-    let (registry, connected_servers) =
-        super::session_tools(
+    let (registry, connected_servers) = super::session_tools(
         &gate,
         &config,
         args.no_mcp,

@@ -8,16 +8,19 @@
 //! has lost nothing the run kept. Last, the folders get their own permission bits
 //! ([`finish_folder`]).
 //!
-//! A file is written atomically (a temporary file in its folder, its content copied from the
-//! upper layer, its permission bits — never set-id or sticky: [`MODE_MASK`] — and its times
-//! set, `fsync`, renamed over the path, the folder `fsync`ed); a link is made beside the path
-//! and renamed over it; a deletion removes a file, a link or an emptied folder.
+//! Durable in two steps, not one `fsync` per file: every file and link is first written beside
+//! its path under a temporary name ([`stage`]: content copied from the upper layer, permission
+//! bits — never set-id or sticky: [`MODE_MASK`] — and times set), then the filesystem is made
+//! durable once (`syncfs`); only then does anything land, each file renamed over its path in
+//! the order above, and the filesystem made durable again. A crash before the first `syncfs`
+//! leaves the workspace as it was (and temporary files beside it); after it, each file that
+//! landed is whole. A deletion removes a file, a link or an emptied folder.
 
 use std::fs::File;
 use std::io;
 
 use super::{Change, Judged, Node};
-use crate::sandbox::WritePath;
+use crate::sandbox::{Staged, WritePath};
 
 /// The permission bits a committed file or folder may have: no set-user-id, set-group-id or
 /// sticky bit (a jailed root could otherwise leave a set-id copy of a shell in the workspace).
@@ -58,17 +61,35 @@ pub(super) fn order(judged: Vec<Judged>) -> Vec<Judged> {
     first.into_iter().chain(made).chain(last).collect()
 }
 
-/// Makes one change through `grant`.
-pub(super) fn apply(change: &Change, grant: &WritePath) -> io::Result<()> {
+/// Writes a file or link change beside its path ([`WritePath::stage_file`]), before anything
+/// lands; `None` for other changes, or where its folder cannot be had yet (it replaces a file
+/// the commit removes first): that one is written when its turn comes.
+pub(super) fn stage(change: &Change, grant: &WritePath) -> Option<Staged> {
+    match &change.after {
+        Node::File { mode, .. } => {
+            let source = change.source.as_deref()?;
+            let mut file = File::open(source).ok()?;
+            let times = std::fs::symlink_metadata(source)
+                .ok()
+                .and_then(|m| m.modified().ok());
+            grant.stage_file(&mut file, mode & MODE_MASK, times).ok()
+        }
+        Node::Link { target } => grant.stage_link(target).ok(),
+        _ => None,
+    }
+}
+
+/// Makes one change through `grant`, landing what was staged for it.
+pub(super) fn apply(change: &Change, grant: &WritePath, staged: Option<Staged>) -> io::Result<()> {
+    if let Some(staged) = staged {
+        return grant.land(staged);
+    }
     match &change.after {
         Node::Absent => grant.remove_any(),
-        Node::File { mode, .. } => {
-            let source = change.source.as_deref().ok_or_else(missing)?;
-            let mut file = File::open(source)?;
-            let times = std::fs::symlink_metadata(source)?.modified().ok();
-            grant.replace_with_file(&mut file, mode & MODE_MASK, times)
+        Node::File { .. } | Node::Link { .. } => {
+            let staged = stage(change, grant).ok_or_else(missing)?;
+            grant.land(staged)
         }
-        Node::Link { target } => grant.replace_with_link(target),
         // Writable by its owner until the end: what goes inside it is made next.
         Node::Folder { mode } => grant.make_folder((mode & MODE_MASK) | 0o700),
         Node::Special { what } => Err(io::Error::other(format!(
@@ -89,5 +110,5 @@ pub(super) fn finish_folder(change: &Change, grant: &WritePath) -> io::Result<()
 }
 
 fn missing() -> io::Error {
-    io::Error::other("the run's copy of it is missing from its upper layer")
+    io::Error::other("the run's copy of it could not be written beside its path")
 }

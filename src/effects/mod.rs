@@ -366,23 +366,47 @@ pub fn settle(
         .filter_map(|j| j.grant.as_deref().cloned())
         .collect();
     before(&paths);
-    for j in ordered {
+    // Every file written beside its path, then made durable at once, before anything lands.
+    let mut staged: Vec<Option<crate::sandbox::Staged>> = ordered
+        .iter()
+        .map(|j| j.grant.as_ref().and_then(|g| commit::stage(&j.change, g)))
+        .collect();
+    let sync = |ordered: &[Judged]| {
+        let mut roots: Vec<&std::path::Path> = Vec::new();
+        for g in ordered.iter().filter_map(|j| j.grant.as_ref()) {
+            if !roots.contains(&g.root()) {
+                roots.push(g.root());
+                if let Err(e) = g.sync_filesystem() {
+                    tracing::warn!("cannot make {} durable: {e}", g.root().display());
+                }
+            }
+        }
+    };
+    sync(&ordered);
+    for (i, j) in ordered.iter().enumerate() {
         let Some(grant) = &j.grant else {
             // Only a change with a grant is allowed or asked; a refused one discarded the run.
             continue;
         };
-        match commit::apply(&j.change, grant) {
+        match commit::apply(&j.change, grant, staged[i].take()) {
             Ok(()) => {
                 lines.push(format!("  {}", j.change.line(&j.shown)));
                 made.push((j.change.clone(), ConfinedPath::clone(grant)));
             }
             Err(e) => {
+                // What was staged and will not land goes.
+                for (k, rest) in staged.iter_mut().enumerate() {
+                    if let (Some(st), Some(g)) = (rest.take(), &ordered[k].grant) {
+                        g.unstage(st);
+                    }
+                }
                 let why = format!(
                     "the commit stopped at {} ({e}): {} of {total} landed, the rest did not",
                     j.shown,
                     changes(made.len())
                 );
                 lines.insert(0, why.clone());
+                sync(&ordered);
                 drop(upper);
                 return Settled {
                     landed: false,
@@ -406,6 +430,7 @@ pub fn settle(
             ));
         }
     }
+    sync(&ordered);
     lines.insert(0, format!("{} observed and applied:", changes(made.len())));
     drop(upper);
     Settled {

@@ -294,9 +294,20 @@ impl WritePath {
     }
 }
 
+/// A file or link written beside its path under a temporary name, not yet renamed over it
+/// ([`WritePath::stage_file`], [`WritePath::land`]): a commit writes every file first, makes
+/// them durable at once, then renames them into place.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+}
+
+/// The operations a commit of observed changes makes (issue 25, `crate::effects`). None of
+/// them syncs: the commit makes the whole filesystem durable once after staging and once at
+/// the end (`syncfs`), rather than once per file.
 impl WritePath {
-    /// Removes what is at the path — a file, a link, or a folder that is empty — and syncs the
-    /// folder; nothing there is no error (issue 25: a commit's deletions).
+    /// Removes what is at the path — a file, a link, or a folder that is empty; nothing there
+    /// is no error.
     pub fn remove_any(&self) -> io::Result<()> {
         let (dir, name) = self.0.parent(false)?;
         let removed =
@@ -307,23 +318,21 @@ impl WritePath {
                 other => other,
             };
         match removed {
-            Ok(()) | Err(Errno::ENOENT) => File::from(dir).sync_all(),
+            Ok(()) | Err(Errno::ENOENT) => Ok(()),
             Err(e) => Err(errno(e)),
         }
     }
 
-    /// Replaces what is at the path with a file holding what `source` reads, with `mode` and,
-    /// when given, the modification time `times` (issue 25: a commit's files). Atomic: a
-    /// temporary file in the same folder, written, `fsync`ed, renamed over the path (a file or a
-    /// link there is replaced; an empty folder there is removed first), the folder `fsync`ed.
-    pub fn replace_with_file(
+    /// Writes what `source` reads to a new file beside the path, with `mode` and, when given,
+    /// the modification time `times`; folders on the way are made. [`WritePath::land`] puts it
+    /// in place.
+    pub fn stage_file(
         &self,
         source: &mut File,
         mode: u32,
         times: Option<std::time::SystemTime>,
-    ) -> io::Result<()> {
+    ) -> io::Result<Staged> {
         let (dir, name) = self.0.parent(true)?;
-        remove_empty_folder(&dir, name)?;
         let temp = temp_name(name);
         let fd = nix::fcntl::openat(
             &dir,
@@ -339,36 +348,46 @@ impl WritePath {
             if let Some(t) = times {
                 file.set_modified(t)?;
             }
-            file.sync_all()?;
-            nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name).map_err(errno)
+            Ok(())
         })();
-        if let Err(e) = written {
-            let _ = nix::unistd::unlinkat(
-                &dir,
-                temp.as_os_str(),
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            );
-            return Err(e);
+        match written {
+            Ok(()) => Ok(Staged { temp }),
+            Err(e) => {
+                let _ = nix::unistd::unlinkat(
+                    &dir,
+                    temp.as_os_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
+                Err(e)
+            }
         }
-        File::from(dir).sync_all()
     }
 
-    /// Replaces what is at the path with a symbolic link to `target` (made beside it, renamed
-    /// over it; an empty folder there is removed first).
-    pub fn replace_with_link(&self, target: &Path) -> io::Result<()> {
+    /// Makes a symbolic link to `target` beside the path; [`WritePath::land`] puts it in place.
+    pub fn stage_link(&self, target: &Path) -> io::Result<Staged> {
         let (dir, name) = self.0.parent(true)?;
-        remove_empty_folder(&dir, name)?;
         let temp = temp_name(name);
         nix::unistd::symlinkat(target, &dir, temp.as_os_str()).map_err(errno)?;
-        if let Err(e) = nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name) {
+        Ok(Staged { temp })
+    }
+
+    /// Renames what was staged over the path: a file or link there is replaced, an empty
+    /// folder there removed first.
+    pub fn land(&self, staged: Staged) -> io::Result<()> {
+        let (dir, name) = self.0.parent(false)?;
+        remove_empty_folder(&dir, name)?;
+        nix::fcntl::renameat(&dir, staged.temp.as_os_str(), &dir, name).map_err(errno)
+    }
+
+    /// Removes what was staged and will not land.
+    pub fn unstage(&self, staged: Staged) {
+        if let Ok((dir, _)) = self.0.parent(false) {
             let _ = nix::unistd::unlinkat(
                 &dir,
-                temp.as_os_str(),
+                staged.temp.as_os_str(),
                 nix::unistd::UnlinkatFlags::NoRemoveDir,
             );
-            return Err(errno(e));
         }
-        File::from(dir).sync_all()
     }
 
     /// Makes a folder at the path with `mode`, or gives the folder there `mode`; a file or a
@@ -389,14 +408,19 @@ impl WritePath {
         }
         nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(mode)).map_err(errno)?;
         // The umask may have taken bits away.
-        self.set_folder_mode(mode)?;
-        File::from(dir).sync_all()
+        self.set_folder_mode(mode)
     }
 
     /// Gives the folder at the path `mode` (opened beneath the root, never through a link).
     pub fn set_folder_mode(&self, mode: u32) -> io::Result<()> {
         let fd = self.0.open_dir()?;
         nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(errno)
+    }
+
+    /// Makes everything written on the filesystem of the path's root durable (`syncfs`).
+    pub fn sync_filesystem(&self) -> io::Result<()> {
+        let root = self.0.open_root()?;
+        nix::unistd::syncfs(&root).map_err(errno)
     }
 }
 
