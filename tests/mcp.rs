@@ -875,9 +875,7 @@ fn mcp_serve_restarts_a_dead_server_for_its_client_judging_the_connect_again() {
 fn a_server_started_in_plan_mode_runs_read_only_until_a_plan_is_approved() {
     let w = World::new();
     w.fixture_server("normal");
-    let yaml = policy()
-        .replace("bash: enforce", "bash: enforce")
-        .replace("  writer: ask", "  writer: allow");
+    let yaml = policy().replace("  writer: ask", "  writer: allow");
     let yaml = &yaml[..yaml.find("mcp:").unwrap()];
     let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
     let gate = gate_over(
