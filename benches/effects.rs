@@ -25,7 +25,10 @@ fn plans(c: &mut Criterion) {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let plan = Plan::new(&JailConfig::default(), &ws, home.as_deref())
         .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")]);
-    assert!(jail::capabilities().overlay, "overlays are what this measures");
+    assert!(
+        jail::capabilities().overlay,
+        "overlays are what this measures"
+    );
     let policy = PolicySet::from_yaml("allow.yaml", ALLOW_ALL).expect("policy");
     let gate = Gate::builder(Registry::with_builtins(), &policy, &ws)
         .posture(Posture::Unattended)

@@ -575,6 +575,11 @@ fn a_writer_that_changes_git_hooks_asks_a_person_before_anything_lands() {
             !question.contains("ok.txt"),
             "only what asks is asked about: {question}"
         );
+        // What the file would hold, as a diff.
+        assert!(
+            question.contains("+++ b/.git/hooks/pre-push") && question.contains("+evil"),
+            "{question}"
+        );
         let line = jsonl(&record)
             .into_iter()
             .find(|l| l["tool"] == "bash")
@@ -882,4 +887,43 @@ fn a_cargo_build_and_a_git_commit_work_inside_the_overlay_with_and_without_passt
             );
         }
     }
+}
+
+/// A writer whose programs only read writes what its redirections name: what else its run
+/// changes — here through a repository's `core.fsmonitor`, which the analysis cannot see behind
+/// `git status` — asks, though only the fallback asks about it; unattended, nothing lands. The
+/// twin, without the hidden write, lands; and a program whose writes the analysis cannot name
+/// (`python3 x.py`) carries the changes only the fallback asks about.
+#[test]
+fn a_writer_whose_programs_only_read_does_not_carry_changes_beyond_its_redirections() {
+    if lacks_overlays() {
+        return;
+    }
+    let w = World::new();
+    repo(&w);
+    w.file("x.py", "open('made.txt', 'w').write('m')\n");
+    let policy = w.policy(
+        "p.yaml",
+        "version: 1\ndefaults: {read_only: allow, writer: ask, unattended: deny}\nrules:\n  - {id: status, decision: allow, tools: [bash], commands: ['git status', 'python3 x.py'], paths: ['status.txt']}\n",
+    );
+    let (_, stderr, lines) = run(&w, &[&policy], &["git status > status.txt"]);
+    assert_eq!(lines[0]["outcome"], "succeeded", "{stderr}\n{}", lines[0]);
+    assert!(
+        std::fs::read_to_string(w.ws.join("status.txt"))
+            .unwrap()
+            .contains("On branch main")
+    );
+    std::fs::remove_file(w.ws.join("status.txt")).unwrap();
+    let (_, stderr, lines) = run(&w, &[&policy], &["python3 x.py"]);
+    assert_eq!(lines[1]["outcome"], "succeeded", "{stderr}\n{}", lines[1]);
+    std::fs::remove_file(w.ws.join("made.txt")).unwrap();
+    git(&w.ws, &["config", "core.fsmonitor", "touch pwned; echo"]);
+    let before = tree(&w.ws);
+    let (_, stderr, lines) = run(&w, &[&policy], &["git status > status.txt"]);
+    let line = &lines[2];
+    assert_eq!(line["admission"]["verdict"], "allow", "{stderr}\n{line}");
+    assert_eq!(line["outcome"], "blocked", "{stderr}\n{line}");
+    assert_eq!(tree(&w.ws), before, "nothing of it landed");
+    let record = std::fs::read_to_string(w.ws.join(".reasonix/record.jsonl")).unwrap();
+    assert!(record.contains("pwned"), "{record}");
 }

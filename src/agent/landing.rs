@@ -125,7 +125,7 @@ pub(super) fn ask(approver: &dyn Approver, admission: &Admission, asking: &[&Jud
         asking.len()
     ))
     .chain(asking.iter().map(|j| {
-        format!(
+        let mut line = format!(
             "{} — {}",
             j.change.line(&j.shown),
             if j.rules.is_empty() {
@@ -133,7 +133,13 @@ pub(super) fn ask(approver: &dyn Approver, admission: &Admission, asking: &[&Jud
             } else {
                 format!("{} ({})", j.reasons.join("; "), j.rules.join(", "))
             }
-        )
+        );
+        // What a text file now holds, as a diff: a person approves content, not a name.
+        if let Some(diff) = j.change.diff(&j.shown) {
+            line.push('\n');
+            line.push_str(diff.trim_end());
+        }
+        line
     }))
     .collect();
     matches!(

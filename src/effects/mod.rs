@@ -453,6 +453,53 @@ pub fn changes(n: usize) -> String {
     }
 }
 
+/// The most bytes of each side of a change a diff is shown for.
+const DIFF_LIMIT: u64 = 64 * 1024;
+
+/// The most lines of a diff shown.
+const DIFF_LINES: usize = 200;
+
+impl Change {
+    /// A unified diff of a text file the run changed or created (each side UTF-8 of at most
+    /// 64 KiB), at most 200 lines, for a person asked about it; `None` for anything else.
+    pub fn diff(&self, shown: &str) -> Option<String> {
+        let read = |path: &std::path::Path| -> Option<String> {
+            let meta = std::fs::symlink_metadata(path).ok()?;
+            if !meta.is_file() || meta.len() > DIFF_LIMIT {
+                return None;
+            }
+            String::from_utf8(std::fs::read(path).ok()?).ok()
+        };
+        let old = match self.before {
+            Node::Absent => String::new(),
+            Node::File { .. } => read(&self.path)?,
+            _ => return None,
+        };
+        let new = match self.after {
+            Node::File { .. } => read(self.source.as_deref()?)?,
+            _ => return None,
+        };
+        let diff = similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            .to_string();
+        let total = diff.lines().count();
+        if total <= DIFF_LINES {
+            return Some(diff);
+        }
+        let mut cut: String = diff
+            .lines()
+            .take(DIFF_LINES)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        cut.push_str(&format!(
+            "… [{DIFF_LINES} of {total} lines of the diff shown]\n"
+        ));
+        Some(cut)
+    }
+}
+
 impl Judged {
     fn verdict_word(&self) -> &'static str {
         match self.verdict {

@@ -12,9 +12,12 @@
 //!    Nothing waves a deny through.
 //! 2. A change the gate **allows** lands.
 //! 3. A change the gate **asks** about is the command's own, and lands, when
-//!    - only the fallback asked (`defaults.writer`, no rule): the command itself was admitted as
-//!      a writer — by an allow rule, by the fallback, or by a person answering its own ask —
-//!      and that is the decision about writing here;
+//!    - only the fallback asked (`defaults.writer`, no rule), and the command runs a program
+//!      whose writes the analysis cannot name (`make`, `cargo build`, `python3 x.py`): its
+//!      admission — by a rule, the fallback or a person — accepted writes it could not
+//!      predict, and that is the decision about writing here. A command whose programs only
+//!      read (`git status > out.txt`) writes what its redirections name; anything else its run
+//!      changes (a repository's `core.fsmonitor` hook, say) is a surprise, judged on its own;
 //!    - it lies at or below a path the command's own admission judged for writing: the rules
 //!      that ask now asked then, and were answered (a person approved, or nothing asked);
 //!    - it is a program's own bookkeeping ([`crate::effects::bookkeeping`]: git's objects,
@@ -44,6 +47,10 @@ pub const CONTENT_LIMIT: u64 = 1 << 20;
 /// What of the command's own admission covers its changes.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Own {
+    /// Whether it runs a program that may write what the analysis cannot name (not only
+    /// readers, whose writes are their redirections): its admission accepted writes it could
+    /// not predict.
+    pub unpredictable: bool,
     /// The paths it was admitted to write (resolved).
     pub written: Vec<PathBuf>,
     /// The programs it runs, as the analysis names them.
@@ -142,9 +149,9 @@ impl GateChanges {
 
     /// Why an asked change is the command's own (see the module doc), if it is.
     fn covered(&self, change: &Change, rule_asked: bool) -> Option<String> {
-        if !rule_asked {
+        if !rule_asked && self.own.unpredictable {
             return Some(
-                "the command's own: only the fallback asked, and the command was admitted to write"
+                "the command's own: only the fallback asked, and the command was admitted to run programs whose writes the analysis cannot name"
                     .into(),
             );
         }

@@ -476,26 +476,26 @@ impl Gate {
 
     /// The judge of what a command this gate did not admit changed (`reasonix sandbox exec
     /// --observe`): each change judged as the file tool that would make it, as an admitted
-    /// bash writer's changes are; what only the fallback asks about is the command's own (a
-    /// person ran it), and so is the bookkeeping of the programs it runs (`argv`, or the
-    /// script of `bash -c` / `sh -c`, analysed).
+    /// bash writer's changes are; what only the fallback asks about is the command's own
+    /// unless it is a script whose programs only read, and so is the bookkeeping of the
+    /// programs it runs (`argv`, or the script of `bash -c` / `sh -c`, analysed).
     pub fn command_changes(&self, argv: &[String]) -> Arc<dyn crate::effects::ChangeJudge> {
         let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
         let mut programs: Vec<String> = argv.first().map(|p| name(p)).into_iter().collect();
+        // Any program but a shell running a script the analysis reads may write anything.
+        let mut unpredictable = true;
         if let [shell, flag, script, ..] = argv
             && matches!(name(shell).as_str(), "bash" | "sh" | "dash")
             && flag == "-c"
         {
-            programs.extend(
-                crate::shell::Analysis::of(script)
-                    .commands
-                    .iter()
-                    .map(|c| c.basename().to_owned()),
-            );
+            let analysis = crate::shell::Analysis::of(script);
+            unpredictable = !analysis.programs_read_only;
+            programs.extend(analysis.commands.iter().map(|c| c.basename().to_owned()));
         }
         changes::judge(
             self,
             changes::Own {
+                unpredictable,
                 written: Vec::new(),
                 programs,
             },
@@ -685,6 +685,7 @@ impl Gate {
         });
         let changes = class.bash.as_ref().map(|analysis| {
             let own = changes::Own {
+                unpredictable: !analysis.programs_read_only,
                 written: admission
                     .paths
                     .iter()
