@@ -466,8 +466,7 @@ impl Gate {
             .policy
             .withholding("bash", &[crate::vocab::Effect::Read].into());
         let hidden = if filter.protects_any() {
-            let bases = plan.protected_bases();
-            crate::sandbox::jail::protected_paths(&bases, &|p| filter.withholds(p).is_some())
+            plan.protected(filter.identity(), &|p| filter.withholds(p).is_some())
         } else {
             Vec::new()
         };

@@ -9,7 +9,7 @@
 
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
-use crate::sandbox::jail::{Plan, Shape, Writes, protected_paths};
+use crate::sandbox::jail::{Plan, Shape, Writes};
 use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
@@ -92,10 +92,9 @@ impl Invocation {
     /// all in plan mode).
     pub fn shape_with(&self, writes: Writes) -> Shape {
         let hidden = match &self.protected {
-            Some(filter) if filter.protects_any() => {
-                let bases = self.jail().protected_bases();
-                protected_paths(&bases, &|p| filter.withholds(p).is_some())
-            }
+            Some(filter) if filter.protects_any() => self
+                .jail()
+                .protected(filter.identity(), &|p| filter.withholds(p).is_some()),
             _ => Vec::new(),
         };
         Shape { writes, hidden }

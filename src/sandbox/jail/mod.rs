@@ -12,6 +12,12 @@
 //! frozen: its fields are private, and what a run applies comes from the same computation as its
 //! words.
 //!
+//! Each run is shaped by the admission of the call it runs ([`Shape`], issue 25): read-only
+//! (the write roots left read-only in its mount namespace), observed (each write root an
+//! overlay whose upper layer comes back in [`RunResult::observed`], judged and committed by
+//! [`crate::effects`]) or in place; and with the paths a policy protects from reading covered.
+//! Every jailed run also gets a private HOME beside its TMPDIR.
+//!
 //! A process is started under a plan in three ways only: an admitted bash call (the bash tool
 //! runs it to completion under its admission's plan; the function is crate-private); a
 //! long-lived child with piped standard streams ([`Jailed`], crate-private too): a stdio MCP
@@ -191,7 +197,7 @@ pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
 pub use run::{Capture, Exit, Jailed, RunError, RunResult, Upper};
 pub(crate) use run::{run, run_judged, spawn};
-pub use shape::{Shape, Writes, protected_paths};
+pub use shape::{Shape, WalkCache, Writes, protected_paths};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[
@@ -301,6 +307,8 @@ pub struct Plan {
     /// What a write root is granted in Landlock, as the bit set the kernel takes: the rights
     /// the plan's rulesets handle (given to an overlay mounted over a write root).
     write_access: u64,
+    /// The walks for protected paths of its runs, one per predicate ([`Plan::protected`]).
+    walks: std::sync::Mutex<Vec<(u64, std::sync::Arc<WalkCache>)>>,
 }
 
 /// The probed capabilities a plan of `config` can use ([`probe::for_plan`]).
@@ -787,6 +795,7 @@ impl Plan {
             overlay,
             writer_refusal,
             write_access,
+            walks: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -863,6 +872,29 @@ impl Plan {
             }
         }
         bases
+    }
+
+    /// The paths below [`Plan::protected_bases`] that `protected` names now
+    /// ([`protected_paths`]), for a run's [`Shape::hidden`]. `key` names the predicate: what an
+    /// earlier walk with the same key read of a folder is reused while the folder has not
+    /// changed ([`WalkCache`]), so a session's runs do not read an unchanged workspace again.
+    pub fn protected(&self, key: u64, protected: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let cache = {
+            let mut walks = self.walks.lock().unwrap_or_else(|p| p.into_inner());
+            match walks.iter().find(|(k, _)| *k == key) {
+                Some((_, c)) => std::sync::Arc::clone(c),
+                None => {
+                    // A few predicates at most (a bundle swap makes a new one): keep the last.
+                    if walks.len() >= 4 {
+                        walks.remove(0);
+                    }
+                    let c = std::sync::Arc::new(WalkCache::default());
+                    walks.push((key, std::sync::Arc::clone(&c)));
+                    c
+                }
+            }
+        };
+        shape::protected_paths_cached(&self.protected_bases(), protected, &cache)
     }
 
     /// The workspace: the working folder of every run.

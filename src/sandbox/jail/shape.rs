@@ -80,6 +80,42 @@ impl Shape {
 /// outside the bases is judged by its own path wherever it is read); a dangling one for
 /// nothing. Symlinks are never followed while walking. Canonical, sorted, none inside another.
 pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    protected_paths_cached(bases, protected, &WalkCache::default())
+}
+
+/// What a walk found in the folders it read, kept for the next walk of the same predicate: a
+/// folder whose modification time has not changed since is not read again, nor its entries
+/// matched again (a folder's time changes when an entry is made, removed or renamed in it, a
+/// link re-pointed included). A folder changed within [`RACY`] of when it was read is read again
+/// every time, as git treats a racily clean index entry: its time may not have moved yet.
+#[derive(Debug, Default)]
+pub struct WalkCache {
+    folders: std::sync::Mutex<std::collections::HashMap<PathBuf, Listed>>,
+}
+
+/// How close to a folder's own modification time a reading of it is not trusted to stand for
+/// it (file times come from a coarse clock).
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+#[derive(Debug)]
+struct Listed {
+    mtime: std::time::SystemTime,
+    /// Each entry: its path, whether it is a folder (not a link) and whether it is a link, and
+    /// whether the predicate protects it.
+    entries: Vec<(PathBuf, bool, bool, bool)>,
+}
+
+/// [`protected_paths`], reusing what `cache` kept of earlier walks with the same predicate
+/// (the caller keeps one cache per predicate).
+pub fn protected_paths_cached(
+    bases: &[PathBuf],
+    protected: &dyn Fn(&Path) -> bool,
+    cache: &WalkCache,
+) -> Vec<PathBuf> {
+    let mut folders = cache
+        .folders
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut found: Vec<PathBuf> = Vec::new();
     let mut stack: Vec<PathBuf> = Vec::new();
     for base in bases {
@@ -90,29 +126,43 @@ pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> 
         }
     }
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(mtime) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) else {
+            folders.remove(&dir);
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
+        let fresh = folders.get(&dir).is_some_and(|l| l.mtime == mtime);
+        if !fresh {
+            let read_at = std::time::SystemTime::now();
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                folders.remove(&dir);
                 continue;
             };
-            if protected(&path) {
-                if kind.is_symlink() {
-                    if let Ok(target) = path.canonicalize()
-                        && bases.iter().any(|b| target.starts_with(b))
-                    {
-                        found.push(target);
-                    }
-                } else {
-                    found.push(path);
-                }
-            } else if kind.is_dir() {
-                stack.push(path);
+            let entries: Vec<(PathBuf, bool, bool, bool)> = entries
+                .flatten()
+                .filter_map(|e| {
+                    let kind = e.file_type().ok()?;
+                    let path = e.path();
+                    let hit = protected(&path);
+                    Some((path, kind.is_dir(), kind.is_symlink(), hit))
+                })
+                .collect();
+            let listed = Listed { mtime, entries };
+            // Racily clean: read again next time.
+            let racy = read_at
+                .duration_since(mtime)
+                .map_or(true, |since| since < RACY);
+            if racy {
+                walk_entries(&listed.entries, bases, &mut found, &mut stack);
+                folders.remove(&dir);
+                continue;
             }
+            folders.insert(dir.clone(), listed);
+        }
+        if let Some(listed) = folders.get(&dir) {
+            walk_entries(&listed.entries, bases, &mut found, &mut stack);
         }
     }
+    drop(folders);
     found.sort();
     found.dedup();
     let mut outermost: Vec<PathBuf> = Vec::with_capacity(found.len());
@@ -122,6 +172,31 @@ pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> 
         }
     }
     outermost
+}
+
+/// One folder's entries: the protected found (a link by what it points to now), the other
+/// folders walked into.
+fn walk_entries(
+    entries: &[(PathBuf, bool, bool, bool)],
+    bases: &[PathBuf],
+    found: &mut Vec<PathBuf>,
+    stack: &mut Vec<PathBuf>,
+) {
+    for (path, dir, link, hit) in entries {
+        if *hit {
+            if *link {
+                if let Ok(target) = path.canonicalize()
+                    && bases.iter().any(|b| target.starts_with(b))
+                {
+                    found.push(target);
+                }
+            } else {
+                found.push(path.clone());
+            }
+        } else if *dir {
+            stack.push(path.clone());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +241,50 @@ mod tests {
         );
         // The legitimate twin: nothing protected, nothing found.
         assert!(protected_paths(std::slice::from_ref(&ws), &|_| false).is_empty());
+    }
+
+    /// A walk that reuses what it kept finds what one from scratch finds, a new protected file
+    /// in a folder it had read among them; folders not changed are not matched again.
+    #[test]
+    fn a_cached_walk_finds_what_a_fresh_one_finds_and_reads_only_changed_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        for f in ["a/b/c.txt", "a/.env", "d/e.txt"] {
+            let p = ws.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        // Old enough not to be racy.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for d in ["", "a", "a/b", "d"] {
+            let f = std::fs::File::open(ws.join(d)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        let matched = std::cell::Cell::new(0usize);
+        let protected = |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name().is_some_and(|n| n == ".env")
+        };
+        let cache = WalkCache::default();
+        let bases = [ws.clone()];
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            [ws.join("a/.env")]
+        );
+        let first = matched.get();
+        assert!(first >= 7, "{first}");
+        matched.set(0);
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            [ws.join("a/.env")]
+        );
+        assert_eq!(matched.get(), 1, "only the base itself is matched again");
+        // A new secret in a folder read before: its time moved, it is read again.
+        std::fs::write(ws.join("d/.env"), "k").unwrap();
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            protected_paths(&bases, &protected)
+        );
+        assert!(protected_paths_cached(&bases, &protected, &cache).contains(&ws.join("d/.env")));
     }
 }
