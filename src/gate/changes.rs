@@ -18,8 +18,10 @@
 //!      predict, and that is the decision about writing here. A command whose programs only
 //!      read (`git status > out.txt`) writes what its redirections name; anything else its run
 //!      changes (a repository's `core.fsmonitor` hook, say) is a surprise, judged on its own;
-//!    - it lies at or below a path the command's own admission judged for writing: the rules
-//!      that ask now asked then, and were answered (a person approved, or nothing asked);
+//!    - it lies at or below a path the command's own admission judged for writing, and every
+//!      rule that asks about it asked about that path then (a person approved it): `cp -r x .`
+//!      judged `.` for writing, and nothing asked about `.` — a `.git/hooks/` file it brings
+//!      still asks;
 //!    - it is a program's own bookkeeping ([`crate::effects::bookkeeping`]: git's objects,
 //!      refs, logs and index, never its config, hooks or rebase plans) and the command ran that
 //!      program.
@@ -62,6 +64,7 @@ pub(super) fn judge(gate: &Gate, own: Own) -> Arc<dyn ChangeJudge> {
     Arc::new(GateChanges {
         posture: gate.posture,
         asking: gate.with_posture(Posture::Interactive),
+        asked: std::sync::Mutex::new(Vec::new()),
         own,
     })
 }
@@ -69,6 +72,8 @@ pub(super) fn judge(gate: &Gate, own: Own) -> Arc<dyn ChangeJudge> {
 struct GateChanges {
     /// The gate, under the interactive posture: an ask comes back as one.
     asking: Gate,
+    /// The rules that ask about each path the command's admission judged for writing.
+    asked: std::sync::Mutex<Vec<(PathBuf, Vec<String>)>>,
     /// The posture the command was admitted under.
     posture: Posture,
     own: Own,
@@ -119,16 +124,19 @@ impl GateChanges {
             .map(|r| r.id.clone())
             .collect();
         let mut reasons = a.reasons.clone();
-        let rule_asked = a
+        let asking_rules: Vec<String> = a
             .rules
             .iter()
-            .any(|r| r.decision == RuleDecision::Ask && r.decisive);
+            .filter(|r| r.decision == RuleDecision::Ask && r.decisive)
+            .map(|r| r.id.clone())
+            .collect();
+        let rule_asked = !asking_rules.is_empty();
         let (verdict, grant) = match judgement {
             Judgement::Refused(_) => (ChangeVerdict::Deny, None),
             Judgement::Allowed(admitted) => (ChangeVerdict::Allow, grant_of(admitted)),
             Judgement::Ask(pending) => {
                 let grant = grant_of(pending.approve());
-                match self.covered(&change, rule_asked) {
+                match self.covered(&change, rule_asked, &asking_rules) {
                     Some(why) => {
                         reasons.push(why);
                         (ChangeVerdict::Allow, grant)
@@ -148,22 +156,47 @@ impl GateChanges {
     }
 
     /// Why an asked change is the command's own (see the module doc), if it is.
-    fn covered(&self, change: &Change, rule_asked: bool) -> Option<String> {
+    fn covered(&self, change: &Change, rule_asked: bool, rules: &[String]) -> Option<String> {
         if !rule_asked && self.own.unpredictable {
             return Some(
                 "the command's own: only the fallback asked, and the command was admitted to run programs whose writes the analysis cannot name"
                     .into(),
             );
         }
-        if let Some(p) = self.own.written.iter().find(|p| change.path.starts_with(p)) {
+        if let Some(p) = self.own.written.iter().find(|p| {
+            change.path.starts_with(p) && rules.iter().all(|r| self.asked_at(p).contains(r))
+        }) {
             return Some(format!(
-                "the command's own: its admission judged {} for writing",
+                "the command's own: its admission judged {} for writing, and every rule that asks now asked there then",
                 p.display()
             ));
         }
         Bookkeeping::get()
             .covers(&change.path, self.own.programs.iter().map(String::as_str))
             .map(|row| format!("the command's own: {} ({} ran)", row.why, row.program))
+    }
+
+    /// The rules that ask about writing `path` (one the command's admission judged for
+    /// writing), as the gate judges a write there: what the person who let the command run was
+    /// asked about it, or nothing when the admission allowed it. Judged once per path.
+    fn asked_at(&self, path: &std::path::Path) -> Vec<String> {
+        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, rules)) = asked.iter().find(|(p, _)| p == path) {
+            return rules.clone();
+        }
+        let call =
+            serde_json::json!({"name": "write_file", "arguments": {"path": path, "content": ""}});
+        let rules: Vec<String> = self
+            .asking
+            .admit_text(&call.to_string())
+            .admission()
+            .rules
+            .iter()
+            .filter(|r| r.decision == RuleDecision::Ask && r.decisive)
+            .map(|r| r.id.clone())
+            .collect();
+        asked.push((path.to_path_buf(), rules.clone()));
+        rules
     }
 
     /// All the changes together, under the posture.
