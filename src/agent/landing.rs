@@ -87,9 +87,12 @@ impl<'a> Keeping<'a> {
                 reasons: r.reasons.clone(),
             });
         }
+        let kept: std::collections::HashMap<&str, &Kept> =
+            self.kept.iter().map(|(p, k)| (p.as_str(), k)).collect();
+        let mut seen = std::collections::HashSet::new();
         for (_, path) in &settled.made {
             let shown = path.absolute().display().to_string();
-            let Some((_, before)) = self.kept.iter().find(|(p, _)| *p == shown) else {
+            let Some(before) = kept.get(shown.as_str()) else {
                 continue;
             };
             let after: FileState = rewind::observe(path);
@@ -99,7 +102,7 @@ impl<'a> Keeping<'a> {
                 after_sha256: after.sha256().map(str::to_owned),
                 bytes: after.bytes(),
             });
-            if landed.changed.iter().any(|c| c.path == shown) {
+            if !seen.insert(shown.clone()) {
                 continue;
             }
             landed.changed.push(SnapshotFile {

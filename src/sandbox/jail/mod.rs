@@ -187,6 +187,7 @@ pub mod probe;
 mod run;
 pub mod seccomp;
 pub mod shape;
+mod uppers;
 
 use std::path::{Path, PathBuf};
 
@@ -309,6 +310,8 @@ pub struct Plan {
     write_access: u64,
     /// The walks for protected paths of its runs, one per predicate ([`Plan::protected`]).
     walks: std::sync::Mutex<Vec<(u64, std::sync::Arc<WalkCache>)>>,
+    /// Where its writers' upper layers go when in memory (`uppers`); else beside the TMPDIRs.
+    uppers: Option<uppers::Uppers>,
 }
 
 /// The probed capabilities a plan of `config` can use ([`probe::for_plan`]).
@@ -796,6 +799,7 @@ impl Plan {
             writer_refusal,
             write_access,
             walks: std::sync::Mutex::new(Vec::new()),
+            uppers: (overlay && !dry).then(uppers::Uppers::in_memory).flatten(),
         }
     }
 

@@ -839,6 +839,10 @@ fn start(
                 .collect();
             let (pins, read_only) = mounts::host_binds(&plan.host_files, &writable);
             let mut covers = ns.covers.clone();
+            // No run sees another's upper layers (in memory, outside the TMPDIRs' folder).
+            if let Some(u) = &plan.uppers {
+                covers.push((u.path().to_path_buf(), mounts::Cover::Dir));
+            }
             for hidden in &shape.hidden {
                 if !covers.iter().any(|(c, _)| hidden.starts_with(c)) {
                     covers.push((hidden.clone(), mounts::Cover::of(hidden)));
@@ -1100,6 +1104,8 @@ fn make_upper(
     plan: &Plan,
     parent: &std::path::Path,
 ) -> std::io::Result<(tempfile::TempDir, Vec<Layer>)> {
+    // In memory where the plan has a folder there (`uppers`), else beside the TMPDIRs.
+    let parent = plan.uppers.as_ref().map_or(parent, |u| u.path());
     let dir = tempfile::Builder::new()
         .prefix("upper-")
         .rand_bytes(12)
