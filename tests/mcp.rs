@@ -380,7 +380,7 @@ fn connected_with(w: &World, yaml: &str) -> (reasonix::Gate, Servers) {
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let c = servers.connect("fx", &mut |_| None);
     assert!(c.result.is_ok(), "{:?}", c.result.as_ref().err());
@@ -703,7 +703,7 @@ fn session_run(w: &World, approver: Arc<Scripted>, calls: &[Value]) -> Vec<Value
         &w.ws,
         Posture::Interactive,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let first = servers.connect("fx", &mut |a| {
         Some(match approver.ask(a) {

@@ -308,7 +308,7 @@ fn run_real(w: &World, yaml: &[(&str, &str)], name: &str, args: Value) -> Result
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let server = reasonix::mcp::server_of(name).unwrap();
     let c = servers.connect(server, &mut |_| None);

@@ -57,6 +57,9 @@ pub struct CompiledPolicy {
     pub(super) except_paths: OwnedSet,
     pub(super) defaults: Defaults,
     pub(super) rego: Option<Arc<Rego>>,
+    /// The Rego modules of files nobody trusts: their deny and ask votes count, their allow
+    /// votes do not (`narrow.rs`).
+    pub(super) narrowing: Option<Arc<Rego>>,
     pub(super) mcp: McpClassifier,
     /// `sandbox.network`: each entry an allow for `network_connect` to its hosts and port.
     pub(super) network: crate::egress::Allowlist,
@@ -75,7 +78,12 @@ impl CompiledPolicy {
 
     /// Whether Rego policies vote (they need the input document).
     pub fn has_rego(&self) -> bool {
-        self.rego.is_some()
+        self.rego.is_some() || self.narrowing.is_some()
+    }
+
+    /// The Rego modules of files nobody trusts, which vote deny and ask only.
+    pub fn narrowing_rego(&self) -> Option<&Rego> {
+        self.narrowing.as_deref()
     }
 
     /// The Rego policies that vote, if any.
@@ -227,6 +235,7 @@ impl PolicySet {
                     except_paths,
                     defaults: self.defaults(),
                     rego: self.rego.clone(),
+                    narrowing: self.narrowing.clone(),
                     mcp,
                     network,
                 })

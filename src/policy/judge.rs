@@ -55,6 +55,9 @@ pub struct Facts<'a> {
     pub bash: Option<&'a Analysis>,
     /// The policy input document, when Rego policies are loaded.
     pub input: Option<&'a RegoInput>,
+    /// The same document as the Rego modules of files nobody trusts read it, when there are
+    /// any ([`CompiledPolicy::narrowing_rego`]).
+    pub narrowing_input: Option<&'a RegoInput>,
     /// For `network_connect`: the host and port asked for.
     pub destination: Option<(&'a str, u16)>,
 }
@@ -349,6 +352,41 @@ impl CompiledPolicy {
                     decision: Decision::Deny,
                     id: "rego-error".into(),
                     source: "rego".into(),
+                    reason: Some(
+                        "internal error: no input document for the Rego policy; please report it"
+                            .into(),
+                    ),
+                }),
+            }
+        }
+
+        // The Rego modules of files nobody trusts vote deny and ask; their allow votes are left
+        // out, and an error denies as any Rego error does.
+        if let Some(rego) = &self.narrowing {
+            match facts.narrowing_input.map(|input| rego.votes_on(input)) {
+                Some(Ok(votes)) => hits.extend(
+                    votes
+                        .into_iter()
+                        .filter(|v| v.decision != Decision::Allow)
+                        .map(|v| Hit {
+                            decision: v.decision,
+                            id: v.id,
+                            source: v.source,
+                            reason: Some(v.reason),
+                        }),
+                ),
+                Some(Err(e)) => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego (untrusted)".into(),
+                    reason: Some(format!(
+                        "a Rego policy of a file nobody trusts failed, so the call is denied: {e}"
+                    )),
+                }),
+                None => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego (untrusted)".into(),
                     reason: Some(
                         "internal error: no input document for the Rego policy; please report it"
                             .into(),
@@ -779,6 +817,7 @@ mod tests {
             analysed: analysis.analysed,
             bash: Some(&analysis),
             input: Some(&input),
+            narrowing_input: Some(&input),
             destination: None,
         })
     }

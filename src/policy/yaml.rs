@@ -30,6 +30,19 @@ pub(crate) struct PolicyFile {
     pub mcp: Option<super::mcp::McpSpec>,
 }
 
+impl PolicyFile {
+    /// A file that says nothing (`version: 1` alone).
+    pub(crate) fn empty() -> PolicyFile {
+        PolicyFile {
+            version: Version,
+            defaults: DefaultsSpec::default(),
+            rules: Vec::new(),
+            sandbox: None,
+            mcp: None,
+        }
+    }
+}
+
 /// `version: 1`, the only version there is.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(try_from = "u64")]

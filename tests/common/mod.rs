@@ -267,3 +267,12 @@ pub fn run_script(w: &World, yaml: &str, calls: &[Value]) -> (i32, String, Vec<V
     let lines = jsonl(&w.ws.join(".reasonix/record.jsonl"));
     (code, stderr, lines)
 }
+
+/// The servers of the workspace's `.mcp.json`, read as a user who trusts it would have them
+/// (the settings loader gives a trusted `.mcp.json` to `reasonix::mcp::servers`).
+pub fn trusted_mcp_servers(ws: &Path) -> Vec<reasonix::mcp::Server> {
+    let path = ws.join(".mcp.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let specs = reasonix::mcp::config::parse_mcp_json(&path.display().to_string(), &text).unwrap();
+    reasonix::mcp::servers(Some((&path, &specs)), &Default::default()).unwrap()
+}
