@@ -52,6 +52,8 @@ fn world() -> World {
     w.file("reasonix.yaml", "policies: [policies/]\n");
     w.file("src/main.rs", "fn main() {}\n");
     w.file(".env", "KEY=1\n");
+    // The team's policies allow: they count once the user trusts them (issue 26).
+    w.trust();
     w
 }
 

@@ -170,6 +170,7 @@ impl World {
                 .to_string(),
         )
         .unwrap();
+        self.trust();
     }
 }
 

@@ -629,6 +629,7 @@ async fn a_served_call_runs_the_post_tool_hooks_and_their_note_follows_the_resul
         "reasonix.yaml",
         "hooks:\n  post_tool:\n    - tools: [read_file]\n      command: [/usr/bin/python3, hooks/note.py]\n",
     );
+    w.trust();
     let results = with_rust_client(
         &w,
         (),

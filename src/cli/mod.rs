@@ -368,7 +368,7 @@ impl FleetArgs {
             ];
             if lists.iter().flatten().any(|l| *l == bundle) {
                 anyhow::bail!(
-                    "the {} settings name both a bundle (bundle:) and policies:/data:; a bundle is the whole policy, keep one",
+                    "the {} settings file names both a bundle (bundle:) and policies:/data:; a bundle is the whole policy, keep one",
                     bundle.as_str()
                 );
             }

@@ -78,10 +78,11 @@ pub fn run(args: TrustArgs) -> anyhow::Result<ExitCode> {
             }
         )?;
     }
-    out.flush()?;
-    super::note(&format!(
+    writeln!(
+        out,
         "recorded in {}; any change to a file makes it untrusted again",
-        store.path().display()
-    ));
+        reasonix::text::visible(&store.path().display().to_string())
+    )?;
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

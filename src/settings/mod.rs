@@ -92,8 +92,16 @@ impl Layer {
 #[non_exhaustive]
 pub enum SettingsError {
     /// The workspace does not exist.
-    #[error("the workspace {0} does not exist")]
-    Workspace(String),
+    #[error("the workspace {path} does not exist")]
+    Workspace {
+        /// The workspace as given.
+        path: String,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
+    /// The workspace is not a folder.
+    #[error("the workspace {0} is not a folder")]
+    NotAFolder(String),
     /// A settings file cannot be read or is not valid (file, line and column in the text).
     #[error("{0}")]
     File(String),
@@ -401,9 +409,16 @@ impl Settings {
     /// parse is an error naming it and its line; a project field nobody trusts is not an error
     /// but left out ([`Settings::left_out`]) — each command decides whether it may go on.
     pub fn load(workspace: &Path) -> Result<Settings, SettingsError> {
+        let given = workspace;
         let workspace = workspace
             .canonicalize()
-            .map_err(|_| SettingsError::Workspace(workspace.display().to_string()))?;
+            .map_err(|source| SettingsError::Workspace {
+                path: given.display().to_string(),
+                source,
+            })?;
+        if !workspace.is_dir() {
+            return Err(SettingsError::NotAFolder(given.display().to_string()));
+        }
         let store_path = trust::state_folder().map(|s| s.join(trust::TRUST_FILE));
         // Without a state folder nothing can be trusted: every project file is read untrusted.
         let store = match &store_path {

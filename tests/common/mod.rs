@@ -55,6 +55,14 @@ impl World {
         p
     }
 
+    /// `reasonix trust --workspace <ws>`: the user trusts the workspace's project files
+    /// (reasonix.yaml, .mcp.json, the policies it names) as they are now.
+    pub fn trust(&self) {
+        let ws = self.ws.to_str().unwrap();
+        let (code, stdout, stderr) = self.run(&["trust", "--workspace", ws], "");
+        assert_eq!(code, 0, "reasonix trust: {stdout}{stderr}");
+    }
+
     /// Makes a symlink at `rel` (below the workspace) pointing to `target` (taken literally).
     pub fn link(&self, rel: &str, target: impl AsRef<Path>) {
         std::os::unix::fs::symlink(target, self.ws.join(rel)).unwrap();
