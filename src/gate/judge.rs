@@ -81,6 +81,7 @@ pub(super) fn judge(
                 Some((host, port))
             })
             .flatten(),
+        environment: &class.environment,
     });
     Ruled {
         resolved,

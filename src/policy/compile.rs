@@ -28,6 +28,8 @@ pub(super) struct Rule {
     pub effects: Option<BTreeSet<Effect>>,
     pub commands: Vec<Pattern>,
     pub exact: Vec<ExactSpec>,
+    /// `env:`: globs on the names of a started process's environment variables.
+    pub env: Option<globset::GlobSet>,
     /// `except:`, when the rule has one.
     pub except: Option<Except>,
 }
@@ -174,6 +176,21 @@ impl PolicySet {
                         ),
                     }
                 });
+                let env = spec.env.as_ref().map(|globs| {
+                    let mut set = globset::GlobSetBuilder::new();
+                    for g in globs {
+                        match globset::Glob::new(&g.0) {
+                            Ok(g) => {
+                                set.add(g);
+                            }
+                            Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                        }
+                    }
+                    set.build().unwrap_or_else(|e| {
+                        problems.push(problem(&source.name, &id, e.to_string()));
+                        globset::GlobSet::empty()
+                    })
+                });
                 rules.push(Rule {
                     id,
                     source: source.name.clone(),
@@ -184,6 +201,7 @@ impl PolicySet {
                     effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
                     commands: patterns,
                     exact: spec.exact.clone().unwrap_or_default(),
+                    env,
                     except,
                 });
             }

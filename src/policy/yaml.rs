@@ -96,6 +96,10 @@ pub(crate) struct RuleSpec {
     pub commands: Option<Vec<PatternSpec>>,
     #[serde(default, deserialize_with = "non_empty")]
     pub exact: Option<Vec<ExactSpec>>,
+    /// Globs on the names of the variables a call sets in the environment of a process it
+    /// starts (an MCP server's `env`).
+    #[serde(default, deserialize_with = "non_empty")]
+    pub env: Option<Vec<Glob>>,
     pub except: Option<ExceptSpec>,
     pub reason: Option<String>,
 }
