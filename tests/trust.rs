@@ -356,7 +356,7 @@ fn an_untrusted_policy_cannot_widen_a_decision_and_its_denies_still_apply() {
     assert_eq!(probe["plan"]["mode"], "enforce", "{probe}");
     assert_eq!(probe["plan"]["write_roots"], json!([w.ws]), "{probe}");
     // run refuses, naming what was left out.
-    let (code, stderr) = run(&w, &[write.clone()], &[]);
+    let (code, stderr) = run(&w, std::slice::from_ref(&write), &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("rules[0] (everything)") && stderr.contains("sandbox.bash: off"),
