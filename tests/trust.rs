@@ -887,3 +887,59 @@ fn claude_webfetch_of_a_loopback_or_metadata_address_is_denied() {
     let a = hook("https://203.0.113.7/");
     assert_eq!(decision(&a), "allow", "a public address: {a}");
 }
+
+#[test]
+fn a_project_file_that_links_outside_the_workspace_is_never_read_so_its_text_never_shows() {
+    let w = World::new();
+    let secret = w.outside.join("credentials");
+    std::fs::write(&secret, "aws_secret_access_key = s3cr3t-4711\n").unwrap();
+    let read = json!({"file_path": w.ws.join("notes.md")});
+    for name in ["reasonix.yaml", ".mcp.json"] {
+        w.link(name, &secret);
+        // hook claude's stderr goes to the model when it blocks: nothing of the file may be in it.
+        let (code, _, stderr) = claude(&w, "Read", read.clone(), &w.ws);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert!(
+            stderr.contains("resolves outside the workspace"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("s3cr3t"), "{stderr}");
+        std::fs::remove_file(w.ws.join(name)).unwrap();
+    }
+    // A policy file the project names, linked outside: left out unread.
+    std::fs::create_dir_all(w.ws.join("policies")).unwrap();
+    w.link("policies/p.yaml", &secret);
+    w.file("reasonix.yaml", "policies: [policies/]\n");
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws(&w), READ_ENV], "");
+    assert_eq!(code, 20, "{stderr}");
+    assert!(
+        stderr.contains("not read") && !stderr.contains("s3cr3t"),
+        "{stderr}"
+    );
+    // The twin: the same text as the project's own file is the project's to show.
+    std::fs::remove_file(w.ws.join("policies/p.yaml")).unwrap();
+    w.file("policies/p.yaml", "version: 1\n");
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws(&w), READ_ENV], "");
+    assert_eq!(code, 20, "{stderr}");
+}
+
+#[test]
+fn a_symlink_in_the_repository_cannot_send_decision_log_batches_outside_the_workspace() {
+    let w = World::new();
+    let target = w.outside.join("ssh");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::create_dir_all(w.ws.join(".reasonix")).unwrap();
+    w.link(".reasonix/decision-logs", &target);
+    // The user's own settings send decisions to a collector; the buffer's default place is
+    // in the workspace, where the repository put a symlink.
+    let user = w.home.join(".config/reasonix/reasonix.yaml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "decision_logs:\n  url: http://127.0.0.1:9/logs\n").unwrap();
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws(&w), READ_ENV], "");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("decision log") && stderr.contains("outside the workspace"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+}

@@ -34,7 +34,7 @@ use anyhow::Context;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use reasonix::agent::config::RunConfig;
 use reasonix::policy::BUILTIN_DEFAULT;
-use reasonix::settings::{Layer, Settings};
+use reasonix::settings::Settings;
 use reasonix::{Gate, HostFiles, Mode, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
@@ -517,6 +517,13 @@ fn bundle(
     spec: &reasonix::bundle::BundleSpec,
     refused: &str,
 ) -> anyhow::Result<Chosen> {
+    if let Some(cache) = &spec.cache {
+        workspace_output(workspace, &workspace.join(cache)).map_err(|why| {
+            anyhow::anyhow!(
+                "the bundle's last good copy cannot go where the workspace puts it: {why}"
+            )
+        })?;
+    }
     let started = reasonix::bundle::start(spec, workspace)
         .with_context(|| format!("the policy bundle does not load{refused}"))?;
     let (bundle, _) = started.live.current();
@@ -687,6 +694,13 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         .transpose()?;
     let logs = settings.config.decision_logs.clone().unwrap_or_default();
     let log_files = logs.files(&workspace, decision_log.as_deref());
+    for f in &log_files {
+        workspace_output(&workspace, f).map_err(|why| {
+            anyhow::anyhow!(
+                "the decision log cannot go where the workspace puts it: {why}; a repository must not choose where Reasonix writes on this machine"
+            )
+        })?;
+    }
     let inputs = !log_files.is_empty();
     files.extend(log_files);
     let hooks = match &settings.config.hooks {
@@ -737,34 +751,37 @@ fn decision_log(
 }
 
 /// The record `--record` names (absolute), else the one the settings name (relative to the
-/// workspace), else `.reasonix/record.jsonl` in the workspace. A record an untrusted project
-/// file chose, and the default, must lie inside the workspace with every symlink followed (and
-/// so must its state folder): a repository's file or symlink never chooses where Reasonix writes
-/// on the host. The user's own settings, a trusted project file and `--record` may put it
-/// anywhere.
+/// workspace), else `.reasonix/record.jsonl` in the workspace. A record inside the workspace
+/// (and its state folder) must stay inside it with every symlink followed: the workspace's
+/// symlinks are the repository's, and a repository never chooses where Reasonix writes on the
+/// host. A record the user put outside the workspace (their settings, a trusted project file,
+/// `--record`) is theirs.
 fn record_path(settings: &Settings, flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     let workspace = settings.workspace();
-    if let Some(r) = flag {
-        return absolute(r);
-    }
-    let (path, checked) = match &settings.config.record.path {
-        Some(p) => (
-            p.clone(),
-            settings.layer_of("record.path") == Layer::Project
-                && !settings.project_trust().settings_trusted(),
-        ),
-        None => (PathBuf::from(reasonix::host::DEFAULT_RECORD), true),
+    let path = match (flag, &settings.config.record.path) {
+        (Some(r), _) => absolute(r)?,
+        (None, Some(p)) => workspace.join(p),
+        (None, None) => workspace.join(reasonix::host::DEFAULT_RECORD),
     };
-    if checked {
-        for p in [path.clone(), reasonix::host::state_folder(&path)] {
-            reasonix::settings::confined_output(workspace, &p).map_err(|why| {
-                anyhow::anyhow!(
-                    "the execution record cannot go where the workspace puts it: {why}; a repository must not choose where Reasonix writes on this machine (remove the link, or give --record)"
-                )
-            })?;
-        }
+    for p in [path.clone(), reasonix::host::state_folder(&path)] {
+        workspace_output(workspace, &p).map_err(|why| {
+            anyhow::anyhow!(
+                "the execution record cannot go where the workspace puts it: {why}; a repository must not choose where Reasonix writes on this machine (remove the link, or give --record)"
+            )
+        })?;
     }
-    Ok(workspace.join(path))
+    Ok(path)
+}
+
+/// `path` (absolute), a file Reasonix writes: when it lies inside the workspace as written, it
+/// must stay there with every symlink followed, and out of `.git`
+/// ([`reasonix::settings::confined_output`]); outside, it is where the user put it.
+fn workspace_output(workspace: &Path, path: &Path) -> Result<(), String> {
+    if path.starts_with(workspace) {
+        reasonix::settings::confined_output(workspace, path).map(drop)
+    } else {
+        Ok(())
+    }
 }
 
 /// `p` made absolute from the current folder.

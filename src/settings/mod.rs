@@ -207,6 +207,9 @@ impl ProjectTrust {
 
 impl Trust for ProjectTrust {
     fn readable(&self, path: &Path) -> Result<(), String> {
+        if !path.metadata().is_ok_and(|m| m.is_file()) {
+            return Err("it is not a regular file".into());
+        }
         if self.settings_trusted || self.inside(path) {
             Ok(())
         } else {
@@ -271,11 +274,9 @@ pub fn user_dir() -> Option<PathBuf> {
 /// Reads one layer's `reasonix.yaml` (`None` when it does not exist): checked as the settings
 /// format (unknown keys are errors with their line), with `record: PATH` written as `{path}` and
 /// the paths it reads made absolute from its folder.
-fn read(layer: Layer, path: PathBuf) -> Result<Option<Read>, SettingsError> {
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(SettingsError::File(format!("{}: {e}", path.display()))),
+fn read(layer: Layer, path: PathBuf, workspace: &Path) -> Result<Option<Read>, SettingsError> {
+    let Some(bytes) = read_own(layer, &path, workspace)? else {
+        return Ok(None);
     };
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| SettingsError::File(format!("{}: not UTF-8: {e}", path.display())))?;
@@ -322,6 +323,45 @@ fn read(layer: Layer, path: PathBuf) -> Result<Option<Read>, SettingsError> {
         bytes,
         value,
     }))
+}
+
+/// A settings file's bytes (`None`: it does not exist). A project's file must be a regular file
+/// of the workspace: one that resolves outside it (a symlink to `~/.aws/credentials`) is not
+/// read at all — its text could reach an error message, and from there the model — nor is a
+/// FIFO or a device, which would hang or never end.
+fn read_own(layer: Layer, path: &Path, workspace: &Path) -> Result<Option<Vec<u8>>, SettingsError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(SettingsError::File(format!("{}: {e}", path.display()))),
+    };
+    if meta.is_dir() {
+        return Err(SettingsError::File(format!(
+            "{}: Is a directory; a settings file is a file",
+            path.display()
+        )));
+    }
+    if !meta.is_file() {
+        return Err(SettingsError::File(format!(
+            "{}: not a regular file; a settings file is a file",
+            path.display()
+        )));
+    }
+    if layer == Layer::Project
+        && let Ok(real) = path.canonicalize()
+        && !real.starts_with(workspace)
+    {
+        return Err(SettingsError::File(format!(
+            "{} resolves outside the workspace (to {}), and a repository's settings must be its own files, so it was not read; copy what you want into it, or into your user settings",
+            path.display(),
+            crate::text::visible(&real.display().to_string())
+        )));
+    }
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(SettingsError::File(format!("{}: {e}", path.display()))),
+    }
 }
 
 /// The fields of a settings object, each taken whole where the table says (a server, a
@@ -438,7 +478,7 @@ impl Settings {
             (Layer::Project, Some(project_path.clone())),
         ] {
             let Some(path) = path else { continue };
-            let read = read(layer, path.clone())?;
+            let read = read(layer, path.clone(), &workspace)?;
             let trusted = match (&read, layer) {
                 (Some(r), Layer::Project) => Some(store.trusts(&r.path, &r.bytes)),
                 _ => None,
@@ -571,8 +611,8 @@ impl Settings {
 
         // `.mcp.json`: every server starts a program or reaches a URL.
         let mut mcp_json = None;
-        match std::fs::read(&mcp_path) {
-            Ok(bytes) => {
+        match read_own(Layer::Project, &mcp_path, &workspace)? {
+            Some(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
                 let origin = mcp_path.display().to_string();
                 let servers = crate::mcp::config::parse_mcp_json(&origin, &text)
@@ -597,19 +637,13 @@ impl Settings {
                     }
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => files.push(SettingsFile {
+            None => files.push(SettingsFile {
                 layer: Layer::Project,
                 path: mcp_path.clone(),
                 exists: false,
                 trusted: None,
                 sha256: None,
             }),
-            Err(e) => {
-                return Err(SettingsError::File(format!(
-                    "{origin}: {e}",
-                    origin = mcp_path.display()
-                )));
-            }
         }
 
         let mut root = Map::new();
