@@ -601,10 +601,17 @@ fn an_untrusted_mcp_json_starts_nothing_through_check_or_run() {
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("mcpServers.x") && stderr.contains("--no-mcp")
-            || stderr.contains("mcpServers.x"),
+        stderr.contains("mcpServers.x") && stderr.contains("--no-mcp"),
         "{stderr}"
     );
+    assert!(!marker.exists(), "no server started");
+    // With --no-mcp the run goes on: no server would start anyway.
+    let (code, stderr) = run(
+        &w,
+        &[json!({"name": "read_file", "arguments": {"path": "."}})],
+        &["--policy", &connects, "--no-mcp"],
+    );
+    assert_eq!(code, 0, "{stderr}");
     assert!(!marker.exists(), "no server started");
     // The twin: trusted, the connect is judged and the allowed server starts.
     w.trust();

@@ -116,7 +116,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         explain: false,
         dry_run: false,
     })?;
-    built.refuse_untrusted()?;
+    built.refuse_untrusted(args.no_mcp)?;
     if let Some(notice) = built.chosen.default_notice() {
         super::warn(&notice);
     }

@@ -630,9 +630,25 @@ impl Built {
 
     /// For a command that acts (`run`, `mcp serve`): an error (exit 2) when anything was left
     /// out, since running without what the project asked for is not what anybody asked for.
-    fn refuse_untrusted(&self) -> anyhow::Result<()> {
-        match self.untrusted() {
-            Some(message) => Err(anyhow::anyhow!("{message}; nothing ran")),
+    /// With `no_mcp` (`--no-mcp`), MCP servers left out do not count: none would start anyway.
+    fn refuse_untrusted(&self, no_mcp: bool) -> anyhow::Result<()> {
+        let left_out: Vec<_> = self
+            .left_out()
+            .into_iter()
+            .filter(|l| {
+                !(no_mcp
+                    && (l.field.starts_with("mcpServers.") || l.field.starts_with("mcp_servers.")))
+            })
+            .collect();
+        match reasonix::settings::untrusted_message(self.settings.workspace(), &left_out) {
+            Some(message) => Err(anyhow::anyhow!(
+                "{message}{}; nothing ran",
+                if no_mcp {
+                    ""
+                } else {
+                    " (--no-mcp leaves MCP servers out)"
+                }
+            )),
             None => Ok(()),
         }
     }

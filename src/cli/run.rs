@@ -181,7 +181,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         dry_run: false,
     };
     let built = super::gate(spec)?;
-    built.refuse_untrusted()?;
+    built.refuse_untrusted(args.no_mcp)?;
     if let Some(notice) = built.chosen.default_notice() {
         warn(&notice);
     }
