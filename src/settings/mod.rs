@@ -884,3 +884,92 @@ pub fn untrusted_message(workspace: &Path, left_out: &[LeftOut]) -> Option<Strin
     ));
     Some(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_path_stays_inside_the_workspace_with_every_symlink_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("logs")).unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::os::unix::fs::symlink(root.join("home"), ws.join("out")).unwrap();
+        std::os::unix::fs::symlink("../../home/.bashrc", ws.join("logs/r.jsonl")).unwrap();
+        for (path, ok) in [
+            ("logs/record.jsonl", true),
+            (".reasonix/record.jsonl", true),
+            ("out/record.jsonl", false),
+            ("logs/r.jsonl", false),
+            ("../x.jsonl", false),
+            ("/etc/profile", false),
+            (".git/hooks/pre-commit", false),
+            ("~/.bashrc", false),
+        ] {
+            assert_eq!(
+                confined_output(&ws, Path::new(path)).is_ok(),
+                ok,
+                "{path}: {:?}",
+                confined_output(&ws, Path::new(path))
+            );
+        }
+    }
+
+    #[test]
+    fn fields_are_taken_whole_where_the_table_says_and_put_back_by_name() {
+        let value: Json = serde_json::json!({
+            "provider": {"model": "m", "base_url": "u"},
+            "mcp_servers": {"a": {"command": "x", "args": ["1"]}},
+            "bundle": {"url": "https://b"},
+            "max_steps": 3
+        });
+        let Json::Object(map) = value else {
+            unreachable!()
+        };
+        let mut names: Vec<String> = units(&map).into_iter().map(|(n, _)| n).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "bundle",
+                "max_steps",
+                "mcp_servers.a",
+                "provider.base_url",
+                "provider.model"
+            ]
+        );
+        let mut root = Map::new();
+        for (name, value) in units(&map) {
+            put(&mut root, &name, value);
+        }
+        assert_eq!(Json::Object(root), Json::Object(map));
+    }
+
+    #[test]
+    fn the_untrusted_message_names_each_field_per_file_and_the_command() {
+        let left = [
+            LeftOut {
+                file: "/w/reasonix.yaml".into(),
+                field: "hooks.pre_tool".into(),
+                why: "starts programs".into(),
+            },
+            LeftOut {
+                file: "/w/reasonix.yaml".into(),
+                field: "record.path\u{1b}[2J".into(),
+                why: "w".into(),
+            },
+        ];
+        let m = untrusted_message(Path::new("/w"), &left).unwrap();
+        assert!(
+            m.contains(
+                "/w/reasonix.yaml: hooks.pre_tool (starts programs); record.path\\x1b[2J (w)"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("reasonix trust --workspace /w"), "{m}");
+        assert!(untrusted_message(Path::new("/w"), &[]).is_none());
+    }
+}
