@@ -249,11 +249,18 @@ fn a_record_outside_the_workspace_is_refused_from_an_untrusted_project_and_follo
     );
     assert!(!outside.exists());
 
-    // A record inside the workspace counts untrusted (it narrows nothing away).
-    w.file("reasonix.yaml", "record: logs/r.jsonl\n");
+    // Elsewhere in the workspace, Reasonix would append outside the gate to a file policy
+    // protects (a CI workflow): left out too.
+    w.file("reasonix.yaml", "record: .github/workflows/ci.yml\n");
     let (code, _, stderr) = claude(&w, "Read", read.clone(), &w.ws);
     assert_eq!(code, 0, "{stderr}");
-    assert!(w.ws.join("logs/r.jsonl").exists(), "{stderr}");
+    assert!(stderr.contains("record.path"), "{stderr}");
+    assert!(!w.ws.join(".github").exists());
+    // In Reasonix's own folder it counts untrusted.
+    w.file("reasonix.yaml", "record: .reasonix/logs/r.jsonl\n");
+    let (code, _, stderr) = claude(&w, "Read", read.clone(), &w.ws);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(w.ws.join(".reasonix/logs/r.jsonl").exists(), "{stderr}");
 
     // Trusted, the user's choice of a record outside is followed.
     w.file("reasonix.yaml", &format!("record: {}\n", outside.display()));
@@ -275,11 +282,14 @@ fn a_decision_log_file_outside_the_workspace_is_not_written_untrusted() {
     assert_eq!(code, 20, "{stderr}");
     assert!(stderr.contains("decision_logs.file"), "{stderr}");
     assert!(!outside.exists());
-    // Inside the workspace it counts untrusted.
-    w.file("reasonix.yaml", "decision_logs:\n  file: d.jsonl\n");
+    // In the workspace's .reasonix/ it counts untrusted.
+    w.file(
+        "reasonix.yaml",
+        "decision_logs:\n  file: .reasonix/d.jsonl\n",
+    );
     let (code, _, stderr) = w.run(&["check", "--workspace", ws(&w), READ_ENV], "");
     assert_eq!(code, 20, "{stderr}");
-    assert!(w.ws.join("d.jsonl").exists(), "{stderr}");
+    assert!(w.ws.join(".reasonix/d.jsonl").exists(), "{stderr}");
 }
 
 #[test]

@@ -16,8 +16,9 @@ pub enum Rule {
     /// A wait: an untrusted value counts when it is at least the one in force.
     Higher,
     /// A path Reasonix writes, relative to the workspace: an untrusted value counts when no
-    /// layer above sets the field and it lies inside the workspace, symlinks followed, and not
-    /// in `.git` (where git would run or read what Reasonix appends).
+    /// layer above sets the field and it lies inside the workspace's `.reasonix/` folder,
+    /// symlinks followed (elsewhere Reasonix would append, outside the gate, to a file of the
+    /// repository's choosing that policy protects from a write: a CI workflow, `.git/hooks`).
     Output,
     /// A list of policy or data files: an untrusted list is added to the policies in force
     /// (never replacing them), each of its files counting only for its narrowing part unless

@@ -595,8 +595,20 @@ impl Settings {
                             layer.as_str()
                         )),
                         (None, Some(p)) => confined_output(&workspace, Path::new(p))
-                            .map(drop)
-                            .map_err(|e| format!("{e}: {why}")),
+                            .map_err(|e| format!("{e}: {why}"))
+                            .and_then(|real| {
+                                // Reasonix's own folder: elsewhere in the workspace Reasonix
+                                // would append to a file of the repository's choosing (a CI
+                                // workflow, a makefile) that policy protects from a write.
+                                if real.starts_with(workspace.join(crate::host::STATE_FOLDER)) {
+                                    Ok(())
+                                } else {
+                                    Err(format!(
+                                        "{p} lies outside the workspace's {}/ folder, where a project file nobody trusts may put what Reasonix writes: {why}",
+                                        crate::host::STATE_FOLDER
+                                    ))
+                                }
+                            }),
                         (None, None) => Err(why.to_owned()),
                     },
                 };
