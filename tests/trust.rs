@@ -825,6 +825,11 @@ fn claude_grep_and_glob_over_a_folder_holding_a_protected_file_are_refused() {
         ),
         ("Glob", json!({"pattern": "**/*", "path": w.ws}), "deny"),
         (
+            "Glob",
+            json!({"pattern": format!("{}/**/*", w.ws.display())}),
+            "deny",
+        ),
+        (
             "Grep",
             json!({"pattern": "x", "path": w.ws.join("docs")}),
             "ask",
@@ -843,6 +848,11 @@ fn claude_grep_and_glob_over_a_folder_holding_a_protected_file_are_refused() {
         (
             "Glob",
             json!({"pattern": "src/**/*.rs", "path": w.ws}),
+            "allow",
+        ),
+        (
+            "Glob",
+            json!({"pattern": format!("{}/src/*.rs", w.ws.display())}),
             "allow",
         ),
         ("LS", json!({"path": w.ws}), "allow"),

@@ -62,6 +62,15 @@ pub fn anchor(tool: &str, arguments: &mut Map<String, Value>, cwd: &Path, root: 
         "grep" | "glob" => {
             let path = match arguments.get("path").and_then(Value::as_str) {
                 Some(p) => cwd.join(p),
+                // An absolute glob pattern names its own folder.
+                None if tool == "glob"
+                    && arguments
+                        .get("pattern")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| p.starts_with('/')) =>
+                {
+                    return;
+                }
                 None => cwd.to_path_buf(),
             };
             arguments.insert("path".into(), Value::String(path.display().to_string()));
@@ -136,6 +145,11 @@ mod tests {
         assert_eq!(
             anchored("glob", json!({"pattern": "*", "path": "sub"}), "/p/data"),
             json!({"pattern": "*", "path": "/p/data/sub"})
+        );
+        assert_eq!(
+            anchored("glob", json!({"pattern": "/p/src/**/*.rs"}), "/p/data"),
+            json!({"pattern": "/p/src/**/*.rs"}),
+            "an absolute pattern names its own folder"
         );
         assert_eq!(
             anchored("read_file", json!({"path": "customers.csv"}), "/p/data"),

@@ -144,8 +144,10 @@ fn searched(
         }
         let path = entry.path();
         let rel = path.strip_prefix(&folder).unwrap_or(path);
+        // Matched as relative to the folder, by name, and whole (an absolute Glob pattern).
         if let Some(m) = &filter
             && !m.is_match(rel)
+            && !m.is_match(path)
             && !rel.file_name().is_some_and(|n| m.is_match(Path::new(n)))
         {
             continue;
