@@ -11,6 +11,10 @@
 #                  Landlock, seccomp, cgroups)
 #   reasonix-user  the same run by `nobody` (as root, with setpriv): the namespaces are made in a
 #                  user namespace, and no cgroup can be made
+#   reasonix-ro    `reasonix sandbox exec --read-only -- true` (issue 25: a call admitted as
+#                  read-only; the default policy's protected paths looked for and covered)
+#   reasonix-obs   `reasonix sandbox exec --observe -- true` (a writer: on an overlay, its upper
+#                  layer read, judged and settled after it ends; the gate built to judge it)
 # and prints the median, the fastest and the 90th percentile per spawn. Each run is timed by
 # bash's $EPOCHREALTIME (a builtin: no `date` process inside the interval). The in-process cost
 # of the jail alone, with and without namespaces, is what the criterion bench measures (`spawn
@@ -35,11 +39,13 @@ trap 'rm -rf "$WS"' EXIT
 printf 'version: 1\nsandbox:\n  bash: off\n' > "$WS/off.yaml"
 mkdir "$WS/ws" "$WS/times"
 
-ROWS=(bare bwrap reasonix-off reasonix)
+ROWS=(bare bwrap reasonix-off reasonix reasonix-ro reasonix-obs)
 bare=(/bin/true)
 bwrap=(bwrap --ro-bind / / --tmpfs /tmp --proc /proc --dev /dev --unshare-all --cap-drop ALL --die-with-parent /bin/true)
 reasonix_off=("$REASONIX" sandbox exec --workspace "$WS/ws" --policy "$WS/off.yaml" -- /bin/true)
 reasonix=("$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
+reasonix_ro=("$REASONIX" sandbox exec --workspace "$WS/ws" --read-only -- /bin/true)
+reasonix_obs=("$REASONIX" sandbox exec --workspace "$WS/ws" --observe -- /bin/true)
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     chmod 755 "$WS" && chown 65534:65534 "$WS/ws"
     reasonix_user=(env HOME="$WS" setpriv --reuid=65534 --regid=65534 --clear-groups --

@@ -51,6 +51,10 @@
 //!   a wall-clock timeout that kills its whole process group ([`sandbox::jail`]); what this
 //!   machine cannot enforce is reported, and under `enforce` nothing runs without it.
 //!
+//! - **Effects enforced, not predicted.** A command admitted as read-only runs on a read-only
+//!   workspace; a writer runs on an overlay, and each change it made is judged by the gate as
+//!   the file tool that would make it before anything lands ([`effects`]).
+//!
 //! What it does not do: it does not trust the model's own account of a call (its `description`
 //! is shown, never judged), and it does not claim what it did not enforce.
 //!
@@ -78,6 +82,7 @@ pub mod call;
 pub mod claude;
 pub mod codex;
 pub mod decisions;
+pub mod effects;
 pub mod egress;
 pub mod execute;
 pub mod gate;

@@ -122,12 +122,43 @@ pub enum Receipt {
         /// Its size after, in bytes.
         bytes: Option<u64>,
     },
-    /// A process whose effects were not observed.
+    /// A folder a process wrote in place, not observed (`sandbox.passthrough`, issue 25): only
+    /// what changed in it during the run is counted.
+    Passthrough {
+        /// The folder.
+        path: String,
+        /// Files changed in it during the run.
+        files: u64,
+        /// Their size, in bytes.
+        bytes: u64,
+        /// What the receipt does not claim.
+        note: String,
+    },
+    /// A change a process made that kept its changes from landing (issue 25): refused by the
+    /// gate, or asked about and not allowed. Its run was discarded whole.
+    RefusedChange {
+        /// The path.
+        path: String,
+        /// What the process did there.
+        change: &'static str,
+        /// `deny` or `ask`.
+        verdict: crate::effects::ChangeVerdict,
+        /// The rules that decided.
+        rules: Vec<String>,
+        /// Why.
+        reasons: Vec<String>,
+    },
+    /// A process: its exit status, and what was observed of its effects.
     Process {
         /// Its exit status.
         exit_code: Option<i32>,
-        /// What the receipt does not claim.
-        note: &'static str,
+        /// Whether its effects were observed (issue 25): its changes are the `file` receipts
+        /// beside this one — none for a read-only run, which could change nothing, or for a
+        /// discarded one, which changed nothing that landed. `false` where they were not (the
+        /// jail off, or a writer with no overlay under `best_effort`).
+        observed: bool,
+        /// What was observed, or what the receipt does not claim.
+        note: String,
     },
 }
 

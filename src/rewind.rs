@@ -1,5 +1,7 @@
-//! Rewind: what the structured file tools changed can be undone; what a shell command did cannot,
-//! and the record says so.
+//! Rewind: what the structured file tools changed can be undone, and what a bash command changed
+//! when its effects were observed (issue 25: a writer runs on an overlay, and each change it
+//! made lands through the same receipts and snapshots as a file tool's); what a command did
+//! unobserved cannot be, and the record says so.
 //!
 //! # What is kept, and where
 //!
@@ -37,14 +39,16 @@
 //! 3. a file is written back from the store (its sha256 checked while copying) with its exact
 //!    bytes and permission bits, atomically; a path that did not exist is removed; a folder that
 //!    `move_file` moved is moved back, with what it holds now;
-//! 4. a folder is never removed or replaced, and a path is not followed through a folder that is
-//!    now a symlink;
+//! 4. a folder is never replaced, nor removed unless the call made it and it is empty again (a
+//!    bash writer's, removed deepest first after what it held), and a path is not followed
+//!    through a folder that is now a symlink;
 //! 5. a path out of [`Bounds`] is not touched at all: a rewind runs outside any jail, so the
 //!    command line lets it write only where the gate would let a file tool write
 //!    ([`crate::Gate::changeable`]: beneath a write root, none of the host's own files) — a
 //!    record that names another path (forged, or from another workspace) cannot steer it.
 //!
-//! Every shell command that ran in the range is listed as not restorable: its effects were never
+//! Every shell command that ran in the range unobserved (the jail off, or a writer with no
+//! overlay under `best_effort`) is listed as not restorable: its effects were never
 //! observed (so is a tool that changed nothing it was leased by). A path whose previous state was
 //! not kept is listed too. The record's earlier `rewind` lines say what is already restored, so a
 //! second rewind does not undo the same change twice.
@@ -608,13 +612,26 @@ impl Ledger {
                         .flatten()
                         .and_then(|a| serde_json::from_str::<Value>(&a).ok())
                         .and_then(|a| a.get("command").and_then(Value::as_str).map(str::to_owned));
+                    // A process whose effects were observed (issue 25: a bash writer on an
+                    // overlay, or a run the jail held read-only) says so in its receipt; its
+                    // changes are in its snapshot like a file tool's.
+                    let observed = v
+                        .get("receipts")
+                        .and_then(Value::as_array)
+                        .is_some_and(|rs| {
+                            rs.iter().any(|r| {
+                                r.get("kind").and_then(Value::as_str) == Some("process")
+                                    && r.get("observed").and_then(Value::as_bool) == Some(true)
+                            })
+                        });
                     ledger.calls.push(CallLine {
                         line,
                         run_id: s("run_id").unwrap_or_default(),
                         call_id: s("call_id").unwrap_or_default(),
-                        unobserved: tool == "bash"
-                            || kind == Some("workspace")
-                            || (kind == Some("paths") && no_paths),
+                        unobserved: !observed
+                            && (tool == "bash"
+                                || kind == Some("workspace")
+                                || (kind == Some("paths") && no_paths)),
                         tool,
                         ran: v.get("started_ms").is_some_and(|t| !t.is_null()),
                         command,
@@ -875,8 +892,14 @@ fn restore_point(
         .into_iter()
         .filter(|f| !done.contains(f.path.as_str()))
         .collect();
-    // Writes before removals: a moved file is back at its source before its copy goes.
-    rest.sort_by_key(|f| f.before == FileState::Absent);
+    // Writes before removals: a moved file is back at its source before its copy goes; and
+    // removals deepest first, so that a folder a command made is empty when its turn comes.
+    rest.sort_by_key(|f| {
+        (
+            f.before == FileState::Absent,
+            std::cmp::Reverse(Path::new(&f.path).components().count()),
+        )
+    });
     for f in rest {
         let path = Path::new(&f.path);
         let unrestorable = match &f.before {
@@ -933,6 +956,18 @@ fn restore_point(
             continue;
         }
         if now == FileState::Folder {
+            // A folder the call made (a bash writer's, observed: issue 25) goes when it is
+            // empty again; anything else that is a folder now stays.
+            if f.before == FileState::Absent && f.after == FileState::Folder {
+                match disk.remove_empty_folder(path) {
+                    Ok(()) => r.restored.push(entry(
+                        f,
+                        "removed (a folder the call made, empty again)".into(),
+                    )),
+                    Err(e) => r.left.push(entry(f, e)),
+                }
+                continue;
+            }
             r.left.push(entry(
                 f,
                 "a folder is there now; rewind never replaces a folder".into(),
@@ -999,6 +1034,19 @@ impl Disk<'_> {
         if !self.dry_run {
             let parent = real_parent(path, false)?;
             std::fs::remove_file(path).map_err(|e| format!("cannot remove it: {e}"))?;
+            sync_dir(&parent).map_err(|e| format!("cannot sync {}: {e}", parent.display()))?;
+        }
+        self.overlay.insert(path.to_path_buf(), FileState::Absent);
+        Ok(())
+    }
+
+    /// Removes a folder the call made, if it is empty (`rmdir` refuses one that is not).
+    fn remove_empty_folder(&mut self, path: &Path) -> Result<(), String> {
+        if !self.dry_run {
+            let parent = real_parent(path, false)?;
+            std::fs::remove_dir(path).map_err(|e| {
+                format!("a folder the call made, and it is not empty now ({e}); rewind never removes what it holds")
+            })?;
             sync_dir(&parent).map_err(|e| format!("cannot sync {}: {e}", parent.display()))?;
         }
         self.overlay.insert(path.to_path_buf(), FileState::Absent);

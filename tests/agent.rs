@@ -889,11 +889,21 @@ async fn every_outcome_is_distinct_in_the_record_and_the_tool_message() {
     assert_eq!(r["after_sha256"], sha256(b"hello\n"));
     assert_eq!(r["bytes"], 6);
     assert_eq!(calls[0]["lease"]["kind"], "paths");
-    // A process's receipt claims only its exit status.
-    let r = &calls[1]["receipts"][0];
+    // A process's receipts (issue 25): what its run changed, observed on its overlay and
+    // landed — a failed command's changes too —, then its exit status.
+    let receipts = calls[1]["receipts"].as_array().unwrap();
+    assert_eq!(receipts[0]["kind"], "file");
+    assert!(receipts[0]["path"].as_str().unwrap().ends_with("/t"));
+    let r = receipts.last().unwrap();
     assert_eq!(r["kind"], "process");
     assert_eq!(r["exit_code"], 3);
-    assert!(r["note"].as_str().unwrap().contains("not observed"));
+    assert_eq!(r["observed"], true);
+    assert!(
+        r["note"]
+            .as_str()
+            .unwrap()
+            .contains("observed on an overlay")
+    );
     assert_eq!(
         calls[1]["lease"]["kind"], "workspace",
         "a writer bash holds the workspace"

@@ -1963,17 +1963,19 @@ fn inside_the_jail_proc_shows_only_the_jails_processes() {
     assert_eq!(lines.len(), 3, "{r:?}");
 }
 
-/// Finds, from outside, the file `a` in the TMPDIR a run printed (its own, or the folder its
-/// own is bound over inside a mount namespace).
+/// Finds, from outside, the file `a` in the TMPDIR a run printed: its own, or — inside a mount
+/// namespace, where the run's folder is bound over the folder of every run's — `tmp` in one of
+/// the run folders there.
 fn real_tmp_file(printed: &Path) -> std::path::PathBuf {
     if printed.join("a").exists() {
         return printed.join("a");
     }
-    std::fs::read_dir(printed)
+    let runs = printed.parent().unwrap();
+    std::fs::read_dir(runs)
         .unwrap()
-        .map(|e| e.unwrap().path().join("a"))
+        .map(|e| e.unwrap().path().join("tmp/a"))
         .find(|a| a.exists())
-        .unwrap_or_else(|| panic!("no run folder with `a` under {}", printed.display()))
+        .unwrap_or_else(|| panic!("no run folder with `tmp/a` under {}", runs.display()))
 }
 
 /// Run A writes a secret to its TMPDIR and waits; run B, of the same plan, at the same time, tries
@@ -2094,7 +2096,9 @@ fn under_off_a_runs_tmpdir_is_kept_for_the_next_run_emptied() {
         folders.insert(folder.to_owned());
     }
     assert_eq!(folders.len(), 1, "{folders:?}");
-    assert!(std::fs::read_dir(folders.first().unwrap()).is_ok());
+    // Kept between runs: the run's folder, which holds its TMPDIR (and HOME) while it runs.
+    let kept = Path::new(folders.first().unwrap()).parent().unwrap();
+    assert!(std::fs::read_dir(kept).is_ok());
 }
 
 #[test]

@@ -15,6 +15,7 @@
 //! | `bundle` | where the policy comes from: OPA bundles, downloaded, verified, swapped between calls |
 //! | `import`, `codex` | another agent's rules read as a policy (written out, never judged here) |
 //! | `host` | the host's own files, for the confine stage |
+//! | `effects` | after a bash writer's run: observe what its overlay holds, judge each change (through the gate's judge), commit or discard |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve |
@@ -42,6 +43,7 @@ const ORDER: &[&str] = &[
     "import",
     "codex",
     "host",
+    "effects",
     "tool",
     "mcp",
     "gate",

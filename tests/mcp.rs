@@ -870,3 +870,45 @@ fn mcp_serve_restarts_a_dead_server_for_its_client_judging_the_connect_again() {
     assert_eq!(restarts, [&json!(null), &json!(1)]);
     assert_eq!(connects[1]["admission"]["rules"][0]["id"], "start-fx");
 }
+
+/// Issue 25: a stdio server started while a session plans (`run --plan`) runs read-only — it
+/// cannot change the workspace, whatever its tools say of themselves — and once a plan is
+/// approved it is restarted, writable, by its next call.
+#[test]
+fn a_server_started_in_plan_mode_runs_read_only_until_a_plan_is_approved() {
+    let w = World::new();
+    w.fixture_server("normal");
+    let yaml = policy().replace("  writer: ask", "  writer: allow");
+    let yaml = &yaml[..yaml.find("mcp:").unwrap()];
+    let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
+    let gate = gate_over(
+        Registry::with_builtins(),
+        &policy,
+        &w.ws,
+        Posture::Unattended,
+    );
+    let configured = common::trusted_mcp_servers(&w.ws);
+    let mut servers = Servers::new(configured, &gate).unwrap();
+    servers.set_writes(reasonix::sandbox::jail::Writes::None);
+    assert!(servers.connect("fx", &mut |_| None).result.is_ok());
+    let (registry, _) = servers.registry();
+    let planning = gate.with_registry(registry).unwrap();
+    let inside = w.ws.join("inside.txt");
+    let write = json!({"path": inside, "content": "x"});
+    let e = run(&planning, "mcp__fx__write_note", write.clone()).unwrap_err();
+    assert!(e.contains("Read-only file system"), "{e}");
+    assert!(!inside.exists(), "a server wrote while the session planned");
+    // Approved: the server is due for a restart (not a death: it does not count), writable.
+    servers.set_writes(reasonix::sandbox::jail::Writes::Direct);
+    let why = servers.died("fx").expect("due for a restart");
+    assert!(why.contains("plan is approved"), "{why}");
+    assert!(servers.restart("fx", &mut |_| None).unwrap().result.is_ok());
+    assert!(servers.died("fx").is_none());
+    let (registry, _) = servers.registry();
+    let approved = gate.with_registry(registry).unwrap();
+    assert_eq!(
+        run(&approved, "mcp__fx__write_note", write),
+        Ok("written".into())
+    );
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "x");
+}

@@ -293,9 +293,10 @@ fn bash_runs_in_the_workspace_and_reports_its_status_and_output() {
     };
     let out = common::execute(admitted).unwrap();
     assert_eq!(out.exit_code, Some(4));
+    // Then what became of its changes (issue 25): observed on its overlay, judged, applied.
     assert_eq!(
         out.text,
-        "exit status 4\n--- stdout ---\nout\n--- stderr ---\nerr\n"
+        "exit status 4\n--- stdout ---\nout\n--- stderr ---\nerr\n--- reasonix ---\n1 change observed and applied:\n  created made (file, 0 bytes, mode 0644)\n"
     );
     assert!(w.ws.join("made").exists());
 }

@@ -14,6 +14,7 @@ pub mod approvals;
 pub mod approver;
 pub mod config;
 pub mod elicit;
+mod landing;
 pub mod openai;
 pub mod provider;
 pub mod script;

@@ -59,21 +59,34 @@ pub struct Servers {
     /// Every tool each server listed in this session, by its registry name: a tool a restarted
     /// server no longer lists is withdrawn, saying so.
     listed: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// How the servers it starts may write (issue 25: not at all while the session plans).
+    writes: crate::mcp::tools::ServerWrites,
+    /// Servers started read-only while the session planned, to be restarted writable by their
+    /// next call now that a plan is approved.
+    stale: std::collections::BTreeSet<String>,
 }
 
 impl Servers {
     /// The servers `configured`, to be connected through `gate` (built over the builtins).
     pub fn new(configured: Vec<Server>, gate: &Gate) -> Result<Servers, RegistryError> {
+        let writes: crate::mcp::tools::ServerWrites =
+            Arc::new(std::sync::Mutex::new(crate::sandbox::jail::Writes::Direct));
         let mut registry = Registry::with_builtins();
         let mut slots = BTreeMap::new();
         let mut by_name = BTreeMap::new();
         for server in configured {
-            let (tool, slot) = ConnectTool::new(server.clone(), gate.roots().workspace());
+            let (tool, slot) = ConnectTool::new(
+                server.clone(),
+                gate.roots().workspace(),
+                Arc::clone(&writes),
+            );
             registry.add_mcp(Arc::new(tool))?;
             slots.insert(server.name.clone(), slot);
             by_name.insert(server.name.clone(), server);
         }
         Ok(Servers {
+            writes,
+            stale: std::collections::BTreeSet::new(),
             configured: by_name,
             connect_gate: gate.with_registry(registry)?,
             slots,
@@ -81,6 +94,27 @@ impl Servers {
             restarts: BTreeMap::new(),
             listed: BTreeMap::new(),
         })
+    }
+
+    /// The servers started from now on write as `writes` says: [`Writes::None`] while a
+    /// session is in plan mode (their jail's workspace and write roots read-only), in place
+    /// once a plan is approved (issue 25). A server already running keeps how it was started;
+    /// see [`Servers::restart_all`].
+    ///
+    /// [`Writes::None`]: crate::sandbox::jail::Writes::None
+    pub fn set_writes(&mut self, writes: crate::sandbox::jail::Writes) {
+        let mut now = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let was = *now;
+        *now = writes;
+        drop(now);
+        if was == crate::sandbox::jail::Writes::None && writes != was {
+            self.stale = self
+                .tried
+                .iter()
+                .filter(|(_, c)| c.result.is_ok())
+                .map(|(name, _)| name.clone())
+                .collect();
+        }
     }
 
     /// The configured servers' names, sorted.
@@ -123,6 +157,11 @@ impl Servers {
     /// its next call needs a [`restart`](Servers::restart). `None` when it is alive, was never
     /// tried, or was refused or did not start (those stay as they are).
     pub fn died(&self, name: &str) -> Option<String> {
+        if self.stale.contains(name) {
+            return Some(
+                "it was started read-only while the session planned; it starts again writable now that a plan is approved".into(),
+            );
+        }
         match &self.tried.get(name)?.result {
             Ok(connection) => connection.dead(),
             Err(_) => None,
@@ -145,8 +184,10 @@ impl Servers {
         name: &str,
         approve: &mut dyn FnMut(&Admission) -> Option<Approval>,
     ) -> Result<&Connected, String> {
+        // A planned restart (plan approved) is not a death: it does not count.
+        let planned = self.stale.remove(name);
         let done = self.restarts.get(name).copied().unwrap_or(0);
-        if done >= MAX_RESTARTS {
+        if !planned && done >= MAX_RESTARTS {
             let why = format!(
                 "it died again after {done} restarts, and a server is restarted at most {MAX_RESTARTS} times per session ({})",
                 self.died(name).unwrap_or_default()
@@ -156,7 +197,9 @@ impl Servers {
             }
             return Err(why);
         }
-        self.restarts.insert(name.to_owned(), done + 1);
+        if !planned {
+            self.restarts.insert(name.to_owned(), done + 1);
+        }
         // The dead connection is let go: what is left of its process is killed once the last
         // of its tools (in the gate the caller is about to replace) lets go of it too.
         self.tried.remove(name);

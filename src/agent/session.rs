@@ -58,6 +58,7 @@ use serde_json::Value;
 
 use super::approver::{Answer, Approver, PlanAnswer, PlanReviewer};
 use super::config::RecordArguments;
+use super::landing;
 use super::provider::{
     Event, FailedAttempt, Message, ProposedCall, Provider, ProviderError, Request,
 };
@@ -239,6 +240,8 @@ struct Ran {
     /// The note kept in the store while the call's line is not yet recorded
     /// ([`Store::note`]); settled once it is.
     note: Option<PathBuf>,
+    /// A bash writer whose changes were refused: why nothing it did was applied (issue 25).
+    discarded: Option<String>,
 }
 
 /// What a check of the goal found.
@@ -463,7 +466,16 @@ impl Session {
     async fn run_alone(&self, j: &mut Decided) -> Option<Ran> {
         let admitted = j.runnable.take()?;
         let note = self.note_for(&j.call);
-        Some(run_one(admitted, Arc::clone(&self.leases), self.store.clone(), note).await)
+        Some(
+            run_one(
+                admitted,
+                Arc::clone(&self.leases),
+                self.store.clone(),
+                Arc::clone(&self.approver),
+                note,
+            )
+            .await,
+        )
     }
 
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
@@ -759,9 +771,10 @@ impl Session {
                 let leases = Arc::clone(&self.leases);
                 let store = self.store.clone();
                 let note = self.note_for(&j.call);
+                let approver = Arc::clone(&self.approver);
                 async move {
                     match admitted {
-                        Some(a) => Some(run_one(a, leases, store, note).await),
+                        Some(a) => Some(run_one(a, leases, store, approver, note).await),
                         None => None,
                     }
                 }
@@ -936,6 +949,11 @@ impl Session {
             PlanDecision::Approved => {
                 if let Some(planning) = self.planning.take() {
                     self.gate = asking(planning.then, &self.approver);
+                    // MCP servers started read-only while planning start again writable with
+                    // their next call (issue 25).
+                    if let Some(servers) = &mut self.servers {
+                        servers.set_writes(crate::sandbox::jail::Writes::Direct);
+                    }
                     // The hooks judge with the session's gate: the normal one from now on.
                     if let Some((_, explaining)) = &mut self.hooks {
                         *explaining = Arc::new(self.gate.with_explain(true));
@@ -972,7 +990,7 @@ impl Session {
             exit_code,
             result: told,
         };
-        hooks.post_tool(self.gate.hooks_jail(), &ended)
+        hooks.post_tool(&self.gate, &ended)
     }
 
     /// The record line of a call that has ended.
@@ -1201,10 +1219,12 @@ async fn run_one(
     admitted: Admitted,
     leases: Arc<Leases>,
     store: Store,
+    approver: Arc<dyn Approver>,
     (run_id, call_id, tool): (String, String, String),
 ) -> Ran {
     let leased = admitted.lease(&leases).await;
     let admission = leased.admission().clone();
+    let admission_for_job = admission.clone();
     let need = leased.need().clone();
     // Only a call leased by the paths it changes is observed: a shell command's effects are not.
     let changes = if matches!(need, Need::Paths(_)) {
@@ -1235,7 +1255,21 @@ async fn run_one(
         };
         let started = Instant::now();
         let started_ms = now_ms();
-        let executed = leased.execute();
+        // A bash writer's changes land (or not) in the execute stage, the lease still held:
+        // the approver answers what asks, the store keeps what is about to change (issue 25).
+        let ids = (run_id.as_str(), call_id.as_str(), tool.as_str());
+        let mut keeping = landing::Keeping::new(&store, ids);
+        let executed = leased.execute_with(
+            &mut |asking| landing::ask(approver.as_ref(), &admission_for_job, asking),
+            &mut |paths| keeping.before(paths),
+        );
+        let landed = executed.settled.as_ref().map(|settled| {
+            (
+                keeping.landed(settled),
+                keeping.note.take(),
+                settled_state(settled),
+            )
+        });
         let duration_ms = started.elapsed().as_millis();
         let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
         (
@@ -1246,11 +1280,12 @@ async fn run_one(
             started_ms,
             duration_ms,
             executed,
+            landed,
         )
     };
-    let (paths, before, after, note, started_ms, duration_ms, result, lease) =
+    let (paths, before, after, note, started_ms, duration_ms, result, lease, landed) =
         match tokio::task::spawn_blocking(job).await {
-            Ok((paths, before, after, note, started_ms, duration_ms, executed)) => (
+            Ok((paths, before, after, note, started_ms, duration_ms, executed, landed)) => (
                 paths,
                 before,
                 after,
@@ -1259,6 +1294,7 @@ async fn run_one(
                 duration_ms,
                 executed.result.map_err(|e| e.to_string()),
                 Some(executed.lease),
+                landed,
             ),
             // A tool that panicked (a bug): the note, if any, stays in the store, but the call's
             // line recorded next makes a rewind pass it over, so what it changed goes unrestored.
@@ -1270,6 +1306,7 @@ async fn run_one(
                 now_ms(),
                 0,
                 Err(format!("the call's thread failed: {e}")),
+                None,
                 None,
             ),
         };
@@ -1292,10 +1329,61 @@ async fn run_one(
             });
         }
     }
+    let mut result = result;
+    let mut note = note;
+    let mut discarded = None;
     if admission.bash.is_some() {
+        let exit_code = result.as_ref().ok().and_then(|o| o.exit_code);
+        let unobserved = result.as_ref().ok().and_then(|o| o.unobserved.clone());
+        let (observed, said) = match (&landed, unobserved) {
+            (_, Some(why)) => (false, why),
+            (Some((_, _, Settle::Discarded(_))), None) => (
+                true,
+                "its changes were observed on an overlay and discarded: nothing it did was applied"
+                    .to_owned(),
+            ),
+            (Some((_, _, Settle::Broken)), None) => (
+                true,
+                "its changes were observed on an overlay; the commit stopped part way (the file receipts say what landed)".to_owned(),
+            ),
+            (Some((l, _, Settle::Landed)), None) => (
+                true,
+                format!(
+                    "its effects were observed on an overlay: {} landed",
+                    crate::effects::changes(l.changed.len())
+                ),
+            ),
+            (None, None) if admission.read_only == Some(true) => {
+                let mut said = "admitted as read-only: the workspace and write roots were read-only to it, so it changed nothing there".to_owned();
+                let refused = result
+                    .as_ref()
+                    .is_ok_and(|o| o.text.contains("Read-only file system"));
+                if refused {
+                    said.push_str("; its output reports a write the jail refused (EROFS), which the call never declared");
+                }
+                (true, said)
+            }
+            (None, None) => (
+                false,
+                "its effects were not observed beyond its exit status".to_owned(),
+            ),
+        };
+        if let Some((landed, landed_note, state)) = landed {
+            receipts.extend(landed.receipts);
+            changed.extend(landed.changed);
+            note = note.or(landed_note);
+            match state {
+                Settle::Broken => {
+                    result = result.and_then(|o| Err(o.text));
+                }
+                Settle::Discarded(why) => discarded = Some(why),
+                Settle::Landed => {}
+            }
+        }
         receipts.push(Receipt::Process {
-            exit_code: result.as_ref().ok().and_then(|o| o.exit_code),
-            note: "its effects were not observed beyond its exit status",
+            exit_code,
+            observed,
+            note: said,
         });
     }
     drop(lease);
@@ -1307,6 +1395,24 @@ async fn run_one(
         receipts,
         changed,
         note,
+        discarded,
+    }
+}
+
+/// What became of a bash writer's changes, for its outcome.
+enum Settle {
+    Landed,
+    Discarded(String),
+    Broken,
+}
+
+fn settled_state(settled: &crate::effects::Settled) -> Settle {
+    if settled.broken {
+        Settle::Broken
+    } else if settled.landed {
+        Settle::Landed
+    } else {
+        Settle::Discarded(settled.why.clone().unwrap_or_default())
     }
 }
 
@@ -1366,6 +1472,19 @@ fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
             ),
         ),
         Some(Ran { result: Err(e), .. }) => (Outcome::Failed, None, format!("failed: {e}")),
+        // A bash writer whose changes were refused: it ran, and nothing it did was applied.
+        Some(Ran {
+            result: Ok(output),
+            discarded: Some(why),
+            ..
+        }) => (
+            Outcome::Blocked,
+            output.exit_code,
+            format!(
+                "blocked: nothing this command changed was applied ({why}). Its output, for what it is worth:\n{}",
+                output.text
+            ),
+        ),
         Some(Ran {
             result: Ok(output), ..
         }) => match output.exit_code {

@@ -257,6 +257,10 @@ pub struct Specific {
     /// Why: shown to the user, and to the model on a deny.
     #[serde(rename = "permissionDecisionReason")]
     pub reason: String,
+    /// The tool's input, rewritten (`reasonix hook claude --jail`: a Bash command made to run
+    /// inside Reasonix's jail, issue 25); Claude runs this instead of what the model proposed.
+    #[serde(rename = "updatedInput", skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
 }
 
 impl HookOutput {
@@ -267,6 +271,7 @@ impl HookOutput {
                 event: "PreToolUse",
                 decision,
                 reason,
+                updated_input: None,
             },
         }
     }

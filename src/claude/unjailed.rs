@@ -5,7 +5,7 @@
 //!
 //! | Claude tool | what Reasonix's tool adds beyond admission | the adapter |
 //! |---|---|---|
-//! | `Bash` | the jail: a read-only world, the host's files bound read-only, no network but through the egress proxy, an environment without the user's keys, a PID namespace; it is what contains a repository's makefile, package scripts, `conftest.py`, and what keeps `printenv` from reading API keys | no fallback allows a command (a `read_only: allow` fallback rests on the jail): it asks, and under `unattended`/`strict` it is denied; a command an allow rule names keeps its allow (the user named it, and it runs unjailed) |
+//! | `Bash` (without `--jail`) | the jail: a read-only world, the host's files bound read-only, no network but through the egress proxy, an environment without the user's keys, a PID namespace; it is what contains a repository's makefile, package scripts, `conftest.py`, and what keeps `printenv` from reading API keys | no fallback allows a command (a `read_only: allow` fallback rests on the jail): it asks, and under `unattended`/`strict` it is denied; a command an allow rule names keeps its allow (the user named it, and it runs unjailed) |
 //! | `mcp__*` | the server runs in the jail | nothing: what the tool does is the policy's own declaration (`mcp.classify`), not an analysis resting on the jail; under Claude the server runs unjailed, so declare a tool read-only only if you trust the server to keep to it |
 //! | `Grep`, `Glob` | a search withholds every file a deny or ask rule protects, as it walks | a search whose folder holds such a file (among those its `glob`/`pattern` could reach) is denied (a deny rule) or asked (an ask rule); a folder too large to walk here asks |
 //! | `WebFetch` | the egress proxy refuses loopback, private, link-local and metadata addresses, whatever the name resolves to | a host that is, or resolves to, such an address is denied unless a `sandbox.network` entry allowed it (Claude resolves the name again itself: a name that changes its answer is not caught) |
@@ -25,8 +25,14 @@ use crate::policy::{Decision, Posture};
 pub const MAX_WALKED: usize = 100_000;
 
 /// `admission` (of the mapped call with these `arguments`) narrowed where it rested on how
-/// Reasonix's own tool runs; see the module doc.
-pub fn correct(gate: &Gate, arguments: &Map<String, Value>, admission: Admission) -> Admission {
+/// Reasonix's own tool runs; see the module doc. `bash_jailed`: Claude runs Bash in Reasonix's
+/// jail (`hook claude --jail`), so a bash call needs no narrowing.
+pub fn correct(
+    gate: &Gate,
+    arguments: &Map<String, Value>,
+    admission: Admission,
+    bash_jailed: bool,
+) -> Admission {
     if !matches!(admission.verdict, Verdict::Allow | Verdict::Ask) {
         return admission;
     }
@@ -44,7 +50,11 @@ pub fn correct(gate: &Gate, arguments: &Map<String, Value>, admission: Admission
         crate::claude::tools::NETWORK_CONNECT => fetched(arguments, admission),
         _ => admission,
     };
-    if tool == "bash" && admission.verdict == Verdict::Allow && admission.fallback.is_some() {
+    if tool == "bash"
+        && !bash_jailed
+        && admission.verdict == Verdict::Allow
+        && admission.fallback.is_some()
+    {
         let why = "Claude Code runs this command outside Reasonix's jail, and only a fallback allowed it (no rule names it); the fallback rests on the jail (a repository's scripts contained, your environment's keys out of reach), so a person decides".to_owned();
         return narrowed(admission, Decision::Ask, Stage::Policy, why);
     }

@@ -281,7 +281,11 @@ fn connect_servers(
     .map_err(anyhow::Error::msg)
     .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
     if configured.is_empty() {
-        return super::mcp_servers(&built.gate, &built.settings);
+        return super::mcp_servers(
+            &built.gate,
+            &built.settings,
+            reasonix::sandbox::jail::Writes::Direct,
+        );
     }
     let connecting = super::gate(super::GateSpec {
         mode: reasonix::Mode::Normal,
@@ -289,7 +293,11 @@ fn connect_servers(
         dry_run: false,
         ..spec
     })?;
-    super::mcp_servers(&connecting.gate, &connecting.settings)
+    super::mcp_servers(
+        &connecting.gate,
+        &connecting.settings,
+        reasonix::sandbox::jail::Writes::Direct,
+    )
 }
 
 /// The gate that judges `text` when it is the connect call of a configured MCP server

@@ -58,6 +58,14 @@ pub struct ClaudeArgs {
     /// Print the settings.json snippet that installs this hook (with the flags given), and exit.
     #[arg(long)]
     print_settings: bool,
+    /// Answer an allowed (or asked) `Bash` call with its command rewritten to run inside
+    /// Reasonix's jail (`reasonix sandbox exec --observe` with these policies): Claude's own
+    /// shell then runs it read-only or on an overlay whose changes the policy judges, with
+    /// what a rule protects from reading covered. Its output passes through; its exit status
+    /// is the command's, 125 when its changes were refused (nothing of them landed), 126 when
+    /// the jail refused to run it.
+    #[arg(long)]
+    jail: bool,
 }
 
 pub fn run(command: HookCommand) -> anyhow::Result<ExitCode> {
@@ -174,7 +182,9 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
                         }
                         _ => gate.admit(&call).into_admission(),
                     };
-                    let admission = unjailed::correct(&gate, &arguments, admission);
+                    // With --jail, Claude runs Bash in Reasonix's jail: only what it does not
+                    // jail is narrowed.
+                    let admission = unjailed::correct(&gate, &arguments, admission, args.jail);
                     (
                         call.name.clone(),
                         serde_json::Value::Object(arguments).to_string(),
@@ -194,6 +204,19 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     if untrusted.is_some() {
         output.specific.reason.push_str(
             "; reasonix: the project's files are not trusted, so only what narrows the gate counted (`reasonix config` in the project says what was left out, `reasonix trust` trusts them)",
+        );
+    }
+    if args.jail && input.tool_name == "Bash" && output.specific.decision != Permission::Deny {
+        // The jail's workspace is the project root; the command runs from Claude's folder in it.
+        let mut anchored = input.tool_input.as_object().cloned().unwrap_or_default();
+        project::anchor("bash", &mut anchored, &cwd, &root);
+        output.specific.updated_input = Some(jailed_bash(
+            args,
+            &root,
+            &serde_json::Value::Object(anchored),
+        )?);
+        output.specific.reason.push_str(
+            "; reasonix: the command runs inside Reasonix's jail (hook claude --jail), its changes judged before they land",
         );
     }
     let decision = match output.specific.decision {
@@ -237,6 +260,52 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `Bash`'s input with its command rewritten to run in Reasonix's jail: `reasonix sandbox exec
+/// --observe` over the same workspace and policies, running `bash -c COMMAND` — read-only
+/// where the analysis vouches the command changes nothing, else on an overlay whose changes
+/// are judged before they land. Every other field of the input is kept; a `timeout` (ms)
+/// becomes the jail's wall clock as well.
+fn jailed_bash(
+    args: &ClaudeArgs,
+    workspace: &std::path::Path,
+    input: &serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
+    let command = input
+        .get("command")
+        .and_then(serde_json::Value::as_str)
+        .context("the Bash call has no command to run in the jail")?;
+    let exe = std::env::current_exe().context("cannot name this reasonix for the jail")?;
+    let mut words = vec![
+        exe.display().to_string(),
+        "sandbox".into(),
+        "exec".into(),
+        "--workspace".into(),
+        workspace.display().to_string(),
+    ];
+    for p in &args.policies {
+        words.push("--policy".into());
+        words.push(super::absolute(p)?.display().to_string());
+    }
+    if let Some(ms) = input.get("timeout").and_then(serde_json::Value::as_u64) {
+        words.push("--timeout-ms".into());
+        words.push(ms.to_string());
+    }
+    let read_only = reasonix::shell::Analysis::of(command).read_only;
+    if !read_only {
+        words.push("--observe".into());
+    } else {
+        words.push("--read-only".into());
+    }
+    words.extend(["--".into(), "bash".into(), "-c".into(), command.to_owned()]);
+    let rewritten = shlex::try_join(words.iter().map(String::as_str))
+        .map_err(|e| anyhow::anyhow!("the command cannot be quoted for Claude's shell: {e}"))?;
+    let mut updated = input.clone();
+    if let Some(object) = updated.as_object_mut() {
+        object.insert("command".into(), serde_json::Value::String(rewritten));
+    }
+    Ok(updated)
+}
+
 /// The settings.json snippet: every tool (`matcher: "*"`) goes through the hook.
 fn print_settings(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     let mut words = vec!["reasonix".to_owned(), "hook".into(), "claude".into()];
@@ -261,6 +330,9 @@ fn print_settings(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     if let Some(r) = &args.record {
         words.push("--record".into());
         words.push(r.display().to_string());
+    }
+    if args.jail {
+        words.push("--jail".into());
     }
     let command = shlex::try_join(words.iter().map(String::as_str))
         .map_err(|e| anyhow::anyhow!("a flag cannot be quoted for a shell: {e}"))?;

@@ -131,8 +131,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Nobody answers: a connect that needs a person stays unstarted (the posture has turned
     // every ask into the policy's answer before an approver would be asked).
     let approver = Arc::new(Always(Answer::Deny));
-    let (registry, connected) =
-        super::session_tools(&gate, &settings, args.no_mcp, approver.as_ref())?;
+    let (registry, connected) = super::session_tools(
+        &gate,
+        &settings,
+        args.no_mcp,
+        approver.as_ref(),
+        reasonix::sandbox::jail::Writes::Direct,
+    )?;
     let tools = registry.schemas();
     let gate = gate
         .with_registry(registry)

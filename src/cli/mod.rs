@@ -810,6 +810,7 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 fn mcp_servers(
     gate: &Gate,
     settings: &Settings,
+    writes: reasonix::sandbox::jail::Writes,
 ) -> anyhow::Result<reasonix::agent::servers::Servers> {
     let configured = reasonix::mcp::servers(
         settings.mcp_json(),
@@ -817,8 +818,10 @@ fn mcp_servers(
     )
     .map_err(anyhow::Error::msg)
     .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
-    reasonix::agent::servers::Servers::new(configured, gate)
-        .context("cannot offer the MCP servers' connect calls")
+    let mut servers = reasonix::agent::servers::Servers::new(configured, gate)
+        .context("cannot offer the MCP servers' connect calls")?;
+    servers.set_writes(writes);
+    Ok(servers)
 }
 
 /// The MCP servers a session started: the servers, their names in order, and each server's
@@ -838,13 +841,14 @@ fn session_tools(
     settings: &Settings,
     no_mcp: bool,
     approver: &dyn reasonix::agent::Approver,
+    writes: reasonix::sandbox::jail::Writes,
 ) -> anyhow::Result<(reasonix::Registry, Option<Started>)> {
     if no_mcp {
         let mut registry = reasonix::Registry::with_builtins();
         registry.withdraw("mcp__", "MCP servers are left out (--no-mcp)");
         return Ok((registry, None));
     }
-    let mut servers = mcp_servers(gate, settings)?;
+    let mut servers = mcp_servers(gate, settings, writes)?;
     let names: Vec<String> = servers.names().map(str::to_owned).collect();
     for name in &names {
         let connected =

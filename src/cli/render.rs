@@ -135,6 +135,14 @@ pub fn admission(out: &mut dyn Write, a: &Admission, line: Option<usize>) -> io:
             plan.write_roots.join(", "),
             plan.limits.timeout_ms
         )?;
+        if let Some(run) = plan.run {
+            let how = match run {
+                "read_only" => "read-only: the workspace and write roots are read-only to it",
+                "observed" => "observed: on an overlay, each change judged before it lands",
+                _ => "in place: its effects are not observed",
+            };
+            writeln!(out, "  {label}runs{label:#} {how}")?;
+        }
         for missing in &plan.not_enforced {
             writeln!(out, "  {dim}not enforced: {missing}{dim:#}")?;
         }

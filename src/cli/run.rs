@@ -209,8 +209,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The MCP servers connect before the run starts: the model needs their tools' schemas.
     // Each connect is a call the gate judges first (the normal gate: in plan mode too, a server
     // must start for its read-only tools to be offered); the record gets one line per server.
-    let (registry, connected_servers) =
-        super::session_tools(&gate, &settings, args.no_mcp, approver.as_ref())?;
+    let (registry, connected_servers) = super::session_tools(
+        &gate,
+        &settings,
+        args.no_mcp,
+        approver.as_ref(),
+        // Plan mode: servers start read-only until a plan is approved (issue 25).
+        if args.plan {
+            reasonix::sandbox::jail::Writes::None
+        } else {
+            reasonix::sandbox::jail::Writes::Direct
+        },
+    )?;
     let gate = gate
         .with_registry(registry.clone())
         .context("cannot set up the gate")?;

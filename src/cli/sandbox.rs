@@ -9,9 +9,23 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use reasonix::HostFiles;
+use reasonix::effects;
 use reasonix::sandbox::Roots;
-use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, danger};
+use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, Writes, danger};
 use serde_json::json;
+
+/// How `sandbox exec --observe` writes its change list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObserveFormat {
+    /// Lines on stderr, after the command's own output.
+    Text,
+    /// One JSON document on stdout, after the command's own output.
+    Json,
+}
+
+/// `sandbox exec --observe`'s exit status when the command's changes were refused and
+/// discarded (the command itself ran).
+pub const DISCARDED: u8 = 125;
 
 #[derive(Subcommand)]
 pub enum SandboxCommand {
@@ -42,6 +56,19 @@ pub struct ExecArgs {
     /// Wall-clock limit in milliseconds (at most the configured one).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
+    /// Run on an overlay of the workspace and write roots, as a bash writer does: afterwards
+    /// each change is judged by the policy as the file tool that would make it, then all land
+    /// or none (an ask becomes `defaults.unattended`; exit 125 when the changes were refused).
+    /// The change list goes to stderr, or to stdout as one JSON document with `--format json`.
+    #[arg(long, conflicts_with = "read_only")]
+    observe: bool,
+    /// Run with the workspace and write roots read-only, as a bash call admitted as read-only
+    /// does (a write gets EROFS); what a rule protects from reading is covered.
+    #[arg(long)]
+    read_only: bool,
+    /// With `--observe`: how the change list is written.
+    #[arg(long, value_enum, default_value = "text", requires = "observe")]
+    format: ObserveFormat,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -100,6 +127,7 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
             stdout.flush()?;
             Ok(ExitCode::SUCCESS)
         }
+        SandboxCommand::Exec(args) if args.observe || args.read_only => observe(&args),
         SandboxCommand::Exec(args) => {
             let plan = plan(&args.plan, true)?;
             let timeout = args.timeout_ms.map(Duration::from_millis);
@@ -128,6 +156,120 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::from(126))
                 }
             }
+        }
+    }
+}
+
+/// `sandbox exec --observe` (or `--read-only`): the command on an overlay, its changes judged
+/// by the policy (the gate every entry point builds, under the unattended posture: nobody is
+/// asked mid-command), then landed all or none — or on a read-only workspace; either way what a
+/// rule protects from reading is covered, as for a bash call.
+fn observe(args: &ExecArgs) -> anyhow::Result<ExitCode> {
+    let plan = plan(&args.plan, true)?;
+    let workspace = super::workspace(args.plan.workspace.as_deref())?;
+    let fleet = super::FleetArgs::default();
+    let built = super::gate(super::GateSpec {
+        workspace: &workspace,
+        policies: super::Policies::Named {
+            policies: &args.plan.policies,
+            data: &[],
+            refused: "",
+        },
+        fleet: &fleet,
+        record: None,
+        posture: reasonix::Posture::Unattended,
+        mode: reasonix::gate::Mode::Normal,
+        explain: false,
+        dry_run: false,
+    })?;
+    let gate = built.gate;
+    let timeout = args.timeout_ms.map(Duration::from_millis);
+    let writes = if args.read_only {
+        Writes::None
+    } else {
+        Writes::Observed
+    };
+    let shape = gate.command_shape(&plan, writes);
+    // The user's own command: no gate admitted it; its changes are judged before they land.
+    let result =
+        match danger::exec_unjudged_shaped(&plan, &args.command, timeout, Capture::Inherit, &shape)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("reasonix: {e}");
+                return Ok(ExitCode::from(126));
+            }
+        };
+    if let Some(line) = result.not_enforced_line() {
+        eprintln!("reasonix: {line}");
+    }
+    let exit = result.exit.code().clamp(0, 255) as u8;
+    if args.read_only {
+        return Ok(ExitCode::from(exit));
+    }
+    let Some(upper) = result.observed else {
+        // Written in place (best_effort without an overlay, or the jail off): said, not judged.
+        report(args.format, exit, None, None)?;
+        return Ok(ExitCode::from(exit));
+    };
+    let observed = effects::observe(upper, gate.command_changes(&args.command).as_ref());
+    let changes: Vec<serde_json::Value> = observed
+        .judged
+        .iter()
+        .map(|j| {
+            json!({
+                "path": j.change.path.display().to_string(),
+                "change": j.change.verb(),
+                "before": j.change.before,
+                "after": j.change.after,
+                "verdict": j.verdict,
+                "rules": j.rules,
+                "reasons": j.reasons,
+            })
+        })
+        .collect();
+    let settled = effects::settle(observed, &mut |_| false, &mut |_| {});
+    report(args.format, exit, Some(&settled), Some(changes))?;
+    Ok(ExitCode::from(if settled.landed {
+        exit
+    } else {
+        DISCARDED
+    }))
+}
+
+/// The change list of `sandbox exec --observe`.
+fn report(
+    format: ObserveFormat,
+    exit: u8,
+    settled: Option<&effects::Settled>,
+    changes: Option<Vec<serde_json::Value>>,
+) -> anyhow::Result<()> {
+    match format {
+        ObserveFormat::Text => {
+            match settled {
+                Some(s) => {
+                    for line in &s.lines {
+                        eprintln!("reasonix: {line}");
+                    }
+                }
+                None => eprintln!("reasonix: effects not observed: written in place"),
+            }
+            Ok(())
+        }
+        ObserveFormat::Json => {
+            let out = json!({
+                "exit_code": exit,
+                "observed": settled.is_some(),
+                "landed": settled.map(|s| s.landed),
+                "why": settled.and_then(|s| s.why.clone()),
+                "changes": changes.unwrap_or_default(),
+                "passthrough": settled.map(|s| s.passed.clone()).unwrap_or_default(),
+            });
+            let mut stdout = super::out::Stdout::plain();
+            serde_json::to_writer(&mut stdout, &out)?;
+            writeln!(stdout)?;
+            stdout.flush()?;
+            Ok(())
         }
     }
 }

@@ -5,7 +5,8 @@
 //! 2. it would change the host's own files, or a folder that holds one ([`crate::host`]);
 //! 3. it starts a process — a bash command, or a stdio MCP server
 //!    ([`crate::tool::Classification::starts_process`]) — under a jail plan that refuses to run
-//!    anything (`enforce` on a kernel that cannot enforce it).
+//!    anything (`enforce` on a kernel that cannot enforce it), or it is a bash writer that the
+//!    plan cannot observe (`enforce` where no overlay can be made: issue 25).
 //!
 //! This runs before approval so that nobody is asked about a call that could not run. A policy
 //! deny is reported as it is (stage `policy`): the rule a security team wrote is what the user
@@ -15,6 +16,7 @@ use super::judge::Ruled;
 use super::verdict::{Stage, Verdict};
 use crate::host::{Protected, Reach};
 use crate::sandbox::SharedPlan;
+use crate::sandbox::jail::Writes;
 use crate::vocab::{Access, PathRole};
 
 /// A judged call with the confinement verdict folded in.
@@ -78,8 +80,15 @@ fn refusals(ruled: &Ruled, host: &Protected, jail: &SharedPlan) -> Vec<String> {
             out.push(why);
         }
     }
+    // A bash call runs as its admission says (issue 25): a writer needs an overlay to be
+    // observed, which `enforce` will not do without.
+    let writes = if class.bash.is_some() {
+        Writes::for_effects(!class.read_only)
+    } else {
+        Writes::Direct
+    };
     if (class.bash.is_some() || class.starts_process)
-        && let Some(why) = jail.get().refusal()
+        && let Some(why) = jail.get().refusal_for(writes)
     {
         out.push(why.to_owned());
     }

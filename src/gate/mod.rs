@@ -45,6 +45,7 @@
 //! stage that settled it; the clock runs only when that level is on.
 
 mod approve;
+mod changes;
 mod classify;
 mod confine;
 mod egress;
@@ -463,6 +464,54 @@ impl Gate {
         self.hooks_jail.get()
     }
 
+    /// The shape a command this gate did not admit (`reasonix sandbox exec`) runs in under
+    /// `plan`, writing as `writes` says: what this gate's policy protects from reading — for
+    /// `bash` — covered, as an admitted bash call's would be (issue 25).
+    pub fn command_shape(
+        &self,
+        plan: &Plan,
+        writes: crate::sandbox::jail::Writes,
+    ) -> crate::sandbox::jail::Shape {
+        let filter = self
+            .current()
+            .policy
+            .withholding("bash", &[crate::vocab::Effect::Read].into());
+        let hidden = if filter.protects_any() {
+            plan.protected(filter.identity(), &|p| filter.withholds(p).is_some())
+        } else {
+            Vec::new()
+        };
+        crate::sandbox::jail::Shape { writes, hidden }
+    }
+
+    /// The judge of what a command this gate did not admit changed (`reasonix sandbox exec
+    /// --observe`): each change judged as the file tool that would make it, as an admitted
+    /// bash writer's changes are; what only the fallback asks about is the command's own
+    /// unless it is a script whose programs only read, and so is the bookkeeping of the
+    /// programs it runs (`argv`, or the script of `bash -c` / `sh -c`, analysed).
+    pub fn command_changes(&self, argv: &[String]) -> Arc<dyn crate::effects::ChangeJudge> {
+        let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
+        let mut programs: Vec<String> = argv.first().map(|p| name(p)).into_iter().collect();
+        // Any program but a shell running a script the analysis reads may write anything.
+        let mut unpredictable = true;
+        if let [shell, flag, script, ..] = argv
+            && matches!(name(shell).as_str(), "bash" | "sh" | "dash")
+            && flag == "-c"
+        {
+            let analysis = crate::shell::Analysis::of(script);
+            unpredictable = !analysis.programs_read_only;
+            programs.extend(analysis.commands.iter().map(|c| c.basename().to_owned()));
+        }
+        changes::judge(
+            self,
+            changes::Own {
+                unpredictable,
+                written: Vec::new(),
+                programs,
+            },
+        )
+    }
+
     /// The tools this gate admits calls to.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -612,7 +661,13 @@ impl Gate {
             posture: self.posture,
             policy_revision: current.session.policy_revision.clone(),
             input: ruled.input.filter(|_| self.explain || self.inputs),
-            sandbox: (class.bash.is_some() || class.starts_process).then(|| self.jail.view()),
+            sandbox: (class.bash.is_some() || class.starts_process).then(|| {
+                let mut view = self.jail.view();
+                if class.bash.is_some() {
+                    view.run = Some(self.jail.get().runs(!class.read_only));
+                }
+                view
+            }),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
         };
@@ -631,6 +686,30 @@ impl Gate {
             }
         }
         let withheld = current.policy.withholding(&call.name, &class.effects);
+        // What every jail of this call covers: the paths a deny or ask rule protects from
+        // reading (issue 25).
+        let protected = (class.bash.is_some() || class.starts_process).then(|| {
+            current
+                .policy
+                .withholding(&call.name, &[crate::vocab::Effect::Read].into())
+        });
+        let changes = class.bash.as_ref().map(|analysis| {
+            let own = changes::Own {
+                unpredictable: !analysis.programs_read_only,
+                written: admission
+                    .paths
+                    .iter()
+                    .filter(|p| p.access == Access::Write)
+                    .filter_map(|p| p.path.as_ref().map(PathBuf::from))
+                    .collect(),
+                programs: analysis
+                    .commands
+                    .iter()
+                    .map(|c| c.basename().to_owned())
+                    .collect(),
+            };
+            changes::judge(self, own)
+        });
         let admitted = Admitted::new(Parts {
             admission,
             tool: call.tool,
@@ -639,6 +718,8 @@ impl Gate {
             withheld,
             jail: self.jail.clone(),
             egress: class.bash.as_ref().map(|_| egress::judge(self)),
+            protected,
+            changes,
         });
         if verdict == Verdict::Allow {
             Judgement::Allowed(admitted)

@@ -282,6 +282,8 @@ pub struct Admitted {
     withheld: PathFilter,
     jail: SharedPlan,
     egress: Option<Arc<dyn crate::egress::Judge>>,
+    protected: Option<PathFilter>,
+    changes: Option<Arc<dyn crate::effects::ChangeJudge>>,
 }
 
 /// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute).
@@ -294,6 +296,11 @@ pub(crate) struct Parts {
     pub jail: SharedPlan,
     /// The judge of the connections a bash call's processes ask the egress proxy for.
     pub egress: Option<Arc<dyn crate::egress::Judge>>,
+    /// For a call that starts a process: what a deny or ask rule protects from reading, which
+    /// its jail covers (issue 25).
+    pub protected: Option<PathFilter>,
+    /// The judge of what a bash writer's run changed (issue 25).
+    pub changes: Option<Arc<dyn crate::effects::ChangeJudge>>,
 }
 
 impl Admitted {
@@ -306,6 +313,8 @@ impl Admitted {
             withheld,
             jail,
             egress,
+            protected,
+            changes,
         } = parts;
         Admitted {
             admission,
@@ -315,6 +324,8 @@ impl Admitted {
             withheld,
             jail,
             egress,
+            protected,
+            changes,
         }
     }
 
@@ -338,6 +349,8 @@ impl Admitted {
             withheld: self.withheld,
             jail: self.jail,
             egress: self.egress,
+            protected: self.protected,
+            changes: self.changes,
         }
     }
 }

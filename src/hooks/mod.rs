@@ -158,13 +158,10 @@ impl Hooks {
         self.pre.iter().any(|h| h.tools.is_match(tool))
     }
 
-    /// Runs the post-tool hooks that match `ended.name`, in order, under `plan` (the gate's
-    /// [`Gate::hooks_jail`]); see the module doc. Returns each hook's note or failure.
-    pub fn post_tool(
-        &self,
-        plan: &crate::sandbox::jail::Plan,
-        ended: &Ended<'_>,
-    ) -> Vec<PostToolRan> {
+    /// Runs the post-tool hooks that match `ended.name`, in order, under `gate`'s
+    /// [`Gate::hooks_jail`], read-only, what its policy protects from reading covered; see the
+    /// module doc. Returns each hook's note or failure.
+    pub fn post_tool(&self, gate: &Gate, ended: &Ended<'_>) -> Vec<PostToolRan> {
         let matching: Vec<&Hook> = self
             .post
             .iter()
@@ -179,10 +176,12 @@ impl Hooks {
             "exit_code": ended.exit_code,
             "result": ended.result,
         });
+        let plan = gate.hooks_jail();
+        let shape = gate.command_shape(plan, crate::sandbox::jail::Writes::None);
         matching
             .into_iter()
             .map(|hook| {
-                let answer = process::run(plan, &hook.command, &stdin, hook.timeout)
+                let answer = process::run(plan, &shape, &hook.command, &stdin, hook.timeout)
                     .and_then(|out| parse_post(&out));
                 match answer {
                     Ok(note) => PostToolRan {
@@ -233,7 +232,8 @@ impl Hooks {
                 "input": admission.input,
             });
             let plan = gate.hooks_jail();
-            let answer = match process::run(plan, &hook.command, &stdin, hook.timeout)
+            let shape = gate.command_shape(plan, crate::sandbox::jail::Writes::None);
+            let answer = match process::run(plan, &shape, &hook.command, &stdin, hook.timeout)
                 .and_then(|out| parse(&out))
             {
                 Ok(a) => a,

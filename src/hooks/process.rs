@@ -1,5 +1,6 @@
 //! Running one hook: its command in the OS jail under the gate's hooks plan (the workspace
-//! read-only: [`crate::Gate::hooks_jail`]), in the workspace, with the jail's environment, the
+//! read-only: [`crate::Gate::hooks_jail`], and what the policy protects from reading covered:
+//! [`crate::Gate::command_shape`]), in the workspace, with the jail's environment, the
 //! request on stdin, at most 64 KiB of stdout and stderr kept, and its process group and cgroups
 //! killed at the timeout or when it has answered.
 
@@ -16,12 +17,13 @@ const KEPT: u64 = 64 * 1024;
 /// Runs the hook; its stdout when it exited 0, or why it did not.
 pub(super) fn run(
     plan: &Plan,
+    shape: &jail::Shape,
     command: &[String],
     request: &Value,
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut child =
-        jail::spawn(plan, command, &[]).map_err(|e| format!("it could not be started: {e}"))?;
+    let mut child = jail::spawn(plan, command, &[], shape)
+        .map_err(|e| format!("it could not be started: {e}"))?;
     let bytes = serde_json::to_vec(request).map_err(|e| e.to_string())?;
     let stdin = child.take_stdin();
     // A hook that does not read its stdin must not stall the gate: write from a thread.

@@ -91,7 +91,11 @@ impl Connection {
     /// Starts the server under `plan` (a stdio server runs in the jail; see
     /// [`process`]) or reaches it, does the handshake and lists its tools, all within its
     /// startup limit. Blocking.
-    pub fn open(server: &Server, plan: &Plan) -> Result<Arc<Connection>, String> {
+    pub fn open(
+        server: &Server,
+        plan: &Plan,
+        shape: &crate::sandbox::jail::Shape,
+    ) -> Result<Arc<Connection>, String> {
         let limit = server.startup_timeout;
         let name = server.name.clone();
         let stderr = Arc::new(Mutex::new(Vec::new()));
@@ -99,7 +103,7 @@ impl Connection {
         // after fails, dropping `process` kills it with everything it started.
         let (process, pipes, not_enforced) = match &server.transport {
             Transport::Stdio { command, args, env } => {
-                let started = process::spawn(plan, command, args, env, Arc::clone(&stderr))
+                let started = process::spawn(plan, shape, command, args, env, Arc::clone(&stderr))
                     .map_err(|e| format!("cannot start {command:?}: {e}"))?;
                 let words: Vec<String> = plan
                     .not_enforced()

@@ -38,6 +38,7 @@ pub struct Started {
 /// `stderr` as it writes, from a thread of its own.
 pub fn spawn(
     plan: &Plan,
+    shape: &jail::Shape,
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
@@ -47,7 +48,7 @@ pub fn spawn(
         .chain(args.iter().cloned())
         .collect();
     let extra: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let mut process = jail::spawn(plan, &argv, &extra).map_err(|e| e.to_string())?;
+    let mut process = jail::spawn(plan, &argv, &extra, shape).map_err(|e| e.to_string())?;
     let (Some(stdin), Some(stdout), Some(mut err)) = (
         process.take_stdin(),
         process.take_stdout(),

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::client::Connection;
 use super::config::{Server, Transport};
 use crate::call::Call;
+use crate::sandbox::jail::Writes;
 use crate::text::{Keep, shorten};
 use crate::tool::{
     Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
@@ -87,18 +88,23 @@ pub fn environment(env: &serde_json::Map<String, Value>) -> Vec<(String, Option<
 /// What a connect call leaves behind when it ran: the connection, or why there is none.
 pub type Slot = Arc<Mutex<Option<Result<Arc<Connection>, String>>>>;
 
+/// How the servers a session starts may write: in place, or — while the session is in plan
+/// mode — not at all (issue 25). Shared by the connect tools and their [`crate::agent::servers`].
+pub type ServerWrites = Arc<Mutex<Writes>>;
+
 /// `mcp_connect__NAME`: connecting to server NAME, as a call.
 pub struct ConnectTool {
     name: String,
     server: Server,
     workspace: PathBuf,
     slot: Slot,
+    writes: ServerWrites,
 }
 
 impl ConnectTool {
     /// The connect call of `server` in `workspace`; when it runs, its connection goes to the
-    /// returned slot.
-    pub fn new(server: Server, workspace: &Path) -> (ConnectTool, Slot) {
+    /// returned slot, and its process may write as `writes` says when it starts.
+    pub fn new(server: Server, workspace: &Path, writes: ServerWrites) -> (ConnectTool, Slot) {
         let slot: Slot = Arc::new(Mutex::new(None));
         (
             ConnectTool {
@@ -106,6 +112,7 @@ impl ConnectTool {
                 server,
                 workspace: workspace.to_path_buf(),
                 slot: Arc::clone(&slot),
+                writes,
             },
             slot,
         )
@@ -165,7 +172,8 @@ impl Tool for ConnectTool {
                 self.server.name
             )));
         }
-        let opened = Connection::open(&self.server, call.jail());
+        let writes = *self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let opened = Connection::open(&self.server, call.jail(), &call.shape_with(writes));
         let text = match &opened {
             Ok(c) => format!(
                 "connected to MCP server {:?}: {} tools",

@@ -126,6 +126,22 @@ pub struct PathFilter {
 }
 
 impl PathFilter {
+    /// Whether any rule could protect a path from this call (else nothing need be looked at).
+    pub fn protects_any(&self) -> bool {
+        self.any
+    }
+
+    /// What tells this filter apart from another (the compiled policy it reads and the rules
+    /// it applies): equal for two filters that protect the same paths.
+    pub fn identity(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (Arc::as_ptr(&self.policy) as usize).hash(&mut h);
+        self.active.hash(&mut h);
+        self.path_except.hash(&mut h);
+        h.finish()
+    }
+
     /// The id of a rule that protects `path`, if any.
     pub fn withholds(&self, path: &Path) -> Option<&str> {
         self.protects(path).map(|(id, _)| id)

@@ -294,6 +294,149 @@ impl WritePath {
     }
 }
 
+/// A file or link written beside its path under a temporary name, not yet renamed over it
+/// ([`WritePath::stage_file`], [`WritePath::land`]): a commit writes every file first, makes
+/// them durable at once, then renames them into place.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+}
+
+/// The operations a commit of observed changes makes (issue 25, `crate::effects`). None of
+/// them syncs: the commit makes the whole filesystem durable once after staging and once at
+/// the end (`syncfs`), rather than once per file.
+impl WritePath {
+    /// Removes what is at the path — a file, a link, or a folder that is empty; nothing there
+    /// is no error.
+    pub fn remove_any(&self) -> io::Result<()> {
+        let (dir, name) = self.0.parent(false)?;
+        let removed =
+            match nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir) {
+                Err(Errno::EISDIR | Errno::EPERM) => {
+                    nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::RemoveDir)
+                }
+                other => other,
+            };
+        match removed {
+            Ok(()) | Err(Errno::ENOENT) => Ok(()),
+            Err(e) => Err(errno(e)),
+        }
+    }
+
+    /// Writes what `source` reads to a new file beside the path, with `mode` and, when given,
+    /// the modification time `times`; folders on the way are made. [`WritePath::land`] puts it
+    /// in place.
+    pub fn stage_file(
+        &self,
+        source: &mut File,
+        mode: u32,
+        times: Option<std::time::SystemTime>,
+    ) -> io::Result<Staged> {
+        let (dir, name) = self.0.parent(true)?;
+        let temp = temp_name(name);
+        let fd = nix::fcntl::openat(
+            &dir,
+            temp.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+            Mode::from_bits_truncate(0o600),
+        )
+        .map_err(errno)?;
+        let mut file = File::from(fd);
+        let written = (|| {
+            io::copy(source, &mut file)?;
+            nix::sys::stat::fchmod(&file, Mode::from_bits_truncate(mode)).map_err(errno)?;
+            if let Some(t) = times {
+                file.set_modified(t)?;
+            }
+            Ok(())
+        })();
+        match written {
+            Ok(()) => Ok(Staged { temp }),
+            Err(e) => {
+                let _ = nix::unistd::unlinkat(
+                    &dir,
+                    temp.as_os_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes a symbolic link to `target` beside the path; [`WritePath::land`] puts it in place.
+    pub fn stage_link(&self, target: &Path) -> io::Result<Staged> {
+        let (dir, name) = self.0.parent(true)?;
+        let temp = temp_name(name);
+        nix::unistd::symlinkat(target, &dir, temp.as_os_str()).map_err(errno)?;
+        Ok(Staged { temp })
+    }
+
+    /// Renames what was staged over the path: a file or link there is replaced, an empty
+    /// folder there removed first.
+    pub fn land(&self, staged: Staged) -> io::Result<()> {
+        let (dir, name) = self.0.parent(false)?;
+        remove_empty_folder(&dir, name)?;
+        nix::fcntl::renameat(&dir, staged.temp.as_os_str(), &dir, name).map_err(errno)
+    }
+
+    /// Removes what was staged and will not land.
+    pub fn unstage(&self, staged: Staged) {
+        if let Ok((dir, _)) = self.0.parent(false) {
+            let _ = nix::unistd::unlinkat(
+                &dir,
+                staged.temp.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
+    }
+
+    /// Makes a folder at the path with `mode`, or gives the folder there `mode`; a file or a
+    /// link there is replaced.
+    pub fn make_folder(&self, mode: u32) -> io::Result<()> {
+        let (dir, name) = self.0.parent(true)?;
+        match nix::sys::stat::fstatat(&dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st)
+                if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits())
+                    == SFlag::S_IFDIR =>
+            {
+                return self.set_folder_mode(mode);
+            }
+            Ok(_) => nix::unistd::unlinkat(&dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+                .map_err(errno)?,
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(errno(e)),
+        }
+        nix::sys::stat::mkdirat(&dir, name, Mode::from_bits_truncate(mode)).map_err(errno)?;
+        // The umask may have taken bits away.
+        self.set_folder_mode(mode)
+    }
+
+    /// Gives the folder at the path `mode` (opened beneath the root, never through a link).
+    pub fn set_folder_mode(&self, mode: u32) -> io::Result<()> {
+        let fd = self.0.open_dir()?;
+        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(errno)
+    }
+
+    /// Makes everything written on the filesystem of the path's root durable (`syncfs`).
+    pub fn sync_filesystem(&self) -> io::Result<()> {
+        let root = self.0.open_root()?;
+        nix::unistd::syncfs(&root).map_err(errno)
+    }
+}
+
+/// Removes an empty folder at `name` in `dir`, if one is there (a path a run replaced: what was
+/// below it is gone already).
+fn remove_empty_folder(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    match nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st)
+            if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR =>
+        {
+            nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::RemoveDir).map_err(errno)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `.<name>.<pid>-<n>.reasonix-tmp`, hidden and unique within the folder.
 fn temp_name(name: &OsStr) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);

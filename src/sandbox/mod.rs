@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::vocab::{Access, PathRequest, PathRole};
-pub use beneath::{ConfinedPath, WritePath};
+pub use beneath::{ConfinedPath, Staged, WritePath};
 pub use plan::SharedPlan;
 pub use resolve::{Resolution, ResolveError};
 

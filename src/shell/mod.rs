@@ -313,6 +313,12 @@ pub struct Analysis {
     pub problems: Vec<String>,
     /// Whether nothing in it can change anything.
     pub read_only: bool,
+    /// Whether every program it runs only reads: what it writes, if anything, it writes through
+    /// its redirections, to the paths they name. A writer whose programs only read writes
+    /// nothing the analysis did not predict (issue 25: what else its run changes is judged on
+    /// its own, never waved through as the command's).
+    #[serde(skip)]
+    pub programs_read_only: bool,
     /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
     /// `find . -exec cat {} +`), or `.` when unknown.
     pub unnamed_reads: Vec<String>,

@@ -246,6 +246,8 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
 pub(super) fn classify(analysis: &mut Analysis) {
     let mut effects = std::collections::BTreeSet::from([Effect::Exec]);
     let mut read_only = analysis.analysed && analysis.hazards.is_empty();
+    // The same, for the programs alone (redirections set aside).
+    let mut programs_read_only = read_only;
     for r in &analysis.redirects {
         match r.kind {
             RedirectKind::Read => {
@@ -289,18 +291,21 @@ pub(super) fn classify(analysis: &mut Analysis) {
             {
                 // A reader of something decided at run time (`cat $F`): not known to be harmless.
                 read_only = false;
+                programs_read_only = false;
             }
             if reads_unnamed(c, &parsed) {
                 unnamed.push(c.argv.join(" "));
             }
         } else {
             read_only = false;
+            programs_read_only = false;
         }
     }
     if !read_only {
         unnamed.clear();
     }
     analysis.read_only = read_only;
+    analysis.programs_read_only = programs_read_only;
     analysis.unnamed_reads = unnamed;
     analysis.effects = effects;
 }

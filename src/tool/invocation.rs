@@ -9,7 +9,7 @@
 
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
-use crate::sandbox::jail::Plan;
+use crate::sandbox::jail::{Plan, Shape, Writes};
 use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
@@ -38,6 +38,9 @@ pub struct Invocation {
     withheld: PathFilter,
     jail: SharedPlan,
     egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    writes: bool,
+    protected: Option<PathFilter>,
+    changes: Option<std::sync::Arc<dyn crate::effects::ChangeJudge>>,
 }
 
 impl Invocation {
@@ -57,7 +60,49 @@ impl Invocation {
             withheld,
             jail,
             egress,
+            writes: true,
+            protected: None,
+            changes: None,
         }
+    }
+
+    /// What the call was admitted to do beyond its paths (issue 25): whether it may change
+    /// anything (it was not admitted as read-only), what its jail covers from reading, and who
+    /// judges what a writer's run changed.
+    pub(crate) fn with_effects(
+        mut self,
+        writes: bool,
+        protected: Option<PathFilter>,
+        changes: Option<std::sync::Arc<dyn crate::effects::ChangeJudge>>,
+    ) -> Invocation {
+        self.writes = writes;
+        self.protected = protected;
+        self.changes = changes;
+        self
+    }
+
+    /// The shape of this call's run in its jail: read-only when it was admitted as read-only,
+    /// observed otherwise (issue 25); the paths its admission's rules protect from reading, as
+    /// they exist now, covered.
+    pub fn shape(&self) -> Shape {
+        self.shape_with(Writes::for_effects(self.writes))
+    }
+
+    /// [`Invocation::shape`] with the writes given (an MCP server writes in place, or not at
+    /// all in plan mode).
+    pub fn shape_with(&self, writes: Writes) -> Shape {
+        let hidden = match &self.protected {
+            Some(filter) if filter.protects_any() => self
+                .jail()
+                .protected(filter.identity(), &|p| filter.withholds(p).is_some()),
+            _ => Vec::new(),
+        };
+        Shape { writes, hidden }
+    }
+
+    /// Who judges what this call's run changed (a bash call's).
+    pub fn changes(&self) -> Option<&dyn crate::effects::ChangeJudge> {
+        self.changes.as_deref()
     }
 
     /// The validated arguments.

@@ -133,7 +133,7 @@ impl Arguments {
 }
 
 /// What a tool returns to the model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Output {
     /// The text the model sees.
     pub text: String,
@@ -141,6 +141,12 @@ pub struct Output {
     pub exit_code: Option<i32>,
     /// Each connection the process asked the egress proxy for (a record line each).
     pub connections: Vec<crate::egress::Connection>,
+    /// What a bash writer's run changed, observed and judged, not yet in the workspace
+    /// ([`crate::effects::settle`] lands it or discards it; dropping it discards it).
+    pub observed: Option<crate::effects::Observed>,
+    /// Why a process's effects were not observed, when they were not (a writer under
+    /// `best_effort` with no overlay, or the jail off).
+    pub unobserved: Option<String>,
 }
 
 impl Output {
@@ -150,6 +156,8 @@ impl Output {
             text: text.into(),
             exit_code: None,
             connections: Vec::new(),
+            observed: None,
+            unobserved: None,
         }
     }
 }

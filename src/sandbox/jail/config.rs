@@ -8,12 +8,13 @@
 //!   write_roots: ["/tmp/build-cache"]
 //!   read_roots: ["~/.m2"]
 //!   network: ["github.com:443", "*:8080"]
+//!   passthrough: ["target", "node_modules"]   # written in place, not observed
 //!   limits: {cpu_seconds: 300, file_size: 1073741824, processes: 256, open_files: 1024,
 //!            memory_bytes: 4294967296, timeout_ms: 120000, output_bytes: 65536}
 //! ```
 //!
-//! Several files merge: the strictest mode wins, roots and network rules add up (each is a
-//! deliberate grant), and each limit takes the smallest value any file sets (or its default, if
+//! Several files merge: the strictest mode wins, roots, network rules and pass-through folders
+//! add up (each is a deliberate grant), and each limit takes the smallest value any file sets (or its default, if
 //! that is smaller: a file can lower a limit, never raise it).
 //!
 //! `memory_bytes` bounds the memory of a whole run where a memory cgroup can be made for it
@@ -169,6 +170,8 @@ pub(crate) struct SandboxSpec {
     #[serde(default)]
     pub network: Vec<NetRule>,
     #[serde(default)]
+    pub passthrough: Vec<String>,
+    #[serde(default)]
     pub limits: LimitsSpec,
 }
 
@@ -183,6 +186,10 @@ pub struct JailConfig {
     pub read_roots: Vec<String>,
     /// TCP destinations it may connect to.
     pub network: Vec<NetRule>,
+    /// Folders inside the write roots that a writer writes in place rather than through its
+    /// overlay (build outputs too large to copy twice): relative to the workspace, or absolute
+    /// (`~` allowed). Their changes are not observed, only counted (issue 25).
+    pub passthrough: Vec<String>,
     /// Its limits.
     pub limits: Limits,
 }
@@ -194,6 +201,7 @@ impl Default for JailConfig {
             write_roots: Vec::new(),
             read_roots: Vec::new(),
             network: Vec::new(),
+            passthrough: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -223,6 +231,11 @@ impl JailConfig {
                     config.network.push(n.clone());
                 }
             }
+            for p in &spec.passthrough {
+                if !config.passthrough.contains(p) {
+                    config.passthrough.push(p.clone());
+                }
+            }
             let l = &mut config.limits;
             let s = spec.limits;
             let min = |a: u64, b: Option<u64>| b.map_or(a, |b| a.min(b));
@@ -238,6 +251,19 @@ impl JailConfig {
         }
         config.mode = mode.unwrap_or_default();
         config
+    }
+
+    /// The pass-through folders, `~` expanded and relative ones taken from `workspace`.
+    pub fn passthrough(
+        &self,
+        workspace: &std::path::Path,
+        home: Option<&std::path::Path>,
+    ) -> Vec<PathBuf> {
+        self.passthrough
+            .iter()
+            .filter_map(|p| crate::sandbox::resolve::expand_tilde(p, home).ok())
+            .map(|p| workspace.join(p))
+            .collect()
     }
 
     /// The extra roots, `~` expanded.

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{Capture, Plan, RunError, RunResult};
+use super::{Capture, Plan, RunError, RunResult, Shape};
 
 /// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
 /// capturing output as asked — a command that **no gate judged**: no policy decided it may run,
@@ -28,7 +28,26 @@ pub fn exec_unjudged(
     timeout: Option<Duration>,
     capture: Capture,
 ) -> Result<RunResult, RunError> {
-    super::run(plan, argv, timeout, capture)
+    super::run(plan, argv, timeout, capture, &Shape::direct())
+}
+
+/// [`exec_unjudged`] in a shape of the caller's choosing: read-only, or observed — then the run's
+/// upper layers come back in [`RunResult::observed`], and nothing it wrote is in the workspace
+/// until the caller commits it (`reasonix sandbox exec --observe` judges it by the policy
+/// first, [`crate::effects`]).
+///
+/// # Errors
+///
+/// As [`exec_unjudged`]; and [`RunError::Refused`] for an observed shape under `enforce` where
+/// no overlay can be made.
+pub fn exec_unjudged_shaped(
+    plan: &Plan,
+    argv: &[String],
+    timeout: Option<Duration>,
+    capture: Capture,
+    shape: &Shape,
+) -> Result<RunResult, RunError> {
+    super::run(plan, argv, timeout, capture, shape)
 }
 
 /// [`exec_unjudged`], with a judge of its own for the connections its processes ask the egress
@@ -45,5 +64,5 @@ pub fn exec_unjudged_with_judge(
     capture: Capture,
     judge: std::sync::Arc<dyn crate::egress::Judge>,
 ) -> Result<RunResult, RunError> {
-    super::run_judged(plan, argv, timeout, capture, Some(judge))
+    super::run_judged(plan, argv, timeout, capture, Some(judge), &Shape::direct())
 }

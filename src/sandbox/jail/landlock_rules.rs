@@ -305,6 +305,24 @@ pub(super) fn read_access_bits() -> u64 {
     AccessFs::from_read(ABI::V1).bits()
 }
 
+/// The access rights of a write root (a folder), as `landlock_add_rule` takes them: every right
+/// the plan's rulesets handle on a kernel of Landlock ABI `abi` — those of [`ABI_USED`] the
+/// kernel knows (a ruleset asks for them all, best effort dropping what the kernel lacks; a
+/// rule may grant only handled rights). What a child adds for an overlay mounted over a write
+/// root, a new inode no rule built beforehand names.
+pub(super) fn write_access_bits(abi: Option<u8>) -> u64 {
+    let kernel = match abi {
+        Some(7..) => ABI::V7,
+        Some(6) => ABI::V6,
+        Some(5) => ABI::V5,
+        Some(4) => ABI::V4,
+        Some(3) => ABI::V3,
+        Some(2) => ABI::V2,
+        _ => ABI::V1,
+    };
+    (AccessFs::from_all(kernel) & AccessFs::from_all(ABI_USED)).bits()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

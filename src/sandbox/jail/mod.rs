@@ -12,6 +12,12 @@
 //! frozen: its fields are private, and what a run applies comes from the same computation as its
 //! words.
 //!
+//! Each run is shaped by the admission of the call it runs ([`Shape`], issue 25): read-only
+//! (the write roots left read-only in its mount namespace), observed (each write root an
+//! overlay whose upper layer comes back in [`RunResult::observed`], judged and committed by
+//! [`crate::effects`]) or in place; and with the paths a policy protects from reading covered.
+//! Every jailed run also gets a private HOME beside its TMPDIR.
+//!
 //! A process is started under a plan in three ways only: an admitted bash call (the bash tool
 //! runs it to completion under its admission's plan; the function is crate-private); a
 //! long-lived child with piped standard streams ([`Jailed`], crate-private too): a stdio MCP
@@ -180,6 +186,7 @@ pub mod probe;
 #[allow(unsafe_code)]
 mod run;
 pub mod seccomp;
+pub mod shape;
 
 use std::path::{Path, PathBuf};
 
@@ -188,8 +195,9 @@ use serde::Serialize;
 pub use config::{JailConfig, Limits, Mode, NetRule};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
-pub use run::{Capture, Exit, Jailed, RunError, RunResult};
+pub use run::{Capture, Exit, Jailed, RunError, RunResult, Upper};
 pub(crate) use run::{run, run_judged, spawn};
+pub use shape::{Shape, WalkCache, Writes, protected_paths};
 
 /// System folders a process may read and run programs from.
 const SYSTEM_READ: &[&str] = &[
@@ -285,6 +293,22 @@ pub struct Plan {
     idle_cgroups: run::IdleCgroups,
     /// The TMPDIRs of finished runs, emptied, for the next ones.
     idle_tmpdirs: run::IdleTmpdirs,
+    /// The real home folder, whose toolchains each run's private HOME links to.
+    home: Option<PathBuf>,
+    /// The `read_roots` (canonical, existing): walked with the workspace and the write roots
+    /// for the paths a policy protects from reading ([`Plan::protected_bases`]).
+    read_roots: Vec<PathBuf>,
+    /// The `sandbox.passthrough` folders (absolute, as configured).
+    passthrough: Vec<PathBuf>,
+    /// A writer's run is observed: its write roots are overlays (issue 25).
+    overlay: bool,
+    /// Why a writer may not run, when it cannot be observed under `enforce`.
+    writer_refusal: Option<String>,
+    /// What a write root is granted in Landlock, as the bit set the kernel takes: the rights
+    /// the plan's rulesets handle (given to an overlay mounted over a write root).
+    write_access: u64,
+    /// The walks for protected paths of its runs, one per predicate ([`Plan::protected`]).
+    walks: std::sync::Mutex<Vec<(u64, std::sync::Arc<WalkCache>)>>,
 }
 
 /// The probed capabilities a plan of `config` can use ([`probe::for_plan`]).
@@ -341,6 +365,11 @@ pub struct PlanView {
     pub not_enforced: Vec<String>,
     /// Why nothing may run, if so.
     pub refusal: Option<String>,
+    /// How the call whose verdict shows this plan runs in it (issue 25): `read_only`,
+    /// `observed` (on an overlay, its changes judged before they land) or `in_place` (not
+    /// observed). Absent in `sandbox probe`, which shows no call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<&'static str>,
 }
 
 impl Plan {
@@ -460,6 +489,10 @@ impl Plan {
         if let Some(home) = home {
             read.extend(HOME_TOOLCHAINS.iter().map(|t| home.join(t)));
         }
+        let read_roots: Vec<PathBuf> = extra_read
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
         read.extend(extra_read);
         read.retain(|p| p.exists());
         let devices: Vec<PathBuf> = DEVICES
@@ -472,6 +505,9 @@ impl Plan {
         let enforce = config.mode == Mode::Enforce;
         let cap_drop = CapDrop::for_capabilities(&caps);
         let namespaced = jailed && caps.namespaces;
+        let overlay = namespaced && caps.overlay;
+        let write_access = landlock_rules::write_access_bits(caps.landlock_abi);
+        let mut writer_refusal: Option<String> = None;
         // Network rules name hosts: each run gets a network namespace with the egress proxy in it
         // where one can be made; without, Landlock can keep only the ports.
         let by_host = jailed && !config.network.is_empty();
@@ -599,6 +635,23 @@ impl Plan {
                 (false, true) => enforced.push("TMPDIR: the run's own, out of reach of every other run (Landlock grants each run its own folder)".into()),
                 (false, false) => not_enforced.push("per-run TMPDIR: without Landlock or a mount namespace, a run can reach another's".into()),
             }
+            // Issue 25: each run as its call's admission says.
+            if namespaced {
+                enforced.push("a call admitted as read-only runs with the workspace and write_roots read-only (mount namespace: a write gets EROFS and changes nothing)".into());
+                enforced.push("paths a deny or ask rule protects from reading, as they exist when a run starts in the workspace, write_roots and read_roots, covered by an empty file or folder (mount namespace)".into());
+                if overlay {
+                    enforced.push("a call admitted to write runs on an overlay of the workspace and write_roots: what it changed is kept apart, judged change by change as the file tool that would make it, and lands only if allowed (sandbox.passthrough folders are written in place, not observed)".into());
+                } else if enforce {
+                    writer_refusal = Some("sandbox.bash is enforce, and no overlay can be mounted in a run's mount namespace here, so a writer's changes cannot be observed and judged before they land; use best_effort to let writers change the workspace in place (their effects then not observed), or a kernel with overlayfs".into());
+                } else {
+                    not_enforced.push("a writer's changes: no overlay can be mounted here, so a call admitted to write changes the workspace in place and its effects are not observed".into());
+                }
+            } else {
+                not_enforced.push("read-only calls: without a mount namespace, the write roots stay writable to a call admitted as read-only".into());
+                not_enforced.push("paths a policy protects from reading: without a mount namespace they cannot be covered, and Landlock cannot hide one file of a readable folder".into());
+                not_enforced.push("a writer's changes: without a mount namespace no overlay can be made, so they are made in place and not observed".into());
+            }
+            enforced.push("HOME: a private folder of each run inside its TMPDIR, linking the toolchains of the real home folder; nothing written to ~ reaches it".into());
             enforced.push("descriptors: the command gets standard input from /dev/null, standard output and error, and no other descriptor (close_range)".into());
             let limits = config.limits;
             enforced.push(format!(
@@ -732,6 +785,17 @@ impl Plan {
             host_files: Vec::new(),
             idle_cgroups: run::IdleCgroups::default(),
             idle_tmpdirs: run::IdleTmpdirs::default(),
+            home: home.map(Path::to_path_buf),
+            read_roots,
+            passthrough: config
+                .passthrough(workspace, home)
+                .into_iter()
+                .map(|p| p.canonicalize().unwrap_or(p))
+                .collect(),
+            overlay,
+            writer_refusal,
+            write_access,
+            walks: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -782,6 +846,55 @@ impl Plan {
     /// How strictly.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// Why a call admitted with `writes` may not run under this plan, if so: the plan's own
+    /// refusal, or — for a writer, under `enforce` — that its changes cannot be observed here.
+    pub fn refusal_for(&self, writes: Writes) -> Option<&str> {
+        self.refusal.as_deref().or(match writes {
+            Writes::Observed => self.writer_refusal.as_deref(),
+            _ => None,
+        })
+    }
+
+    /// Whether a writer's run is observed (its write roots are overlays).
+    pub fn observes(&self) -> bool {
+        self.overlay && self.mode != Mode::Off
+    }
+
+    /// Where the paths a policy protects from reading are looked for when a run starts: the
+    /// workspace, the write roots and the read roots ([`protected_paths`]).
+    pub fn protected_bases(&self) -> Vec<PathBuf> {
+        let mut bases = vec![self.workspace.clone()];
+        for p in self.write.iter().chain(&self.read_roots) {
+            if !bases.iter().any(|b| p.starts_with(b)) {
+                bases.push(p.clone());
+            }
+        }
+        bases
+    }
+
+    /// The paths below [`Plan::protected_bases`] that `protected` names now
+    /// ([`protected_paths`]), for a run's [`Shape::hidden`]. `key` names the predicate: what an
+    /// earlier walk with the same key read of a folder is reused while the folder has not
+    /// changed ([`WalkCache`]), so a session's runs do not read an unchanged workspace again.
+    pub fn protected(&self, key: u64, protected: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let cache = {
+            let mut walks = self.walks.lock().unwrap_or_else(|p| p.into_inner());
+            match walks.iter().find(|(k, _)| *k == key) {
+                Some((_, c)) => std::sync::Arc::clone(c),
+                None => {
+                    // A few predicates at most (a bundle swap makes a new one): keep the last.
+                    if walks.len() >= 4 {
+                        walks.remove(0);
+                    }
+                    let c = std::sync::Arc::new(WalkCache::default());
+                    walks.push((key, std::sync::Arc::clone(&c)));
+                    c
+                }
+            }
+        };
+        shape::protected_paths_cached(&self.protected_bases(), protected, &cache)
     }
 
     /// The workspace: the working folder of every run.
@@ -858,6 +971,18 @@ impl Plan {
             enforced: self.enforced.clone(),
             not_enforced: self.not_enforced.clone(),
             refusal: self.refusal.clone(),
+            run: None,
+        }
+    }
+
+    /// How a call that may (`writes`) or may not change anything runs under this plan:
+    /// `read_only`, `observed` or `in_place` (issue 25; [`PlanView::run`]).
+    pub fn runs(&self, writes: bool) -> &'static str {
+        match (writes, self.mode, self.namespaced, self.overlay) {
+            (_, Mode::Off, _, _) => "in_place",
+            (false, _, true, _) => "read_only",
+            (true, _, _, true) => "observed",
+            _ => "in_place",
         }
     }
 }
@@ -908,7 +1033,7 @@ mod tests {
                 assert!(dry.is_dry() && !built.is_dry());
                 assert!(dry.rulesets.is_none() && dry.filter.is_none(), "{mode:?}");
                 assert!(dry.tmp.is_none() && dry.namespaces.is_none(), "{mode:?}");
-                match run(&dry, &argv, None, Capture::Bounded(1024)) {
+                match run(&dry, &argv, None, Capture::Bounded(1024), &Shape::direct()) {
                     Err(RunError::Refused(why)) => assert!(why.contains("dry run"), "{why}"),
                     other => panic!("{mode:?}: {other:?}"),
                 }
@@ -934,7 +1059,7 @@ mod tests {
                     && why.ends_with("(faked: no room); nothing runs without one"),
                 "{why}"
             );
-            match run(&p, &argv, None, Capture::Bounded(1024)) {
+            match run(&p, &argv, None, Capture::Bounded(1024), &Shape::direct()) {
                 Err(RunError::Refused(refused)) => assert_eq!(refused, why),
                 other => panic!("{mode:?}: {other:?}"),
             }
@@ -944,7 +1069,7 @@ mod tests {
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
         let p = plan(&ws, Mode::Off, tmp);
         assert_eq!(p.refusal(), None);
-        let r = run(&p, &argv, None, Capture::Bounded(1024)).unwrap();
+        let r = run(&p, &argv, None, Capture::Bounded(1024), &Shape::direct()).unwrap();
         assert_eq!(r.exit, Exit::Exited(0));
         assert!(marker.exists());
     }

@@ -2,7 +2,10 @@
 //! the fork. The child only makes the system calls (`run::namespace`), in this order:
 //!
 //! 1. every mount is made private, so that nothing done inside propagates back to the host;
-//! 2. detached clones are taken of the write roots and of the run's own TMPDIR; then, where a
+//! 2. detached clones are taken of the write roots the run writes in place, an overlay is made
+//!    (detached too) of each write root the run writes observed — the real folder below, the
+//!    run's own upper layer above, neither inside the other —, clones are taken of the
+//!    pass-through folders inside those, and of the run's own TMPDIR; then, where a
 //!    secret is to be covered, a tmpfs of the run's own is mounted over the folder that holds
 //!    every run's TMPDIR (step 7 hides it), an empty folder and an empty file are made in it,
 //!    and a clone is taken of each, once per secret — so no cover is made or removed on the
@@ -11,8 +14,13 @@
 //! 3. the whole tree is made read-only and `nosuid`, recursively (one `mount_setattr`): from
 //!    here on, nothing outside the clones can be written, nor its mode, owner, times or
 //!    extended attributes changed — Landlock does not mediate metadata, a read-only mount does;
-//! 4. the write roots' clones are put back over the write roots, read-write as they were;
-//! 5. each secret is covered by its clone of the empty file or folder, made read-only;
+//! 4. the write roots' clones are put back over the write roots, read-write as they were, or
+//!    their overlays attached over them, then the pass-through folders' clones over theirs
+//!    inside the overlays; a run admitted to read only gets neither, and its write roots stay
+//!    read-only (`EROFS`) like the rest of the tree;
+//! 5. each secret — the system's, and each path a deny or ask rule protects from reading that
+//!    exists when the run starts — is covered by its clone of the empty file or folder, made
+//!    read-only;
 //! 6. the folders between a write root and a host file are bound over themselves (a mount point
 //!    cannot be renamed or removed, so `mv policies x; mkdir policies` fails), then each host
 //!    file is bound over itself and made read-only;
@@ -34,8 +42,14 @@ use std::path::{Path, PathBuf};
 /// One run's mount namespace, in canonical paths.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Layout {
-    /// Bound read-write over themselves.
+    /// Bound read-write over themselves (written in place).
     pub write_roots: Vec<PathBuf>,
+    /// Each made an overlay of over itself (written observed): the real folder below, the
+    /// run's upper layer above.
+    pub overlays: Vec<Layer>,
+    /// Folders inside the overlays bound over themselves from the real folder: written in
+    /// place (`sandbox.passthrough`).
+    pub passthrough: Vec<PathBuf>,
     /// Each secret (first), covered by an empty folder or file (second).
     pub covers: Vec<(PathBuf, Cover)>,
     /// Folders between a write root and a host file, bound over themselves.
@@ -48,6 +62,18 @@ pub(super) struct Layout {
     pub tmp_at: PathBuf,
     /// The working folder.
     pub workspace: PathBuf,
+}
+
+/// An overlay over a write root: its upper layer and overlayfs's work folder, both on one
+/// filesystem, made by the run before the fork outside every root it may reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Layer {
+    /// The write root (the lower layer, and where the overlay is attached).
+    pub root: PathBuf,
+    /// Where the run's changes land.
+    pub upper: PathBuf,
+    /// overlayfs's own scratch folder.
+    pub work: PathBuf,
 }
 
 /// What covers a secret: an empty folder (over a folder) or an empty file (over anything else),

@@ -54,6 +54,10 @@ pub struct Capabilities {
     /// and group: Reasonix lacks `CAP_SYS_ADMIN` (any user but root, usually), and this kernel
     /// lets an unprivileged user make user namespaces.
     pub user_namespace: bool,
+    /// A run's write roots can be overlays in its mount namespace (tried with the namespaces:
+    /// an overlay made, a pass-through folder bound inside it): a writer's changes are then
+    /// kept apart and judged before they land (issue 25). Never without `namespaces`.
+    pub overlay: bool,
     /// A run can have a network namespace of its own, made by Reasonix before the fork with the
     /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`). In the
     /// capabilities of a plan without `network` rules, `false`: such a plan has no use for one,
@@ -127,6 +131,7 @@ fn untried() -> Capabilities {
         seccomp: false,
         namespaces: false,
         user_namespace: false,
+        overlay: false,
         net_namespace: false,
         cgroup_pids: None,
         cgroup_memory: None,
@@ -164,9 +169,16 @@ fn probe(net: bool, keep: bool) -> Capabilities {
     // The slow probes (a child process, a network namespace made and dropped, cgroups made and
     // removed, a filter loaded on a thread) run side by side: a `check` or `sandbox exec` pays
     // for the slowest, not for their sum.
-    let (seccomp, namespaces, net_namespace, (cgroup_pids, cgroup_memory)) =
+    let (seccomp, (namespaces, overlay), net_namespace, (cgroup_pids, cgroup_memory)) =
         std::thread::scope(|s| {
-            let namespaces = s.spawn(|| super::run::namespaces_work(user_namespace));
+            // One trial with an overlay in it; only where that fails, a second without.
+            let namespaces = s.spawn(|| {
+                if super::run::overlays_work(user_namespace) {
+                    (true, true)
+                } else {
+                    (super::run::namespaces_work(user_namespace), false)
+                }
+            });
             let net_namespace = net.then(|| s.spawn(|| !user_namespace && super::netns::works()));
             let cgroups = s.spawn(|| {
                 (
@@ -177,7 +189,7 @@ fn probe(net: bool, keep: bool) -> Capabilities {
             let seccomp = super::seccomp::works();
             (
                 seccomp,
-                namespaces.join().unwrap_or(false),
+                namespaces.join().unwrap_or((false, false)),
                 net_namespace.map(|t| t.join().unwrap_or(false)),
                 cgroups.join().unwrap_or((None, None)),
             )
@@ -194,6 +206,7 @@ fn probe(net: bool, keep: bool) -> Capabilities {
         seccomp,
         namespaces,
         user_namespace,
+        overlay,
         net_namespace: false,
         cgroup_pids,
         cgroup_memory,
@@ -237,6 +250,7 @@ fn expect(status: &str) -> Capabilities {
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
     // The highest ABI both this build and the kernel know, as the probe finds it.
     let abi = super::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
+    let namespaces = namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok());
     Capabilities {
         kernel: kernel_release(),
         landlock_abi: abi.and_then(|a| u8::try_from(a).ok()),
@@ -246,14 +260,30 @@ fn expect(status: &str) -> Capabilities {
         seccomp: status
             .lines()
             .any(|l| l.starts_with("Seccomp_filters:") || l.starts_with("Seccomp:")),
-        namespaces: namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok()),
+        namespaces,
         user_namespace,
+        overlay: namespaces && overlay_expected(),
         net_namespace: !user_namespace && std::path::Path::new("/proc/self/ns/net").exists(),
         cgroup_pids: super::cgroup::expected(),
         cgroup_memory: super::cgroup::expected_memory(),
         uid: nix::unistd::getuid().as_raw(),
         cap_setpcap: effective & (1 << CAP_SETPCAP) != 0,
     }
+}
+
+/// Whether this kernel has overlayfs: registered (`/proc/filesystems`), or as a module it loads
+/// on the first mount.
+fn overlay_expected() -> bool {
+    let listed = std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| {
+        f.lines()
+            .any(|l| l.split_whitespace().last() == Some("overlay"))
+    });
+    listed
+        || std::path::Path::new(&format!(
+            "/lib/modules/{}/kernel/fs/overlayfs",
+            kernel_release()
+        ))
+        .exists()
 }
 
 /// Whether the kernel's settings let a run have mount and PID namespaces (inside a user

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::object_schema;
 use std::time::Duration;
 
-use crate::sandbox::jail::{self, Capture, Exit};
+use crate::effects;
+use crate::sandbox::jail::{self, Capture, Exit, Writes};
 use crate::shell::Analysis;
 use crate::tool::{Arguments, Classification, ClassifyError, Invocation, Output, Tool, ToolError};
 
@@ -48,12 +49,14 @@ impl Tool for Bash {
         let plan = call.jail();
         let timeout = args.u64("timeout_ms").map(Duration::from_millis);
         let argv = ["bash".to_owned(), "-c".to_owned(), command.to_owned()];
+        let shape = call.shape();
         let result = jail::run_judged(
             plan,
             &argv,
             timeout,
             Capture::Bounded(plan.limits().output_bytes),
             call.egress(),
+            &shape,
         )
         .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was executed")))?;
         let mut text = match result.exit {
@@ -84,10 +87,36 @@ impl Tool for Bash {
             text.push_str(&line);
             text.push('\n');
         }
+        // A writer's run, observed: judged now, landed (or not) by the caller's settle.
+        let observed = match (result.observed, call.changes()) {
+            (Some(upper), Some(judge)) => Some(effects::observe(upper, judge)),
+            (Some(_), None) => {
+                return Err(ToolError::Refused(
+                    "internal error: a writer's run was observed with nobody to judge its changes; nothing it did was applied (please report it)".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        let unobserved = match result.writes {
+            Writes::Direct if plan.mode() == jail::Mode::Off => {
+                Some("sandbox.bash is off: its effects were not observed".to_owned())
+            }
+            Writes::Direct => Some(
+                result
+                    .not_enforced
+                    .iter()
+                    .find(|w| w.starts_with("effects not observed"))
+                    .cloned()
+                    .unwrap_or_else(|| "its effects were not observed".to_owned()),
+            ),
+            _ => None,
+        };
         Ok(Output {
             text,
             exit_code: Some(result.exit.code()),
             connections: result.connections,
+            observed,
+            unobserved,
         })
     }
 }

@@ -20,6 +20,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 use nix::sys::signal::{Signal, killpg};
 
 use super::super::Plan;
+use super::super::shape::{Shape, Writes};
 use super::{RunCgroups, RunError, Start, Streams, start};
 
 /// A jailed process that runs until it exits or this value is dropped (see the module doc).
@@ -57,7 +58,17 @@ pub(crate) fn spawn(
     plan: &Plan,
     argv: &[String],
     extra: &[(String, String)],
+    shape: &Shape,
 ) -> Result<Jailed, RunError> {
+    // A long-lived process has no end at which its changes could be judged: it writes in place
+    // (an MCP server's tools are declared by policy) or not at all.
+    let shape = match shape.writes {
+        Writes::Observed => &Shape {
+            writes: Writes::Direct,
+            hidden: shape.hidden.clone(),
+        },
+        _ => shape,
+    };
     let streams = Streams {
         stdin: Stdio::piped(),
         stdout: Stdio::piped(),
@@ -71,7 +82,9 @@ pub(crate) fn spawn(
         not_enforced,
         started: _,
         egress,
-    } = start(plan, argv, extra, streams, None)?;
+        writes: _,
+        upper: _,
+    } = start(plan, argv, extra, streams, None, shape)?;
     Ok(Jailed {
         child,
         pgid,
@@ -175,7 +188,13 @@ mod tests {
         let plan = plan(&ws);
         // A background process beside the one that answers: both must go on drop.
         let argv = ["/bin/sh", "-c", "sleep 60 & exec cat"].map(String::from);
-        let mut child = spawn(&plan, &argv, &[("GREETING".into(), "hi".into())]).unwrap();
+        let mut child = spawn(
+            &plan,
+            &argv,
+            &[("GREETING".into(), "hi".into())],
+            &Shape::direct(),
+        )
+        .unwrap();
         let mut stdin = child.take_stdin().unwrap();
         let mut stdout = BufReader::new(child.take_stdout().unwrap());
         stdin.write_all(b"hello\n").unwrap();
@@ -201,7 +220,7 @@ mod tests {
         let marker = ws.join("ran");
         let dry = Plan::dry(&JailConfig::default(), &ws, None);
         let argv = ["touch".to_owned(), marker.display().to_string()];
-        match spawn(&dry, &argv, &[]) {
+        match spawn(&dry, &argv, &[], &Shape::direct()) {
             Err(RunError::Refused(why)) => assert!(why.contains("dry run"), "{why}"),
             other => panic!("{other:?}"),
         }

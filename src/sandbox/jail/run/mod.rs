@@ -21,7 +21,8 @@ use nix::sys::resource::{Resource, setrlimit};
 use nix::unistd::Pid;
 
 use super::cgroup::{self, Cgroup};
-use super::mounts::{self, Layout};
+use super::mounts::{self, Layer, Layout};
+use super::shape::{Shape, Writes};
 use super::{Mode, Plan};
 
 mod child;
@@ -33,8 +34,8 @@ pub use child::Jailed;
 pub(crate) use child::spawn;
 
 pub(super) use idle::{IdleCgroups, IdleTmpdirs};
-pub(super) use namespace::namespaces_work;
 use namespace::{Exec, Prepared};
+pub(super) use namespace::{namespaces_work, overlays_work};
 use watch::Watch;
 
 /// What to do with the output.
@@ -70,7 +71,7 @@ impl Exit {
 }
 
 /// A finished run.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct RunResult {
     /// How it ended.
     pub exit: Exit,
@@ -89,6 +90,30 @@ pub struct RunResult {
     pub not_enforced: Vec<String>,
     /// Each connection its processes asked the egress proxy for, in order (empty without one).
     pub connections: Vec<crate::egress::Connection>,
+    /// How it could write: as its shape asked, or in place where `best_effort` could not
+    /// observe (then [`RunResult::not_enforced`] says why).
+    pub writes: Writes,
+    /// What it wrote, kept apart, when it wrote observed: the upper layer of each write root,
+    /// every process of the run gone. Nothing of it is in the workspace yet; dropping it
+    /// discards it ([`crate::effects`] reads, judges and commits it).
+    pub observed: Option<Upper>,
+}
+
+/// The upper layers of a run that wrote observed: for each write root, the folder holding
+/// what the run created, changed and deleted there (overlayfs's whiteouts and opaque marks
+/// included), and the pass-through folders it wrote in place. Removed whole on drop.
+#[derive(Debug)]
+pub struct Upper {
+    _dir: tempfile::TempDir,
+    /// Each write root (canonical) and its upper layer.
+    pub layers: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// The pass-through folders (canonical), written in place.
+    pub passthrough: Vec<std::path::PathBuf>,
+    /// When the run started (less 50 ms: file times come from a coarser clock): a pass-through
+    /// file changed since was written by it (or beside it).
+    pub started: std::time::SystemTime,
+    /// overlayfs kept its marks in `user.overlay.*` (a user namespace), else `trusted.overlay.*`.
+    pub userxattr: bool,
 }
 
 impl RunResult {
@@ -130,8 +155,8 @@ pub enum RunError {
 }
 
 /// The environment a jailed process gets: nothing of Reasonix's own (API keys stay out) but
-/// what programs need to find themselves.
-fn environment(tmp: &std::path::Path) -> Vec<(String, String)> {
+/// what programs need to find themselves; `HOME` is the run's private one when given.
+fn environment(tmp: &std::path::Path, home: Option<&std::path::Path>) -> Vec<(String, String)> {
     let mut env = Vec::new();
     for key in [
         "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
@@ -139,6 +164,10 @@ fn environment(tmp: &std::path::Path) -> Vec<(String, String)> {
         if let Ok(v) = std::env::var(key) {
             env.push((key.to_owned(), v));
         }
+    }
+    if let Some(home) = home {
+        env.retain(|(k, _)| k != "HOME");
+        env.push(("HOME".into(), home.display().to_string()));
     }
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push((
@@ -508,6 +537,11 @@ struct Confine {
     ruleset: Option<OwnedFd>,
     /// The access rights to grant on a freshly mounted `/proc` (with a PID namespace).
     fresh_proc: Option<u64>,
+    /// The overlays mounted over the write roots (a writer that is observed): each root is a
+    /// new inode, which no rule built beforehand names, granted `write_access` once mounted.
+    fresh_overlays: Vec<std::ffi::CString>,
+    /// What a write root is granted (the ruleset's handled rights, as a bit set).
+    write_access: u64,
     filter: Option<seccompiler::BpfProgram>,
 }
 
@@ -542,7 +576,10 @@ impl Confine {
         nix::sys::prctl::set_no_new_privs().map_err(errno)?;
         if let Some(ruleset) = &self.ruleset {
             if let Some(access) = self.fresh_proc {
-                grant_fresh_proc(ruleset, access)?;
+                grant_fresh(ruleset, c"/proc", access)?;
+            }
+            for root in &self.fresh_overlays {
+                grant_fresh(ruleset, root, self.write_access)?;
             }
             restrict_self(ruleset)?;
         }
@@ -581,16 +618,17 @@ struct PathBeneathAttr {
     parent_fd: i32,
 }
 
-/// Adds to the run's own `ruleset` the right to read the `/proc` just mounted for its PID
-/// namespace (a new inode, which no rule built beforehand names). Between fork and exec.
-fn grant_fresh_proc(ruleset: &OwnedFd, access: u64) -> std::io::Result<()> {
+/// Adds to the run's own `ruleset` the right `access` on the folder just mounted at `path` in
+/// its mount namespace: the `/proc` of its PID namespace, an overlay over a write root (each a
+/// new inode, which no rule built beforehand names). Between fork and exec.
+fn grant_fresh(ruleset: &OwnedFd, path: &std::ffi::CStr, access: u64) -> std::io::Result<()> {
     use nix::libc;
     use std::os::fd::AsRawFd;
     const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
-    // SAFETY: the path is a NUL-terminated literal.
+    // SAFETY: `path` is a NUL-terminated string that lives across the call.
     let proc_fd = unsafe {
         libc::open(
-            c"/proc".as_ptr(),
+            path.as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     };
@@ -682,6 +720,10 @@ struct Start {
     started: Instant,
     /// The run's network namespace and the egress proxy serving it, while the process runs.
     egress: Option<(std::os::fd::OwnedFd, crate::egress::Proxy)>,
+    /// How it writes.
+    writes: Writes,
+    /// Its upper layers, when it writes observed.
+    upper: Option<Upper>,
 }
 
 /// Starts `argv` under `plan` (see the module doc of `jail` for the steps between fork and
@@ -693,6 +735,7 @@ fn start(
     extra: &[(String, String)],
     streams: Streams,
     judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    shape: &Shape,
 ) -> Result<Start, RunError> {
     if plan.dry {
         return Err(RunError::Refused(
@@ -727,6 +770,15 @@ fn start(
     };
     let jailed = plan.mode != Mode::Off;
     let mut not_enforced = Vec::new();
+    let writes = run_writes(plan, shape.writes, &mut not_enforced)?;
+    // The run's folder holds its TMPDIR and (jailed) its private HOME, the toolchains linked
+    // in (issue 25); both made anew for each run.
+    run_folders(tmp.path(), jailed.then_some(plan.home.as_deref())).map_err(|source| {
+        RunError::Setup {
+            what: "private TMPDIR and HOME",
+            source,
+        }
+    })?;
 
     // The run's own ruleset: the plan's rules and this run's TMPDIR (and, added by the child of
     // a PID namespace, its fresh /proc). `None` also where best_effort found Landlock missing.
@@ -761,13 +813,42 @@ fn start(
             what: "cgroup",
             source,
         })?;
+    // The upper layers of a writer that is observed, made beside the runs' TMPDIRs: outside
+    // every root, and hidden in its mount namespace with the other runs' TMPDIRs.
+    let upper = match writes {
+        Writes::Observed => Some(make_upper(plan, &parent).map_err(|source| RunError::Setup {
+            what: "overlay upper layers",
+            source,
+        })?),
+        _ => None,
+    };
     // Inside its mount namespace, the run's TMPDIR is bound over the folder of every run's.
     let (mut namespace, tmpdir) = match &plan.namespaces {
         Some(ns) if jailed => {
-            let (pins, read_only) = mounts::host_binds(&plan.host_files, &plan.write);
+            let (write_roots, overlays, passthrough) = match (writes, &upper) {
+                (Writes::Observed, Some((_, layers))) => {
+                    (Vec::new(), layers.clone(), upper_passthrough(plan, layers))
+                }
+                (Writes::None, _) => (Vec::new(), Vec::new(), Vec::new()),
+                _ => (plan.write.clone(), Vec::new(), Vec::new()),
+            };
+            let writable: Vec<std::path::PathBuf> = write_roots
+                .iter()
+                .cloned()
+                .chain(overlays.iter().map(|l| l.root.clone()))
+                .collect();
+            let (pins, read_only) = mounts::host_binds(&plan.host_files, &writable);
+            let mut covers = ns.covers.clone();
+            for hidden in &shape.hidden {
+                if !covers.iter().any(|(c, _)| hidden.starts_with(c)) {
+                    covers.push((hidden.clone(), mounts::Cover::of(hidden)));
+                }
+            }
             let layout = Layout {
-                write_roots: plan.write.clone(),
-                covers: ns.covers.clone(),
+                write_roots,
+                overlays,
+                passthrough,
+                covers,
                 pins,
                 read_only,
                 tmp_run: tmp.path().to_path_buf(),
@@ -813,7 +894,13 @@ fn start(
         use std::os::fd::AsRawFd;
         fd.as_raw_fd()
     });
-    let mut environment = environment(&tmpdir);
+    // TMPDIR and HOME as the command sees them: in the run's folder, wherever that is bound.
+    let seen_home = jailed.then(|| tmpdir.join(HOME_NAME));
+    let mut environment = environment(&tmpdir.join(TMP_NAME), seen_home.as_deref());
+    if writes == Writes::None {
+        // git's opportunistic index refresh would only meet a read-only workspace.
+        environment.push(("GIT_OPTIONAL_LOCKS".into(), "0".into()));
+    }
     if egress.is_some() {
         environment.extend(crate::egress::environment(crate::egress::PROXY_PORT));
     }
@@ -843,6 +930,18 @@ fn start(
         cap_drop,
         ruleset,
         fresh_proc: namespace.as_ref().map(|_| proc_access),
+        fresh_overlays: match &upper {
+            Some((_, layers)) if namespace.is_some() => layers
+                .iter()
+                .map(|l| namespace::c_path(&l.root))
+                .collect::<std::io::Result<Vec<_>>>()
+                .map_err(|source| RunError::Setup {
+                    what: "overlay",
+                    source,
+                })?,
+            _ => Vec::new(),
+        },
+        write_access: plan.write_access,
         filter,
     };
     // With namespaces, the command's process execs itself (see `namespace`): its program is
@@ -882,6 +981,9 @@ fn start(
         command.pre_exec(hook);
     }
     let started = Instant::now();
+    // A pass-through file changed since is counted as this run's: less a margin, since a
+    // file's times come from the kernel's coarse clock, which may lag this one by a tick.
+    let wall_started = std::time::SystemTime::now() - Duration::from_millis(50);
     let child = command.spawn().map_err(|source| RunError::Spawn {
         program: program.clone(),
         source,
@@ -891,6 +993,16 @@ fn start(
     if let Some(rulesets) = plan.rulesets.as_ref().filter(|_| jailed) {
         rulesets.refill();
     }
+    let upper = upper.map(|(dir, layers)| Upper {
+        _dir: dir,
+        passthrough: upper_passthrough(plan, &layers),
+        layers: layers.into_iter().map(|l| (l.root, l.upper)).collect(),
+        started: wall_started,
+        userxattr: plan
+            .namespaces
+            .as_ref()
+            .is_some_and(|ns| ns.users.is_some()),
+    });
     Ok(Start {
         child,
         pgid,
@@ -899,7 +1011,132 @@ fn start(
         not_enforced,
         started,
         egress,
+        writes,
+        upper,
     })
+}
+
+/// The run's TMPDIR, inside the run's folder.
+const TMP_NAME: &str = "tmp";
+
+/// The run's private HOME, inside the run's folder.
+const HOME_NAME: &str = "home";
+
+/// Makes the run's TMPDIR (`tmp`, mode `0700`, empty) in its folder `run` (as Reasonix sees
+/// it) and, for a jailed run, its private HOME (`home`) with a link to each toolchain of the
+/// real home folder `real` (`super::HOME_TOOLCHAINS`) that exists: programs find cargo, rustup,
+/// pyenv, nvm and git's configuration where they look, while what they write to `~` stays in
+/// the run — and the rest of the real home stays out of reach, as the Landlock rules keep it.
+fn run_folders(
+    run: &std::path::Path,
+    home: Option<Option<&std::path::Path>>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut folder = std::fs::DirBuilder::new();
+    folder.mode(0o700);
+    folder.create(run.join(TMP_NAME))?;
+    let Some(real) = home else {
+        return Ok(());
+    };
+    let home = run.join(HOME_NAME);
+    folder.create(&home)?;
+    for entry in real
+        .map(|r| super::HOME_TOOLCHAINS.iter().map(move |e| (r, e)))
+        .into_iter()
+        .flatten()
+    {
+        let (real, entry) = entry;
+        let target = real.join(entry);
+        if std::fs::symlink_metadata(&target).is_err() {
+            continue;
+        }
+        let link = home.join(entry);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::os::unix::fs::symlink(&target, &link)?;
+    }
+    Ok(())
+}
+
+/// How a run of `plan` writes, given the shape its call asked for: under `off`, in place;
+/// observed only where the plan can make overlays — else, under `enforce`, the run is refused,
+/// and under `best_effort` it writes in place and says its effects were not observed. A
+/// read-only run without a mount namespace (`best_effort` only) cannot be held to it.
+fn run_writes(
+    plan: &Plan,
+    asked: Writes,
+    not_enforced: &mut Vec<String>,
+) -> Result<Writes, RunError> {
+    if plan.mode == Mode::Off {
+        return Ok(Writes::Direct);
+    }
+    match asked {
+        Writes::Observed if !plan.overlay => {
+            if let Some(why) = &plan.writer_refusal {
+                return Err(RunError::Refused(why.clone()));
+            }
+            not_enforced.push(NOT_OBSERVED.into());
+            Ok(Writes::Direct)
+        }
+        Writes::None if plan.namespaces.is_none() => {
+            not_enforced.push(
+                "read-only: without a mount namespace the write roots stayed writable to this run"
+                    .into(),
+            );
+            Ok(Writes::None)
+        }
+        w => Ok(w),
+    }
+}
+
+/// What a writer's run says when it wrote in place for want of an overlay.
+pub(crate) const NOT_OBSERVED: &str = "effects not observed: no overlay can be made here, so this writer changed the workspace in place";
+
+/// Makes a run's upper layers: a folder beside the runs' TMPDIRs holding, for each write root
+/// not inside another, an upper folder and overlayfs's work folder (one filesystem, outside
+/// every root). Returns the folder (removed on drop) and the layers.
+fn make_upper(
+    plan: &Plan,
+    parent: &std::path::Path,
+) -> std::io::Result<(tempfile::TempDir, Vec<Layer>)> {
+    let dir = tempfile::Builder::new()
+        .prefix("upper-")
+        .rand_bytes(12)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(parent)?;
+    let mut layers = Vec::new();
+    for (i, root) in plan.write.iter().enumerate() {
+        if plan.write.iter().any(|o| o != root && root.starts_with(o)) {
+            continue;
+        }
+        let (upper, work) = (
+            dir.path().join(format!("u{i}")),
+            dir.path().join(format!("w{i}")),
+        );
+        std::fs::create_dir(&upper)?;
+        std::fs::create_dir(&work)?;
+        layers.push(Layer {
+            root: root.clone(),
+            upper,
+            work,
+        });
+    }
+    Ok((dir, layers))
+}
+
+/// The plan's pass-through folders that exist as folders now inside one of `layers`' roots.
+fn upper_passthrough(plan: &Plan, layers: &[Layer]) -> Vec<std::path::PathBuf> {
+    plan.passthrough
+        .iter()
+        .filter(|p| {
+            layers
+                .iter()
+                .any(|l| p.starts_with(&l.root) && **p != l.root)
+        })
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .cloned()
+        .collect()
 }
 
 /// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
@@ -910,8 +1147,9 @@ pub(crate) fn run(
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
+    shape: &Shape,
 ) -> Result<RunResult, RunError> {
-    run_judged(plan, argv, timeout, capture, None)
+    run_judged(plan, argv, timeout, capture, None, shape)
 }
 
 /// [`run`], with the judge of the connections its processes ask the egress proxy for (the
@@ -923,6 +1161,7 @@ pub(crate) fn run_judged(
     timeout: Option<Duration>,
     capture: Capture,
     judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    shape: &Shape,
 ) -> Result<RunResult, RunError> {
     let limit = Duration::from_millis(plan.limits.timeout_ms);
     let timeout = timeout.map_or(limit, |t| t.min(limit));
@@ -943,7 +1182,9 @@ pub(crate) fn run_judged(
         mut not_enforced,
         started,
         egress,
-    } = start(plan, argv, &[], streams, judge)?;
+        writes,
+        upper,
+    } = start(plan, argv, &[], streams, judge, shape)?;
     let jailed = plan.mode != Mode::Off;
     let program = &argv[0];
 
@@ -1007,6 +1248,8 @@ pub(crate) fn run_judged(
         duration,
         not_enforced,
         connections,
+        writes,
+        observed: upper,
     })
 }
 
@@ -1067,6 +1310,8 @@ mod tests {
             duration: Duration::ZERO,
             not_enforced: Vec::new(),
             connections: Vec::new(),
+            writes: super::Writes::Direct,
+            observed: None,
         };
         assert_eq!(r.not_enforced_line(), None);
         r.not_enforced = vec!["process count: x".into(), "y".into()];

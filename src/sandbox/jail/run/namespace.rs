@@ -36,7 +36,7 @@ use std::path::Path;
 
 use nix::libc::{self, c_int, c_long, c_uint, c_ulong};
 
-use super::super::mounts::{Cover, Layout, Users};
+use super::super::mounts::{Cover, Layer, Layout, Users};
 
 const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
@@ -45,6 +45,11 @@ const MOUNT_ATTR_RDONLY: u64 = 0x1;
 const MOUNT_ATTR_NOSUID: u64 = 0x2;
 const MOUNT_ATTR_NODEV: u64 = 0x4;
 const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const FSOPEN_CLOEXEC: c_uint = 0x1;
+const FSMOUNT_CLOEXEC: c_uint = 0x1;
+const FSCONFIG_SET_FLAG: c_uint = 0;
+const FSCONFIG_SET_STRING: c_uint = 1;
+const FSCONFIG_CMD_CREATE: c_uint = 6;
 
 /// `struct mount_attr` of `mount_setattr(2)`.
 #[repr(C)]
@@ -64,6 +69,13 @@ pub(crate) struct Prepared {
     /// The files written to map the user namespace (`setgroups`, `uid_map`, `gid_map`).
     maps: Vec<(&'static CStr, Vec<u8>)>,
     write_roots: Vec<CString>,
+    /// Each overlay: the write root (its lower layer and where it is attached), its upper
+    /// layer and work folder.
+    overlays: Vec<[CString; 3]>,
+    /// Mounted in a user namespace: overlayfs keeps its marks in `user.overlay.*`.
+    userxattr: bool,
+    /// Pass-through folders inside the overlays.
+    passthrough: Vec<CString>,
     /// Each kind of cover, its path on the run's tmpfs (mounted over `tmp_at`) and the secrets
     /// it covers: one clone of it is attached over the first, and bound from there over the
     /// rest.
@@ -73,11 +85,12 @@ pub(crate) struct Prepared {
     tmp_run: CString,
     tmp_at: CString,
     workspace: CString,
-    /// The clones' descriptors: one per write root, one per kind of cover, then the TMPDIR's.
+    /// The detached mounts' descriptors: one per write root, overlay and pass-through folder,
+    /// one per kind of cover, then the TMPDIR's.
     fds: Vec<c_int>,
 }
 
-fn c_path(p: &Path) -> io::Result<CString> {
+pub(super) fn c_path(p: &Path) -> io::Result<CString> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -114,11 +127,20 @@ impl Prepared {
                 )),
             }
         }
+        let overlays = layout
+            .overlays
+            .iter()
+            .map(|Layer { root, upper, work }| Ok([c_path(root)?, c_path(upper)?, c_path(work)?]))
+            .collect::<io::Result<Vec<_>>>()?;
+        let mounts = layout.write_roots.len() + overlays.len() + layout.passthrough.len();
         Ok(Prepared {
             flags,
             maps,
-            fds: vec![-1; layout.write_roots.len() + covers.len() + 1],
+            fds: vec![-1; mounts + covers.len() + 1],
             write_roots: all(&layout.write_roots)?,
+            overlays,
+            userxattr: users.is_some(),
+            passthrough: all(&layout.passthrough)?,
             covers,
             pins: all(&layout.pins)?,
             read_only: all(&layout.read_only)?,
@@ -147,9 +169,18 @@ impl Prepared {
     fn lay_out(&mut self) -> io::Result<()> {
         mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
         let (roots, rest) = self.fds.split_at_mut(self.write_roots.len());
+        let (overlays, rest) = rest.split_at_mut(self.overlays.len());
+        let (passthrough, rest) = rest.split_at_mut(self.passthrough.len());
         let (covers, tmp) = rest.split_at_mut(self.covers.len());
         for (fd, root) in roots.iter_mut().zip(&self.write_roots) {
             *fd = open_tree(root, true)?;
+        }
+        // Before anything is mounted over the folder that holds their upper layers.
+        for (fd, layer) in overlays.iter_mut().zip(&self.overlays) {
+            *fd = overlay(layer, self.userxattr)?;
+        }
+        for (fd, folder) in passthrough.iter_mut().zip(&self.passthrough) {
+            *fd = open_tree(folder, true)?;
         }
         // Before the covers' tmpfs goes over the folder the run's TMPDIR lies in.
         tmp[0] = open_tree(&self.tmp_run, true)?;
@@ -176,6 +207,14 @@ impl Prepared {
         )?;
         for (fd, root) in roots.iter().zip(&self.write_roots) {
             move_mount(*fd, root)?;
+            close(*fd);
+        }
+        for (fd, [root, _, _]) in overlays.iter().zip(&self.overlays) {
+            move_mount(*fd, root)?;
+            close(*fd);
+        }
+        for (fd, folder) in passthrough.iter().zip(&self.passthrough) {
+            move_mount(*fd, folder)?;
             close(*fd);
         }
         for (fd, (_, _, targets)) in covers.iter().zip(&self.covers) {
@@ -223,6 +262,72 @@ impl Prepared {
         check(unsafe { libc::chdir(self.workspace.as_ptr()) } as c_long)?;
         Ok(())
     }
+}
+
+/// A detached overlay mount of `layer` (lower, upper, work): its descriptor, for `move_mount`.
+/// The overlay is made with the new mount API, so no option string is parsed: a path holding
+/// `,` or `:` stays one path (`lowerdir+`, kernel 6.8; an older kernel gets `lowerdir`, which
+/// refuses such a path rather than misreading it). Renamed folders are copied rather than
+/// redirected (`redirect_dir=off`) and a copy-up copies data too (`metacopy=off`), so that the
+/// upper layer holds every change as plain files, folders, links and whiteouts; nothing set-id
+/// or device-like runs from it (`nosuid`, `nodev`). In a user namespace overlayfs keeps its
+/// marks in `user.overlay.*` (`userxattr`).
+fn overlay(layer: &[CString; 3], userxattr: bool) -> io::Result<c_int> {
+    let [lower, upper, work] = layer;
+    // SAFETY: a NUL-terminated literal and integer flags.
+    let fs = check(unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) })?
+        as c_int;
+    let made = (|| {
+        if let Err(e) = fs_set(fs, c"lowerdir+", Some(lower)) {
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(e);
+            }
+            fs_set(fs, c"lowerdir", Some(lower))?;
+        }
+        fs_set(fs, c"upperdir", Some(upper))?;
+        fs_set(fs, c"workdir", Some(work))?;
+        fs_set(fs, c"redirect_dir", Some(c"off"))?;
+        fs_set(fs, c"metacopy", Some(c"off"))?;
+        if userxattr {
+            fs_set(fs, c"userxattr", None)?;
+        }
+        // SAFETY: the command takes no key or value.
+        check(unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<c_char>(),
+                std::ptr::null::<c_void>(),
+                0 as c_int,
+            )
+        })?;
+        // SAFETY: integer arguments only.
+        let fd = check(unsafe {
+            libc::syscall(
+                libc::SYS_fsmount,
+                fs,
+                FSMOUNT_CLOEXEC,
+                (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) as c_uint,
+            )
+        })?;
+        Ok(fd as c_int)
+    })();
+    close(fs);
+    made
+}
+
+/// Sets one parameter of the filesystem context `fs`: a string, or a flag when `value` is
+/// `None`.
+fn fs_set(fs: c_int, key: &CStr, value: Option<&CStr>) -> io::Result<()> {
+    let (cmd, value) = match value {
+        Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
+        None => (FSCONFIG_SET_FLAG, std::ptr::null()),
+    };
+    // SAFETY: `key` and `value` are NUL-terminated strings (or null for a flag) that live
+    // across the call.
+    check(unsafe { libc::syscall(libc::SYS_fsconfig, fs, cmd, key.as_ptr(), value, 0 as c_int) })
+        .map(drop)
 }
 
 /// Makes the empty folder (mode `0555`) or file (`0444`) of a cover at `path`, whatever the
@@ -449,22 +554,53 @@ pub(super) fn launch(
 /// host's disk, where removing folders cost milliseconds (ext4 mounted with `discard` on the
 /// machine issue 12 measured; the trial on disk took most of `sandbox exec`'s probe).
 pub(crate) fn namespaces_work(user: bool) -> bool {
-    try_namespaces(user).is_ok()
+    try_namespaces(user, false).is_ok()
 }
 
-fn try_namespaces(user: bool) -> io::Result<()> {
+/// Whether a run's namespaces can be made here with its write roots as overlays too (issue
+/// 25): [`namespaces_work`]'s trial with an overlay, and a pass-through folder inside it, in
+/// the layout. `false` where overlayfs is missing or refuses (a kernel before 5.11 in a user
+/// namespace, say).
+pub(crate) fn overlays_work(user: bool) -> bool {
+    try_namespaces(user, true).is_ok()
+}
+
+fn try_namespaces(user: bool, overlay: bool) -> io::Result<()> {
     let root = std::env::temp_dir().canonicalize()?;
     let (ws, runs) = (root.join("ws"), root.join("runs"));
     let run = runs.join("run");
+    let ovl = root.join("ovl");
+    let (lower, upper, work) = (ovl.join("lower"), ovl.join("upper"), ovl.join("work"));
+    let pass = lower.join("pass");
     let all =
         |paths: &[&Path]| -> io::Result<Vec<CString>> { paths.iter().map(|p| c_path(p)).collect() };
+    let mut folders = vec![&ws, &runs, &run];
+    let (pinned, secrets) = (ws.join("pinned"), ws.join("secrets"));
+    folders.extend([&pinned, &secrets]);
+    if overlay {
+        folders.extend([&ovl, &lower, &upper, &work, &pass]);
+    }
     let scratch = Scratch {
         root: c_path(&root)?,
-        folders: all(&[&ws, &ws.join("pinned"), &ws.join("secrets"), &runs, &run])?,
+        folders: all(&folders.iter().map(|p| p.as_path()).collect::<Vec<_>>())?,
         files: all(&[&ws.join("secret"), &ws.join("pinned/host")])?,
     };
     let layout = Layout {
         write_roots: vec![ws.clone()],
+        overlays: if overlay {
+            vec![Layer {
+                root: lower.clone(),
+                upper: upper.clone(),
+                work: work.clone(),
+            }]
+        } else {
+            Vec::new()
+        },
+        passthrough: if overlay {
+            vec![pass.clone()]
+        } else {
+            Vec::new()
+        },
         covers: vec![
             (ws.join("secret"), Cover::File),
             (ws.join("secrets"), Cover::Dir),

@@ -1,0 +1,290 @@
+//! What one run of a plan gets beyond the plan itself, from the admission of the call it runs
+//! (issue 25): the analysis predicts, the jail enforces the prediction.
+//!
+//! - **Writes** ([`Writes`]): a call admitted as read-only (the analysis vouches it changes
+//!   nothing: no `write` or `delete` effect, no program it does not know) runs
+//!   with the workspace and every write root read-only — a command that writes anyway gets
+//!   `EROFS` and changes nothing. A call admitted to write runs with each write root as an
+//!   overlay in its own mount namespace: what it changes lands in an upper layer of the run's
+//!   own, which Reasonix reads once every process of the run is gone
+//!   ([`super::RunResult::observed`]) and which lands in the workspace only after each change is
+//!   judged ([`crate::effects`]). Writing in place, as before, is left for what asks for it
+//!   (`reasonix sandbox exec` without `--observe`), for `best_effort` where no overlay can be
+//!   made, and for the `sandbox.passthrough` folders inside an overlay.
+//! - **Hidden** ([`protected_paths`]): each path a deny or ask rule protects from reading that
+//!   exists in the workspace, the write roots or the read roots when the run starts is covered
+//!   by an empty file or folder in the run's mount namespace, the way the system's secrets are.
+//!   The walk runs only when the policy has such a rule: a workspace without one pays nothing.
+//!
+//! The jail module knows nothing of policy: the caller (the bash tool, `sandbox exec`) says what
+//! is protected, as a predicate on paths.
+
+use std::path::{Path, PathBuf};
+
+/// How a run may change the write roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writes {
+    /// Not at all: the call was admitted as read-only. The write roots are read-only in the
+    /// run's mount namespace (only its TMPDIR and private HOME can be written).
+    None,
+    /// Through an overlay of each write root, observed and judged before anything lands.
+    Observed,
+    /// In place, unobserved: the plan's write roots as they are.
+    Direct,
+}
+
+impl Writes {
+    /// The shape of a call that may change something (`writes`: it was not admitted as
+    /// read-only) — observed — or may not — read-only.
+    pub fn for_effects(writes: bool) -> Writes {
+        if writes {
+            Writes::Observed
+        } else {
+            Writes::None
+        }
+    }
+}
+
+/// One run's shape: how it may write, and what it must not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// How it may change the write roots.
+    pub writes: Writes,
+    /// Paths to cover with an empty file or folder (canonical, existing when the run starts,
+    /// none inside another).
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Shape {
+    /// Writing in place, nothing hidden beyond the plan's own secrets: the shape of a command
+    /// no call's admission describes (`sandbox exec` without `--observe`).
+    pub fn direct() -> Shape {
+        Shape {
+            writes: Writes::Direct,
+            hidden: Vec::new(),
+        }
+    }
+
+    /// Read-only, nothing hidden beyond the plan's own secrets (hooks, plan mode's servers).
+    pub fn read_only() -> Shape {
+        Shape {
+            writes: Writes::None,
+            hidden: Vec::new(),
+        }
+    }
+}
+
+/// The paths below `bases` that `protected` names, as they are now: a protected folder is
+/// taken whole (not walked into); a symlink that is protected stands for what it points to, if
+/// that lies below a base too (covering a mount target follows the link; what a link points to
+/// outside the bases is judged by its own path wherever it is read); a dangling one for
+/// nothing. Symlinks are never followed while walking. Canonical, sorted, none inside another.
+pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    protected_paths_cached(bases, protected, &WalkCache::default())
+}
+
+/// What a walk found in the folders it read, kept for the next walk of the same predicate: a
+/// folder whose modification time has not changed since is not read again, nor its entries
+/// matched again (a folder's time changes when an entry is made, removed or renamed in it, a
+/// link re-pointed included). A folder changed within [`RACY`] of when it was read is read again
+/// every time, as git treats a racily clean index entry: its time may not have moved yet.
+#[derive(Debug, Default)]
+pub struct WalkCache {
+    folders: std::sync::Mutex<std::collections::HashMap<PathBuf, Listed>>,
+}
+
+/// How close to a folder's own modification time a reading of it is not trusted to stand for
+/// it (file times come from a coarse clock).
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+#[derive(Debug)]
+struct Listed {
+    mtime: std::time::SystemTime,
+    /// Each entry: its path, whether it is a folder (not a link) and whether it is a link, and
+    /// whether the predicate protects it.
+    entries: Vec<(PathBuf, bool, bool, bool)>,
+}
+
+/// [`protected_paths`], reusing what `cache` kept of earlier walks with the same predicate
+/// (the caller keeps one cache per predicate).
+pub fn protected_paths_cached(
+    bases: &[PathBuf],
+    protected: &dyn Fn(&Path) -> bool,
+    cache: &WalkCache,
+) -> Vec<PathBuf> {
+    let mut folders = cache
+        .folders
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut stack: Vec<PathBuf> = Vec::new();
+    for base in bases {
+        if protected(base) {
+            found.push(base.clone());
+        } else {
+            stack.push(base.clone());
+        }
+    }
+    while let Some(dir) = stack.pop() {
+        let Ok(mtime) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) else {
+            folders.remove(&dir);
+            continue;
+        };
+        let fresh = folders.get(&dir).is_some_and(|l| l.mtime == mtime);
+        if !fresh {
+            let read_at = std::time::SystemTime::now();
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                folders.remove(&dir);
+                continue;
+            };
+            let entries: Vec<(PathBuf, bool, bool, bool)> = entries
+                .flatten()
+                .filter_map(|e| {
+                    let kind = e.file_type().ok()?;
+                    let path = e.path();
+                    let hit = protected(&path);
+                    Some((path, kind.is_dir(), kind.is_symlink(), hit))
+                })
+                .collect();
+            let listed = Listed { mtime, entries };
+            // Racily clean: read again next time.
+            let racy = read_at
+                .duration_since(mtime)
+                .map_or(true, |since| since < RACY);
+            if racy {
+                walk_entries(&listed.entries, bases, &mut found, &mut stack);
+                folders.remove(&dir);
+                continue;
+            }
+            folders.insert(dir.clone(), listed);
+        }
+        if let Some(listed) = folders.get(&dir) {
+            walk_entries(&listed.entries, bases, &mut found, &mut stack);
+        }
+    }
+    drop(folders);
+    found.sort();
+    found.dedup();
+    let mut outermost: Vec<PathBuf> = Vec::with_capacity(found.len());
+    for p in found {
+        if !outermost.iter().any(|o| p.starts_with(o)) {
+            outermost.push(p);
+        }
+    }
+    outermost
+}
+
+/// One folder's entries: the protected found (a link by what it points to now), the other
+/// folders walked into.
+fn walk_entries(
+    entries: &[(PathBuf, bool, bool, bool)],
+    bases: &[PathBuf],
+    found: &mut Vec<PathBuf>,
+    stack: &mut Vec<PathBuf>,
+) {
+    for (path, dir, link, hit) in entries {
+        if *hit {
+            if *link {
+                if let Ok(target) = path.canonicalize()
+                    && bases.iter().any(|b| target.starts_with(b))
+                {
+                    found.push(target);
+                }
+            } else {
+                found.push(path.clone());
+            }
+        } else if *dir {
+            stack.push(path.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_paths_are_found_whole_links_stand_for_their_targets_and_nothing_else_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap().join("ws");
+        let outside = dir.path().canonicalize().unwrap().join("outside");
+        for f in [
+            "ws/.env",
+            "ws/app/.env",
+            "ws/keys/a/b.pem",
+            "ws/src/main.rs",
+            "ws/real.txt",
+            "outside/secret.txt",
+        ] {
+            let p = dir.path().canonicalize().unwrap().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        // A protected name pointing at an ordinary file inside, one pointing outside, one
+        // dangling.
+        std::os::unix::fs::symlink(ws.join("real.txt"), ws.join("link.env")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.txt"), ws.join("out.env")).unwrap();
+        std::os::unix::fs::symlink(ws.join("nothing"), ws.join("gone.env")).unwrap();
+        let protected = |p: &Path| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".env") || name == "keys"
+        };
+        let found = protected_paths(std::slice::from_ref(&ws), &protected);
+        assert_eq!(
+            found,
+            [
+                ws.join(".env"),
+                ws.join("app/.env"),
+                ws.join("keys"),
+                ws.join("real.txt"),
+            ]
+        );
+        // The legitimate twin: nothing protected, nothing found.
+        assert!(protected_paths(std::slice::from_ref(&ws), &|_| false).is_empty());
+    }
+
+    /// A walk that reuses what it kept finds what one from scratch finds, a new protected file
+    /// in a folder it had read among them; folders not changed are not matched again.
+    #[test]
+    fn a_cached_walk_finds_what_a_fresh_one_finds_and_reads_only_changed_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        for f in ["a/b/c.txt", "a/.env", "d/e.txt"] {
+            let p = ws.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        // Old enough not to be racy.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for d in ["", "a", "a/b", "d"] {
+            let f = std::fs::File::open(ws.join(d)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        let matched = std::cell::Cell::new(0usize);
+        let protected = |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name().is_some_and(|n| n == ".env")
+        };
+        let cache = WalkCache::default();
+        let bases = [ws.clone()];
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            [ws.join("a/.env")]
+        );
+        let first = matched.get();
+        assert!(first >= 7, "{first}");
+        matched.set(0);
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            [ws.join("a/.env")]
+        );
+        assert_eq!(matched.get(), 1, "only the base itself is matched again");
+        // A new secret in a folder read before: its time moved, it is read again.
+        std::fs::write(ws.join("d/.env"), "k").unwrap();
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            protected_paths(&bases, &protected)
+        );
+        assert!(protected_paths_cached(&bases, &protected, &cache).contains(&ws.join("d/.env")));
+    }
+}
