@@ -1030,6 +1030,79 @@ async fn approvals_cover_the_exact_call_and_a_refusal_runs_nothing() {
     assert!(!rig.world.ws.join("a.txt").exists());
 }
 
+/// Re-points `link` at `to` once `after` calls have ended, as a command of the model's could
+/// have between two calls.
+struct Repointing {
+    ended: AtomicUsize,
+    after: usize,
+    link: std::path::PathBuf,
+    to: std::path::PathBuf,
+}
+
+impl Terminal for Repointing {
+    fn text(&self, _delta: &str) {}
+    fn call(&self, _admission: &Admission, _record: &CallRecord) {
+        if self.ended.fetch_add(1, Ordering::SeqCst) + 1 == self.after {
+            std::fs::remove_file(&self.link).unwrap();
+            std::os::unix::fs::symlink(&self.to, &self.link).unwrap();
+        }
+    }
+}
+
+/// Issue 26: "allow for this session" was keyed on the call's text, so after a symlink it wrote
+/// through was re-pointed at `.git/hooks`, the same text ran there, past the rule that asks for
+/// git internals, with nobody asked. An approval is bound to what was approved: the same text
+/// resolving to the same place is not asked again (the twin); resolving elsewhere, it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_approval_is_bound_to_where_the_call_resolved() {
+    let rig = Rig::new();
+    let ws = &rig.world.ws;
+    std::fs::create_dir_all(ws.join("notes")).unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    rig.world.link("out", "notes");
+    let gate = rig.gate(None, Posture::Interactive); // writes ask; .git/** asks (git-internals)
+    let write = json!({"name": "write_file", "arguments": {"path": "out/post-commit", "content": "#!/bin/sh\n"}});
+    let turns = json!([
+        {"tool_calls": [write.clone()]},
+        {"tool_calls": [write.clone()]},
+        {"tool_calls": [write]},
+    ]);
+    let approver = Arc::new(Counting(Answer::Session, AtomicUsize::new(0)));
+    let terminal = Arc::new(Repointing {
+        ended: AtomicUsize::new(0),
+        after: 2,
+        link: ws.join("out"),
+        to: std::path::PathBuf::from(".git/hooks"),
+    });
+    let mut session = Session::new(
+        gate,
+        script(turns),
+        approver.clone(),
+        Arc::clone(&rig.recorder),
+        Leases::new(),
+        terminal,
+        10,
+        4096,
+    );
+    session.run("write").await.unwrap();
+    let approvals: Vec<Value> = rig.calls().iter().map(|c| c["approval"].clone()).collect();
+    assert_eq!(
+        approvals,
+        [
+            json!("allow_session"),
+            json!("session"),
+            json!("allow_session")
+        ],
+        "the third call, the same text resolving into .git/hooks, is asked again"
+    );
+    assert_eq!(approver.1.load(Ordering::SeqCst), 2);
+    let third = &rig.calls()[2];
+    assert!(
+        common::reasons(&third["admission"]).contains("git-internals"),
+        "{third}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parallelism and leases.
 

@@ -769,10 +769,15 @@ fn reasonix_yaml_names_the_policies_and_a_policy_flag_wins() {
     );
     assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")), "{v}");
 
-    // Without builtin:default there, text output says the default is not in force.
+    // Without builtin:default there, a project file nobody trusts cannot put the default out
+    // of force: its list is added to it (issue 26).
     w.file("reasonix.yaml", "policies: [policies/team.yaml]\n");
     let ws = w.ws.to_str().unwrap();
     let call = read_env().to_string();
+    let (code, _, stderr) = w.run(&["check", "--workspace", ws, &call], "");
+    assert_eq!(code, 20, "{stderr}");
+    // Trusted, the list replaces it, and text output says the default is not in force.
+    w.trust();
     let (code, _, stderr) = w.run(&["check", "--workspace", ws, &call], "");
     assert_eq!(code, 0, "{stderr}");
     assert!(

@@ -52,6 +52,8 @@ fn world() -> World {
     w.file("reasonix.yaml", "policies: [policies/]\n");
     w.file("src/main.rs", "fn main() {}\n");
     w.file(".env", "KEY=1\n");
+    // The team's policies allow: they count once the user trusts them (issue 26).
+    w.trust();
     w
 }
 
@@ -402,7 +404,13 @@ fn a_configuration_or_record_that_cannot_be_used_blocks_with_exit_2_and_says_why
             std::fs::remove_dir(&yaml).unwrap();
         }
         match config {
-            Some(text) => std::fs::write(&yaml, text).unwrap(),
+            Some(text) => {
+                std::fs::write(&yaml, text).unwrap();
+                // A record the project names outside .reasonix/ is the user's to trust.
+                if text == recording {
+                    w.trust();
+                }
+            }
             None => {
                 std::fs::remove_file(&yaml).unwrap();
                 std::fs::create_dir(&yaml).unwrap();

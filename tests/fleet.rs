@@ -245,6 +245,9 @@ impl Stream {
 
 fn yaml(w: &World, text: &str) {
     w.file("reasonix.yaml", text);
+    // Bundles, collectors and their tokens reach beyond the workspace: the user trusts the
+    // file first (issue 26).
+    w.trust();
 }
 
 // ---------------------------------------------------------------------------------------------

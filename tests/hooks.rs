@@ -28,6 +28,8 @@ impl World {
                 "hooks:\n  pre_tool:\n    - tools: {tools}\n      command: [{PYTHON}, hooks/{name}.py]\n      timeout_ms: {timeout_ms}\n"
             ),
         );
+        // Hook commands start programs: honoured once the user trusts the file (issue 26).
+        self.trust();
     }
 
     fn check_hooked(&self, call: Value, extra: &[&str]) -> (i32, Value) {

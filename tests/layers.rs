@@ -25,6 +25,7 @@
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
 //! | `decisions` | after the record: each decision, in OPA's decision-log shape, to a file or a collector |
 //! | `agent` | the loop that drives it all |
+//! | `settings` | before any gate is built: the layers of settings and what a project may decide (it reads the settings format the agent's config module defines) |
 //!
 //! Inside `gate`, each stage module may use only the stages before it.
 
@@ -54,6 +55,7 @@ const ORDER: &[&str] = &[
     "decisions",
     "rewind",
     "agent",
+    "settings",
 ];
 
 const GATE_STAGES: &[&str] = &[

@@ -167,6 +167,7 @@ fn prompt(i: usize) -> String {
 fn run(i: usize, url: &str) -> Ran {
     let w = World::new();
     w.file("reasonix.yaml", "provider:\n  retry_base_ms: 40\n");
+    w.trust();
     let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
         .args(["run", "--provider", "openai", "--model", "gpt-4o"])
         .args([

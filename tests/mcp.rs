@@ -85,6 +85,8 @@ impl World {
                 .to_string(),
         )
         .unwrap();
+        // A server's command is the user's to trust (issue 26).
+        self.trust();
         marker
     }
 }
@@ -344,6 +346,7 @@ fn a_listing_that_never_ends_contributes_nothing_and_says_why() {
         ),
     )
     .unwrap();
+    w.trust();
     let p = w.policy("p.yaml", &policy());
     let started = Instant::now();
     let (_, v) = w.check(
@@ -380,7 +383,7 @@ fn connected_with(w: &World, yaml: &str) -> (reasonix::Gate, Servers) {
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let c = servers.connect("fx", &mut |_| None);
     assert!(c.result.is_ok(), "{:?}", c.result.as_ref().err());
@@ -703,7 +706,7 @@ fn session_run(w: &World, approver: Arc<Scripted>, calls: &[Value]) -> Vec<Value
         &w.ws,
         Posture::Interactive,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let first = servers.connect("fx", &mut |a| {
         Some(match approver.ask(a) {
@@ -884,7 +887,7 @@ fn a_server_started_in_plan_mode_runs_read_only_until_a_plan_is_approved() {
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     servers.set_writes(reasonix::sandbox::jail::Writes::None);
     assert!(servers.connect("fx", &mut |_| None).result.is_ok());

@@ -170,6 +170,7 @@ impl World {
                 .to_string(),
         )
         .unwrap();
+        self.trust();
     }
 }
 
@@ -186,7 +187,7 @@ fn connected(w: &World, name: &str) -> (reasonix::Gate, Servers) {
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let c = servers.connect(name, &mut |_| None);
     assert!(c.result.is_ok(), "{:?}", c.result.as_ref().err());

@@ -87,6 +87,7 @@ impl World {
             .to_string(),
         )
         .unwrap();
+        self.trust();
         Some(())
     }
 
@@ -286,6 +287,7 @@ fn a_denied_connect_of_the_filesystem_server_starts_no_process() {
             .to_string(),
     )
     .unwrap();
+    w.trust();
     let deny = w.policy(
         "deny.yaml",
         "version: 1\nrules:\n  - id: no-files\n    decision: deny\n    tools: [\"mcp_connect__files\"]\n",
@@ -308,7 +310,7 @@ fn run_real(w: &World, yaml: &[(&str, &str)], name: &str, args: Value) -> Result
         &w.ws,
         Posture::Unattended,
     );
-    let configured = reasonix::mcp::servers(&w.ws, &Default::default()).unwrap();
+    let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
     let server = reasonix::mcp::server_of(name).unwrap();
     let c = servers.connect(server, &mut |_| None);
@@ -351,6 +353,7 @@ fn the_time_server_answers_and_its_schema_is_enforced() {
             .to_string(),
     )
     .unwrap();
+    w.trust();
     let declared = format!(
         "{}mcp:\n  classify:\n    - tools: [\"mcp__time__*\"]\n      effects: [read]\n",
         start()
@@ -391,6 +394,7 @@ fn the_jailed_filesystem_server_cannot_write_outside_the_workspace_though_it_was
             .to_string(),
     )
     .unwrap();
+    w.trust();
     let writers = "version: 1\ndefaults:\n  writer: allow\n";
     let planted = w.outside.join("planted.txt");
     let write = |p: &PathBuf| json!({"path": p, "content": "x"});

@@ -629,6 +629,7 @@ async fn a_served_call_runs_the_post_tool_hooks_and_their_note_follows_the_resul
         "reasonix.yaml",
         "hooks:\n  post_tool:\n    - tools: [read_file]\n      command: [/usr/bin/python3, hooks/note.py]\n",
     );
+    w.trust();
     let results = with_rust_client(
         &w,
         (),
@@ -767,5 +768,34 @@ async fn an_ask_on_a_connection_a_served_command_makes_goes_to_the_client_user()
         connections,
         [("ask", "connected"), ("ask", "refused")],
         "{lines:#?}"
+    );
+}
+
+/// Issue 26: `mcp serve` is one of the entry points that runs the pre-tool hooks (the others:
+/// tests/trust.rs); a repository's hooks run only once the user trusts them, and an untrusted
+/// file that asks for them makes `mcp serve` refuse to start rather than serve without them.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_serve_runs_the_pre_tool_hooks_of_trusted_settings_and_refuses_untrusted_ones() {
+    let w = world();
+    w.file(
+        "reasonix.yaml",
+        "hooks:\n  pre_tool:\n    - tools: [read_file]\n      command: [/bin/sh, -c, 'echo {\\\"decision\\\": \\\"deny\\\", \\\"reason\\\": \\\"hook says no\\\"}']\n",
+    );
+    let ws = w.ws.to_str().unwrap().to_owned();
+    // It refuses before reading any request: a blocking run here is over at once.
+    let (code, _, stderr) = w.run(&["mcp", "serve", "--workspace", &ws], "");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("hooks.pre_tool") && stderr.contains("reasonix trust"),
+        "{stderr}"
+    );
+    w.trust();
+    let results =
+        with_rust_client(&w, (), &[("read_file", json!({"path": "notes.md"}))], &[]).await;
+    assert_eq!(results[0].is_error, Some(true), "{}", said(&results[0]));
+    assert!(
+        said(&results[0]).contains("hook says no"),
+        "{}",
+        said(&results[0])
     );
 }

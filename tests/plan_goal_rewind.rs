@@ -1234,6 +1234,7 @@ fn the_rewind_store_is_a_host_file_no_call_may_change() {
     );
     // With the record elsewhere, its state folder moves with it and stays protected.
     w.file("reasonix.yaml", "record: logs/run.jsonl\n");
+    w.trust();
     let (_, v) = w.check(&write("logs/run.jsonl.d/rewind/abc"), &[]);
     assert_eq!(
         (v["verdict"].as_str(), v["stage"].as_str()),

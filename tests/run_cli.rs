@@ -191,17 +191,29 @@ fn reasonix_yaml_configures_the_run_and_the_model_cannot_rewrite_it() {
         ]}]"#,
     );
     let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
-    let (code, _, stderr) = w.run(
-        &[
-            "run",
-            "--workspace",
-            w.ws.to_str().unwrap(),
-            "--policy",
-            &allow_all,
-            "go",
-        ],
-        "",
+    let run = || {
+        w.run(
+            &[
+                "run",
+                "--workspace",
+                w.ws.to_str().unwrap(),
+                "--policy",
+                &allow_all,
+                "go",
+            ],
+            "",
+        )
+    };
+    // A provider the repository chose is the user's to trust first (issue 26): nothing runs.
+    let (code, _, stderr) = run();
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("provider.kind") && stderr.contains("reasonix trust"),
+        "{stderr}"
     );
+    assert!(!w.ws.join("log/record.jsonl").exists());
+    w.trust();
+    let (code, _, stderr) = run();
     assert_eq!(code, 0, "{stderr}");
     let lines = common::jsonl(&w.ws.join("log/record.jsonl"));
     let calls: Vec<&Value> = lines
@@ -235,6 +247,8 @@ async fn run_on_mock(url: &str, extra: &[&str]) -> (World, Option<i32>, String, 
     tokio::task::spawn_blocking(move || {
         let w = World::new();
         w.file("reasonix.yaml", "provider:\n  retry_base_ms: 5\n");
+        // A shorter backoff than the built-in one is the user's to allow (issue 26).
+        w.trust();
         let allow_all = w.policy("allow.yaml", common::ALLOW_ALL);
         let out = Command::new(env!("CARGO_BIN_EXE_reasonix"))
             .args([
@@ -641,6 +655,7 @@ fn record_arguments_digest_keeps_the_contents_out_of_the_record() {
         "record:\n  path: .reasonix/record.jsonl\n  arguments: digest\n",
     )
     .unwrap();
+    w.trust();
     let allow = w.policy("allow.yaml", common::ALLOW_ALL);
     let (code, _, stderr) = w.run(
         &[

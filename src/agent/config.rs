@@ -1,7 +1,6 @@
-//! `reasonix.yaml`: the run's settings, read from the workspace, then from the user's config
-//! folder (`$XDG_CONFIG_HOME/reasonix/` or `~/.config/reasonix/`); a field set in the workspace
-//! file wins, and command-line flags win over both. Relative paths are relative to the
-//! workspace.
+//! `reasonix.yaml`: the format of the run's settings. Where they are read from (the managed,
+//! user and project layers), how they merge, and what a project file nobody trusts may decide
+//! is [`crate::settings`]'s.
 //!
 //! ```yaml
 //! provider:
@@ -151,37 +150,6 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// `self` with every unset field taken from `other`.
-    fn or(self, other: RunConfig) -> RunConfig {
-        RunConfig {
-            provider: ProviderSpec {
-                kind: self.provider.kind.or(other.provider.kind),
-                base_url: self.provider.base_url.or(other.provider.base_url),
-                model: self.provider.model.or(other.provider.model),
-                api_key_env: self.provider.api_key_env.or(other.provider.api_key_env),
-                script: self.provider.script.or(other.provider.script),
-                max_retries: self.provider.max_retries.or(other.provider.max_retries),
-                read_timeout_ms: self
-                    .provider
-                    .read_timeout_ms
-                    .or(other.provider.read_timeout_ms),
-                retry_base_ms: self.provider.retry_base_ms.or(other.provider.retry_base_ms),
-            },
-            policies: self.policies.or(other.policies),
-            data: self.data.or(other.data),
-            max_steps: self.max_steps.or(other.max_steps),
-            result_bytes: self.result_bytes.or(other.result_bytes),
-            record: RecordSpec {
-                path: self.record.path.or(other.record.path),
-                arguments: self.record.arguments.or(other.record.arguments),
-            },
-            mcp_servers: self.mcp_servers.or(other.mcp_servers),
-            hooks: self.hooks.or(other.hooks),
-            bundle: self.bundle.or(other.bundle),
-            decision_logs: self.decision_logs.or(other.decision_logs),
-        }
-    }
-
     /// `policies:` as paths: relative ones taken from the workspace, `builtin:default` as is.
     pub fn policy_paths(&self, workspace: &Path) -> Vec<PathBuf> {
         self.policies
@@ -206,38 +174,20 @@ impl RunConfig {
             .collect()
     }
 
-    /// Where the settings are read from, the workspace's file first; either may be missing.
-    /// Both are host files no call may change.
-    pub fn files(workspace: &Path) -> Vec<PathBuf> {
-        let user = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-            .map(|c| c.join("reasonix/reasonix.yaml"));
-        std::iter::once(workspace.join("reasonix.yaml"))
-            .chain(user)
-            .collect()
-    }
-
-    /// The workspace's file over the user's, either may be missing. An unreadable or invalid
-    /// file is an error naming it (and its line).
-    pub fn load(workspace: &Path) -> Result<RunConfig, String> {
-        let mut config = RunConfig::default();
-        for path in RunConfig::files(workspace) {
-            if !path.exists() {
-                continue;
-            }
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let file: RunConfig = yaml_serde::from_str(&text).map_err(|e| {
-                let at = e
-                    .location()
-                    .map(|l| format!(":{}:{}", l.line(), l.column()))
-                    .unwrap_or_default();
-                format!("{}{at}: {e}", path.display())
-            })?;
-            config = config.or(file);
+    /// Checks one settings file's text as the format says (unknown keys, bad values), an error
+    /// naming `path` and the line. Layers and their merge are [`crate::settings`]'s: the one
+    /// loader every entry point uses.
+    pub fn parse(path: &Path, text: &str) -> Result<RunConfig, String> {
+        if text.trim().is_empty() {
+            return Ok(RunConfig::default());
         }
-        Ok(config)
+        yaml_serde::from_str(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(":{}:{}", l.line(), l.column()))
+                .unwrap_or_default();
+            format!("{}{at}: {e}", path.display())
+        })
     }
 }
 
@@ -245,37 +195,17 @@ impl RunConfig {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_workspace_file_wins_field_by_field() {
-        let ws = RunConfig {
-            provider: ProviderSpec {
-                model: Some("m1".into()),
-                ..ProviderSpec::default()
-            },
-            ..RunConfig::default()
-        };
-        let user = RunConfig {
-            provider: ProviderSpec {
-                model: Some("m2".into()),
-                base_url: Some("u".into()),
-                max_retries: Some(5),
-                ..ProviderSpec::default()
-            },
-            max_steps: Some(3),
-            ..RunConfig::default()
-        };
-        let merged = ws.or(user);
-        assert_eq!(merged.provider.model.as_deref(), Some("m1"));
-        assert_eq!(merged.provider.base_url.as_deref(), Some("u"));
-        assert_eq!(merged.provider.max_retries, Some(5));
-        assert_eq!(merged.max_steps, Some(3));
+    /// The workspace's file alone, as the settings loader checks it.
+    fn load(workspace: &Path) -> Result<RunConfig, String> {
+        let path = workspace.join("reasonix.yaml");
+        RunConfig::parse(&path, &std::fs::read_to_string(&path).unwrap())
     }
 
     #[test]
     fn a_misspelt_key_is_an_error_with_its_place() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("reasonix.yaml"), "max_step: 3\n").unwrap();
-        let e = RunConfig::load(dir.path()).unwrap_err();
+        let e = load(dir.path()).unwrap_err();
         assert!(
             e.contains("reasonix.yaml:1:") && e.contains("max_step"),
             "{e}"
@@ -287,21 +217,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("reasonix.yaml");
         std::fs::write(&file, "record: r.jsonl\n").unwrap();
-        let c = RunConfig::load(dir.path()).unwrap();
+        let c = load(dir.path()).unwrap();
         assert_eq!(c.record.path, Some(PathBuf::from("r.jsonl")));
         assert_eq!(c.record.arguments, None);
         std::fs::write(&file, "record:\n  arguments: digest\n").unwrap();
-        let c = RunConfig::load(dir.path()).unwrap();
+        let c = load(dir.path()).unwrap();
         assert_eq!(c.record.path, None);
         assert_eq!(c.record.arguments, Some(RecordArguments::Digest));
         std::fs::write(&file, "record:\n  argument: digest\n").unwrap();
-        let e = RunConfig::load(dir.path()).unwrap_err();
+        let e = load(dir.path()).unwrap_err();
         assert!(
             e.contains("reasonix.yaml:2:") && e.contains("argument"),
             "{e}"
         );
         std::fs::write(&file, "record:\n  arguments: some\n").unwrap();
-        let e = RunConfig::load(dir.path()).unwrap_err();
+        let e = load(dir.path()).unwrap_err();
         assert!(e.contains("unknown variant `some`"), "{e}");
     }
 
@@ -309,7 +239,7 @@ mod tests {
     fn zero_max_steps_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("reasonix.yaml"), "max_steps: 0\n").unwrap();
-        let e = RunConfig::load(dir.path()).unwrap_err();
+        let e = load(dir.path()).unwrap_err();
         assert!(e.contains("at least 1"), "{e}");
     }
 
@@ -321,7 +251,7 @@ mod tests {
             "policies: [builtin:default, team.yaml, /abs/p.rego]\ndata: [d.json]\n",
         )
         .unwrap();
-        let c = RunConfig::load(dir.path()).unwrap();
+        let c = load(dir.path()).unwrap();
         assert_eq!(
             c.policy_paths(dir.path()),
             [
@@ -341,7 +271,7 @@ mod tests {
             "provider:\n  max_retries: 5\n  read_timeout_ms: 1500\n  retry_base_ms: 20\n",
         )
         .unwrap();
-        let c = RunConfig::load(dir.path()).unwrap();
+        let c = load(dir.path()).unwrap();
         assert_eq!(c.provider.max_retries, Some(5));
         assert_eq!(c.provider.read_timeout_ms, Some(1500));
         assert_eq!(c.provider.retry_base_ms, Some(20));
@@ -350,7 +280,7 @@ mod tests {
             "provider:\n  max_retries: -1\n",
         )
         .unwrap();
-        let e = RunConfig::load(dir.path()).unwrap_err();
+        let e = load(dir.path()).unwrap_err();
         assert!(e.contains("reasonix.yaml:2:"), "{e}");
     }
 }

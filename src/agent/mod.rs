@@ -10,6 +10,7 @@
 //! See [`session`] for the turn — and for plan mode, goals and the snapshots rewind goes back
 //! to — [`openai`] and [`script`] for the providers.
 
+pub mod approvals;
 pub mod approver;
 pub mod config;
 pub mod elicit;

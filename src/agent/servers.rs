@@ -75,7 +75,11 @@ impl Servers {
         let mut slots = BTreeMap::new();
         let mut by_name = BTreeMap::new();
         for server in configured {
-            let (tool, slot) = ConnectTool::new(server.clone(), Arc::clone(&writes));
+            let (tool, slot) = ConnectTool::new(
+                server.clone(),
+                gate.roots().workspace(),
+                Arc::clone(&writes),
+            );
             registry.add_mcp(Arc::new(tool))?;
             slots.insert(server.name.clone(), slot);
             by_name.insert(server.name.clone(), server);
@@ -240,7 +244,10 @@ impl Servers {
                 restart: None,
             };
         };
-        let call = Call::new(connect_name(name), connect_arguments(server));
+        let call = Call::new(
+            connect_name(name),
+            connect_arguments(server, self.connect_gate.roots().workspace()),
+        );
         let (admitted, admission, approval) = match self.connect_gate.admit(&call) {
             Judgement::Allowed(a) => {
                 let admission = a.admission().clone();
@@ -379,7 +386,7 @@ impl Servers {
             restart: c.restart,
             server: name.to_owned(),
             tool: connect_name(name),
-            arguments: connect_arguments(server),
+            arguments: connect_arguments(server, self.connect_gate.roots().workspace()),
             admission: AdmissionRecord {
                 verdict: c.admission.verdict,
                 stage: c.admission.stage,

@@ -190,7 +190,9 @@ pub struct Session {
     max_steps: usize,
     result_bytes: usize,
     messages: Vec<Message>,
-    approved: HashSet<String>,
+    /// "Allow for this session" answers, each bound to what was approved
+    /// ([`super::approvals`]).
+    approved: super::approvals::Approvals,
     run_id: String,
     record_arguments: RecordArguments,
     call_ids: HashSet<String>,
@@ -284,7 +286,7 @@ impl Session {
             max_steps,
             result_bytes,
             messages: vec![Message::System(system)],
-            approved: HashSet::new(),
+            approved: Default::default(),
             run_id: record::run_id(),
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
@@ -1135,19 +1137,18 @@ impl Session {
                 (admitted.admission().clone(), None, None, Some(admitted))
             }
             Judgement::Ask(pending) => {
-                let key = exact_key(&call);
-                let (approval, approver) = if self.approved.contains(&key) {
-                    (Approval::Session, None)
-                } else {
-                    let ruling = self
-                        .approver
-                        .rule(pending.admission(), Some(&call.arguments));
-                    if ruling.answer == Answer::Session {
-                        self.approved.insert(key);
-                    }
-                    let approval = Approval::from(ruling.answer);
-                    (approval, Some((ruling.by, ruling.note)))
-                };
+                let asked = pending.admission();
+                let (approval, approver) =
+                    if self.approved.covers(&call.name, &call.arguments, asked) {
+                        (Approval::Session, None)
+                    } else {
+                        let ruling = self.approver.rule(asked, Some(&call.arguments));
+                        if ruling.answer == Answer::Session {
+                            self.approved.approve(&call.name, &call.arguments, asked);
+                        }
+                        let approval = Approval::from(ruling.answer);
+                        (approval, Some((ruling.by, ruling.note)))
+                    };
                 let admission = pending.admission().clone();
                 let runnable = (approval != Approval::Deny).then(|| pending.approve());
                 (admission, Some(approval), approver, runnable)
@@ -1207,14 +1208,6 @@ fn asking(gate: Arc<Gate>, approver: &Arc<dyn Approver>) -> Arc<Gate> {
             }
         })),
     )
-}
-
-/// The exact call an "allow for the session" covers: the tool and its arguments, keys sorted.
-fn exact_key(call: &ProposedCall) -> String {
-    let args = serde_json::from_str::<Value>(&call.arguments)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| call.arguments.clone());
-    format!("{}\u{0}{args}", call.name)
 }
 
 /// Leases, keeps what a file tool is about to change, runs on a blocking thread, and takes

@@ -90,15 +90,14 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         super::warn(&notice);
     }
-    let hooks = match &built.settings.hooks {
-        Some(spec) => Some(
-            reasonix::hooks::Hooks::new(spec)
-                .map_err(anyhow::Error::msg)
-                .context("reasonix.yaml hooks")?,
-        ),
-        None => None,
+    // What the project's files asked for that needs the user's trust is left out: check judges
+    // with the narrowing part, and says so on stderr (text and JSON output alike).
+    if let Some(message) = built.untrusted() {
+        super::warn_lines(&format!(
+            "{message}. These calls are judged without what was left out"
+        ));
     }
-    .filter(|h| !h.is_empty());
+    let hooks = built.hooks.clone();
     let mut servers = if args.no_mcp {
         None
     } else {
@@ -276,8 +275,8 @@ fn connect_servers(
     built: &super::Built,
 ) -> anyhow::Result<reasonix::agent::servers::Servers> {
     let configured = reasonix::mcp::servers(
-        built.gate.roots().workspace(),
-        &built.settings.mcp_servers.clone().unwrap_or_default(),
+        built.settings.mcp_json(),
+        &built.config().mcp_servers.clone().unwrap_or_default(),
     )
     .map_err(anyhow::Error::msg)
     .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;

@@ -1,9 +1,13 @@
 //! `reasonix hook claude`: the gate as Claude Code's `PreToolUse` hook.
 //!
-//! It reads the hook's JSON from stdin, maps Claude's tool to Reasonix calls in the workspace
-//! `cwd` ([`reasonix::claude::hook`]), judges them with the gate `check` uses (dry run: the
-//! policies of `reasonix.yaml` or `--policy`, the host's own files protected), appends one
-//! `claude_hook` line per judged call to the record, and prints Claude's hook output with exit 0.
+//! It reads the hook's JSON from stdin, maps Claude's tool to Reasonix calls
+//! ([`reasonix::claude::hook`]) in the project's root as Claude Code has it
+//! ([`reasonix::claude::project`]: `CLAUDE_PROJECT_DIR`, else the nearest `reasonix.yaml` or
+//! `.git` above `cwd` — never the shell's folder), judges them with the gate every entry point
+//! builds (dry run: the settings' policies or `--policy`, the host's own files protected, the
+//! pre-tool hooks run), narrows what relied on how Reasonix's own tools run
+//! ([`reasonix::claude::unjailed`]), appends one `claude_hook` line per judged call to the
+//! record, and prints Claude's hook output with exit 0.
 //!
 //! Claude Code's contract for a command hook: exit 0 with JSON on stdout is read as the
 //! decision; exit 2 blocks the tool and shows stderr to the model. So anything that goes wrong
@@ -21,6 +25,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use reasonix::claude::hook::{self, HookInput, HookOutput, Mapped, Permission};
 use reasonix::claude::tools::Observed;
+use reasonix::claude::{project, unjailed};
 use reasonix::record::{ARGUMENTS_BOUND, AdmissionRecord, HookRecord, Recorder, now_ms, sha256};
 use reasonix::text::{Keep, shorten};
 use reasonix::{Admission, Posture, Registry};
@@ -112,9 +117,17 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let cwd = PathBuf::from(&input.cwd);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        anyhow::bail!(
+            "the hook input's cwd {:?} does not exist or is not an absolute folder",
+            input.cwd
+        );
+    }
+    // The project as Claude Code has it, never the shell's folder (issue 26).
+    let root = project::root(std::env::var_os(project::PROJECT_DIR).as_deref(), &cwd);
     let built = super::gate(super::GateSpec {
         fleet: &super::FleetArgs::default(),
-        workspace: &cwd,
+        workspace: &root,
         policies: super::Policies::Named {
             policies: &args.policies,
             data: &args.data,
@@ -126,6 +139,13 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         explain: false,
         dry_run: true,
     })?;
+    // What the project's untrusted files asked for is left out: the call is judged with the
+    // narrowing part, and the answer and stderr say so.
+    let untrusted = built.untrusted();
+    if let Some(message) = &untrusted {
+        super::warn_lines(message);
+    }
+    let hooks = built.hooks.clone();
     let mapped = hook::map(&input.tool_name, &input.tool_input);
     let mut registry = Registry::with_builtins();
     if input.tool_name.starts_with("mcp__") {
@@ -137,6 +157,8 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         .gate
         .with_registry(registry)
         .context("cannot set up the gate")?;
+    // Pre-tool hooks get the policy input, as in every entry point.
+    let explaining = hooks.as_ref().map(|_| gate.with_explain(true));
     let record = gate.host_files().record().to_path_buf();
     let recorder = Recorder::open_waiting(&record)
         .with_context(|| format!("cannot open the execution record {}", record.display()))?;
@@ -146,16 +168,27 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     let (output, judged) = match mapped {
         Mapped::Calls(calls) => {
             let judged: Vec<(String, String, Admission)> = calls
-                .iter()
-                .map(|call| {
-                    let arguments = call
-                        .parse_arguments()
-                        .map(|a| serde_json::Value::Object(a).to_string())
-                        .unwrap_or_default();
+                .into_iter()
+                .map(|mut call| {
+                    let mut arguments = call.parse_arguments().unwrap_or_default();
+                    project::anchor(&call.name, &mut arguments, &cwd, gate.roots().workspace());
+                    call.arguments = reasonix::call::RawArguments::Object(arguments.clone());
+                    let admission = match (&hooks, &explaining) {
+                        (Some(hooks), Some(explaining)) => {
+                            let judged = explaining.admit(&call);
+                            let mut a = hooks.pre_tool(explaining, &call, judged).into_admission();
+                            a.input = None;
+                            a
+                        }
+                        _ => gate.admit(&call).into_admission(),
+                    };
+                    // With --jail, Claude runs Bash in Reasonix's jail: only what it does not
+                    // jail is narrowed.
+                    let admission = unjailed::correct(&gate, &arguments, admission, args.jail);
                     (
                         call.name.clone(),
-                        arguments,
-                        gate.admit(call).into_admission(),
+                        serde_json::Value::Object(arguments).to_string(),
+                        admission,
                     )
                 })
                 .collect();
@@ -168,8 +201,20 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     let mut output = output;
+    if untrusted.is_some() {
+        output.specific.reason.push_str(
+            "; reasonix: the project's files are not trusted, so only what narrows the gate counted (`reasonix config` in the project says what was left out, `reasonix trust` trusts them)",
+        );
+    }
     if args.jail && input.tool_name == "Bash" && output.specific.decision != Permission::Deny {
-        output.specific.updated_input = Some(jailed_bash(args, &cwd, &input.tool_input)?);
+        // The jail's workspace is the project root; the command runs from Claude's folder in it.
+        let mut anchored = input.tool_input.as_object().cloned().unwrap_or_default();
+        project::anchor("bash", &mut anchored, &cwd, &root);
+        output.specific.updated_input = Some(jailed_bash(
+            args,
+            &root,
+            &serde_json::Value::Object(anchored),
+        )?);
         output.specific.reason.push_str(
             "; reasonix: the command runs inside Reasonix's jail (hook claude --jail), its changes judged before they land",
         );

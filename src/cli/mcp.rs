@@ -116,10 +116,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         explain: false,
         dry_run: false,
     })?;
+    built.refuse_untrusted(args.no_mcp)?;
     if let Some(notice) = built.chosen.default_notice() {
         super::warn(&notice);
     }
-    let (gate, config) = (built.gate, built.settings);
+    let hooks = built.hooks.clone();
+    let (gate, settings) = (built.gate, built.settings);
+    let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
     let recorder = Arc::new(
         Recorder::open(&record)
@@ -130,7 +133,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let approver = Arc::new(Always(Answer::Deny));
     let (registry, connected) = super::session_tools(
         &gate,
-        &config,
+        &settings,
         args.no_mcp,
         approver.as_ref(),
         reasonix::sandbox::jail::Writes::Direct,
@@ -151,12 +154,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.result_bytes.unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
-    let session = match &config.hooks {
-        Some(spec) => session.hooks(Arc::new(
-            reasonix::hooks::Hooks::new(spec)
-                .map_err(anyhow::Error::msg)
-                .context("reasonix.yaml hooks")?,
-        )),
+    let session = match hooks {
+        Some(hooks) => session.hooks(hooks),
         None => session,
     };
     let run_id = session.run_id().to_owned();

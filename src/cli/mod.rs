@@ -1,6 +1,8 @@
 //! The command line. Each command lives in its own module; this one parses arguments, sets up
 //! the logs, maps errors to exit status 2 and prints them the way a user can act on.
 //!
+//! Settings come from one loader, [`reasonix::settings`], for every command: `settled` here.
+//!
 //! Exit status of `check` (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
 //! 2 usage or configuration error; of `run`: 0 finished (a goal met, an unreviewed plan handed
 //! in), 3 max steps, 4 provider failed, 5 a goal not met when the turns ran out, 6 the gate
@@ -12,6 +14,7 @@
 //! `-q` none; without `-v`/`-q`, `RUST_LOG` says what to log when it is set.
 
 mod check;
+mod config;
 mod hook;
 mod import;
 mod mcp;
@@ -21,6 +24,7 @@ mod render;
 mod rewind;
 mod run;
 mod sandbox;
+mod trust;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -30,6 +34,7 @@ use anyhow::Context;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use reasonix::agent::config::RunConfig;
 use reasonix::policy::BUILTIN_DEFAULT;
+use reasonix::settings::Settings;
 use reasonix::{Gate, HostFiles, Mode, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
@@ -93,6 +98,12 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Trust a project's files (reasonix.yaml, .mcp.json, the policies they name) by their
+    /// exact content: until then they count only for what narrows the gate.
+    Trust(trust::TrustArgs),
+    /// Show every effective setting and the layer it came from (managed, user, project,
+    /// default), the project files' trust, and what was left out of untrusted files.
+    Config(config::ConfigArgs),
     /// Inspect and use the OS jail.
     Sandbox {
         #[command(subcommand)]
@@ -178,6 +189,8 @@ pub fn main() -> ExitCode {
         Command::Hook { command } => hook::run(command),
         Command::Mcp { command } => mcp::run(command),
         Command::Sandbox { command } => sandbox::run(command),
+        Command::Trust(args) => trust::run(args),
+        Command::Config(args) => config::run(args),
         Command::Completions { shell } => completions(shell),
     };
     match result {
@@ -330,24 +343,42 @@ pub struct FleetArgs {
 
 impl FleetArgs {
     /// The bundle to load: the flags', else `bundle:` of the settings unless `--policy` or
-    /// `--data` replace it.
+    /// `--data` replace it, or a higher layer's `policies:`/`data:` does.
     fn bundle_spec(
         &self,
-        settings: &RunConfig,
+        settings: &Settings,
         policy_flags: bool,
     ) -> anyhow::Result<Option<reasonix::bundle::BundleSpec>> {
-        let mut spec = settings.bundle.clone().unwrap_or_default();
+        let config = &settings.config;
+        let mut spec = config.bundle.clone().unwrap_or_default();
         if let Some(path) = &self.bundle {
             spec.path = Some(absolute(path)?);
             spec.url = None;
         } else if let Some(url) = &self.bundle_url {
             spec.url = Some(url.clone());
             spec.path = None;
-        } else if policy_flags || settings.bundle.is_none() {
+        } else if policy_flags || config.bundle.is_none() {
             return Ok(None);
-        } else if settings.policies.is_some() || settings.data.is_some() {
+        } else {
+            let bundle = settings.layer_of("bundle");
+            let plan = settings.plan();
+            let lists = [
+                plan.policies.as_ref().map(|(l, _)| *l),
+                plan.data.as_ref().map(|(l, _)| *l),
+            ];
+            if lists.iter().flatten().any(|l| *l == bundle) {
+                anyhow::bail!(
+                    "the {} settings file names both a bundle (bundle:) and policies:/data:; a bundle is the whole policy, keep one",
+                    bundle.as_str()
+                );
+            }
+            if lists.iter().flatten().any(|l| *l > bundle) {
+                return Ok(None);
+            }
+        }
+        if !settings.plan().managed.policies.is_empty() {
             anyhow::bail!(
-                "reasonix.yaml names both a bundle (bundle:) and policies:/data:; a bundle is the whole policy, keep one"
+                "the managed settings name policies, which vote in every gate, and a bundle is the whole policy; a bundle beside managed policies is not supported yet"
             );
         }
         Ok(Some(spec))
@@ -373,6 +404,8 @@ pub enum Origin {
 pub struct Chosen {
     /// The loaded policies.
     pub set: PolicySet,
+    /// What was left out of the policy files nobody trusts.
+    pub left_out: Vec<reasonix::settings::LeftOut>,
     /// The policy and data files, absolute: host files no call may change.
     pub files: Vec<PathBuf>,
     /// Where the choice came from.
@@ -411,59 +444,67 @@ impl Chosen {
     }
 }
 
-/// The policies in force for `workspace` (canonical) with these settings: `--policy` and
-/// `--data` as given, else `policies:` and `data:` of `reasonix.yaml` (each list on its own),
-/// else the embedded default. `builtin:default` in a list stands for the embedded default.
-/// `refused` says what a policy that does not load stops.
+/// The policies in force with these settings ([`Settings::policy_sources`]): the managed
+/// layer's always; `--policy` and `--data` as given, else the highest trusted layer's
+/// `policies:` and `data:` (each list on its own), else the embedded default; and an untrusted
+/// project's lists, each file counting for its narrowing part unless the user trusts it.
+/// `builtin:default` in a list stands for the embedded default. `refused` says what a policy
+/// that does not load stops.
 fn choose(
-    workspace: &Path,
-    settings: &RunConfig,
+    settings: &Settings,
     policies: &[PathBuf],
     data: &[PathBuf],
     fleet: &FleetArgs,
     refused: &str,
 ) -> anyhow::Result<Chosen> {
+    let workspace = settings.workspace();
     if let Some(spec) = fleet.bundle_spec(settings, !policies.is_empty() || !data.is_empty())? {
         return bundle(workspace, &spec, refused);
     }
-    let from_flags = !policies.is_empty();
-    let policies = if policies.is_empty() {
-        settings.policy_paths(workspace)
-    } else {
-        policies.to_vec()
-    };
-    let data = if data.is_empty() {
-        settings.data_paths(workspace)
-    } else {
-        data.to_vec()
-    };
-    if policies.is_empty() && data.is_empty() {
+    let sources = settings.policy_sources(policies, data);
+    let only_default = sources.policies.len() == 1
+        && sources.policies[0].path.as_os_str() == BUILTIN_DEFAULT
+        && sources.data.is_empty();
+    if only_default {
         return Ok(Chosen {
             set: PolicySet::embedded_default(),
+            left_out: Vec::new(),
             files: Vec::new(),
             origin: Origin::Default,
             live: None,
         });
     }
-    let set = PolicySet::load_with(&policies, &data, false)
+    let set = PolicySet::load_named(&sources.policies, &sources.data, false)
         .with_context(|| format!("the policy does not load{refused}"))?;
     let mut files = Vec::new();
-    for p in policies.iter().chain(&data) {
-        if p.as_os_str() != BUILTIN_DEFAULT {
-            files.push(absolute(p)?);
+    for p in sources.policies.iter().chain(&sources.data) {
+        if p.path.as_os_str() != BUILTIN_DEFAULT {
+            files.push(absolute(&p.path)?);
         }
     }
     tracing::info!(
         sources = ?set.source_names().collect::<Vec<_>>(),
         "policies loaded"
     );
+    let left_out = set
+        .left_out()
+        .iter()
+        .map(|l| reasonix::settings::LeftOut {
+            file: PathBuf::from(&l.file),
+            field: l.part.clone(),
+            why: l.why.clone(),
+        })
+        .collect();
     Ok(Chosen {
         set,
+        left_out,
         files,
-        origin: if from_flags {
+        origin: if sources.from_flags {
             Origin::Flags
-        } else {
+        } else if sources.from_settings {
             Origin::Settings
+        } else {
+            Origin::Default
         },
         live: None,
     })
@@ -476,6 +517,13 @@ fn bundle(
     spec: &reasonix::bundle::BundleSpec,
     refused: &str,
 ) -> anyhow::Result<Chosen> {
+    if let Some(cache) = &spec.cache {
+        workspace_output(workspace, &workspace.join(cache)).map_err(|why| {
+            anyhow::anyhow!(
+                "the bundle's last good copy cannot go where the workspace puts it: {why}"
+            )
+        })?;
+    }
     let started = reasonix::bundle::start(spec, workspace)
         .with_context(|| format!("the policy bundle does not load{refused}"))?;
     let (bundle, _) = started.live.current();
@@ -497,19 +545,16 @@ fn bundle(
     }
     Ok(Chosen {
         set: bundle.set.clone(),
+        left_out: Vec::new(),
         files,
         origin: Origin::Bundle,
         live: Some(started.live),
     })
 }
 
-/// The workspace, canonical, with its settings (`reasonix.yaml`).
-fn settled(workspace: &Path) -> anyhow::Result<(PathBuf, RunConfig)> {
-    let canonical = workspace
-        .canonicalize()
-        .with_context(|| format!("the workspace {} does not exist", workspace.display()))?;
-    let settings = RunConfig::load(&canonical).map_err(anyhow::Error::msg)?;
-    Ok((canonical, settings))
+/// The workspace's settings, every layer read ([`Settings::load`]: the one loader).
+fn settled(workspace: &Path) -> anyhow::Result<Settings> {
+    Settings::load(workspace).map_err(anyhow::Error::new)
 }
 
 /// Which policies a gate judges with.
@@ -553,12 +598,60 @@ struct GateSpec<'a> {
     dry_run: bool,
 }
 
-/// A gate, its settings, and which policies it judges with.
+/// A gate, its settings, which policies it judges with, and the pre-tool hooks every entry
+/// point runs on what it admits.
 struct Built {
     gate: Gate,
-    settings: RunConfig,
+    settings: Settings,
     /// The policies it judges with.
     chosen: Chosen,
+    /// The hooks of the settings (`None`: there are none).
+    hooks: Option<std::sync::Arc<reasonix::hooks::Hooks>>,
+}
+
+impl Built {
+    /// The merged settings (flags not applied).
+    fn config(&self) -> &RunConfig {
+        &self.settings.config
+    }
+
+    /// What was left out of the project's files because the user does not trust them: their
+    /// settings' fields and their policies' widening parts.
+    fn left_out(&self) -> Vec<reasonix::settings::LeftOut> {
+        let mut all = self.settings.left_out().to_vec();
+        all.extend(self.chosen.left_out.iter().cloned());
+        all
+    }
+
+    /// The one message naming everything left out, and the command that trusts it.
+    fn untrusted(&self) -> Option<String> {
+        reasonix::settings::untrusted_message(self.settings.workspace(), &self.left_out())
+    }
+
+    /// For a command that acts (`run`, `mcp serve`): an error (exit 2) when anything was left
+    /// out, since running without what the project asked for is not what anybody asked for.
+    /// With `no_mcp` (`--no-mcp`), MCP servers left out do not count: none would start anyway.
+    fn refuse_untrusted(&self, no_mcp: bool) -> anyhow::Result<()> {
+        let left_out: Vec<_> = self
+            .left_out()
+            .into_iter()
+            .filter(|l| {
+                !(no_mcp
+                    && (l.field.starts_with("mcpServers.") || l.field.starts_with("mcp_servers.")))
+            })
+            .collect();
+        match reasonix::settings::untrusted_message(self.settings.workspace(), &left_out) {
+            Some(message) => Err(anyhow::anyhow!(
+                "{message}{}; nothing ran",
+                if no_mcp {
+                    ""
+                } else {
+                    " (--no-mcp leaves MCP servers out)"
+                }
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The one way the command line builds a gate, for `check`, `run` and `policy test` alike: the
@@ -566,14 +659,15 @@ struct Built {
 /// record, the settings and the policy and data files are the host's own files no call may
 /// change. So a dry run protects exactly what a live run protects.
 fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
-    let (workspace, settings) = settled(spec.workspace)?;
-    let record = record_path(&workspace, &settings, spec.record)?;
+    let settings = settled(spec.workspace)?;
+    let workspace = settings.workspace().to_path_buf();
+    let record = record_path(&settings, spec.record)?;
     let chosen = match spec.policies {
         Policies::Named {
             policies,
             data,
             refused,
-        } => choose(&workspace, &settings, policies, data, spec.fleet, refused)?,
+        } => choose(&settings, policies, data, spec.fleet, refused)?,
         Policies::Loaded {
             set,
             files,
@@ -586,6 +680,15 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
             }
             Chosen {
                 set: set.clone(),
+                left_out: set
+                    .left_out()
+                    .iter()
+                    .map(|l| reasonix::settings::LeftOut {
+                        file: PathBuf::from(&l.file),
+                        field: l.part.clone(),
+                        why: l.why.clone(),
+                    })
+                    .collect(),
                 files: all,
                 origin: if live.is_some() {
                     Origin::Bundle
@@ -596,11 +699,8 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
             }
         }
     };
-    let mut host = HostFiles::for_workspace(&workspace);
-    if let Some(record) = record {
-        host = host.with_record(record);
-    }
-    let mut files = RunConfig::files(&workspace);
+    let host = HostFiles::for_workspace(&workspace).with_record(record);
+    let mut files = settings.host_files();
     files.extend(chosen.files.iter().cloned());
     let decision_log = spec
         .fleet
@@ -608,10 +708,26 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         .as_deref()
         .map(absolute)
         .transpose()?;
-    let logs = settings.decision_logs.clone().unwrap_or_default();
+    let logs = settings.config.decision_logs.clone().unwrap_or_default();
     let log_files = logs.files(&workspace, decision_log.as_deref());
+    for f in &log_files {
+        workspace_output(&workspace, f).map_err(|why| {
+            anyhow::anyhow!(
+                "the decision log cannot go where the workspace puts it: {why}; a repository must not choose where Reasonix writes on this machine"
+            )
+        })?;
+    }
     let inputs = !log_files.is_empty();
     files.extend(log_files);
+    let hooks = match &settings.config.hooks {
+        Some(spec) => Some(std::sync::Arc::new(
+            reasonix::hooks::Hooks::new(spec)
+                .map_err(anyhow::Error::msg)
+                .context("reasonix.yaml hooks")?,
+        )),
+        None => None,
+    }
+    .filter(|h| !h.is_empty());
     let gate = Gate::builder(Registry::with_builtins(), &chosen.set, &workspace)
         .posture(spec.posture)
         .mode(spec.mode)
@@ -626,6 +742,7 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         gate,
         settings,
         chosen,
+        hooks,
     })
 }
 
@@ -636,7 +753,7 @@ fn decision_log(
     fleet: &FleetArgs,
 ) -> anyhow::Result<Option<std::sync::Arc<reasonix::decisions::DecisionLog>>> {
     let file = fleet.decision_log.as_deref().map(absolute).transpose()?;
-    let spec = built.settings.decision_logs.clone().unwrap_or_default();
+    let spec = built.config().decision_logs.clone().unwrap_or_default();
     let bundle = built.gate.bundle().map(|(name, _)| name);
     reasonix::decisions::DecisionLog::open(
         &spec,
@@ -649,18 +766,38 @@ fn decision_log(
     .map(|log| log.map(std::sync::Arc::new))
 }
 
-/// The record `--record` names (absolute), else the one `reasonix.yaml` names (relative to the
-/// workspace); `None` for the default, `.reasonix/record.jsonl` in the workspace.
-fn record_path(
-    workspace: &Path,
-    settings: &RunConfig,
-    flag: Option<&Path>,
-) -> anyhow::Result<Option<PathBuf>> {
-    Ok(match (flag, &settings.record.path) {
-        (Some(r), _) => Some(absolute(r)?),
-        (None, Some(r)) => Some(workspace.join(r)),
-        (None, None) => None,
-    })
+/// The record `--record` names (absolute), else the one the settings name (relative to the
+/// workspace), else `.reasonix/record.jsonl` in the workspace. A record inside the workspace
+/// (and its state folder) must stay inside it with every symlink followed: the workspace's
+/// symlinks are the repository's, and a repository never chooses where Reasonix writes on the
+/// host. A record the user put outside the workspace (their settings, a trusted project file,
+/// `--record`) is theirs.
+fn record_path(settings: &Settings, flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let workspace = settings.workspace();
+    let path = match (flag, &settings.config.record.path) {
+        (Some(r), _) => absolute(r)?,
+        (None, Some(p)) => workspace.join(p),
+        (None, None) => workspace.join(reasonix::host::DEFAULT_RECORD),
+    };
+    for p in [path.clone(), reasonix::host::state_folder(&path)] {
+        workspace_output(workspace, &p).map_err(|why| {
+            anyhow::anyhow!(
+                "the execution record cannot go where the workspace puts it: {why}; a repository must not choose where Reasonix writes on this machine (remove the link, or give --record)"
+            )
+        })?;
+    }
+    Ok(path)
+}
+
+/// `path` (absolute), a file Reasonix writes: when it lies inside the workspace as written, it
+/// must stay there with every symlink followed, and out of `.git`
+/// ([`reasonix::settings::confined_output`]); outside, it is where the user put it.
+fn workspace_output(workspace: &Path, path: &Path) -> Result<(), String> {
+    if path.starts_with(workspace) {
+        reasonix::settings::confined_output(workspace, path).map(drop)
+    } else {
+        Ok(())
+    }
 }
 
 /// `p` made absolute from the current folder.
@@ -672,12 +809,12 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 /// connected through `gate`'s connect calls.
 fn mcp_servers(
     gate: &Gate,
-    settings: &RunConfig,
+    settings: &Settings,
     writes: reasonix::sandbox::jail::Writes,
 ) -> anyhow::Result<reasonix::agent::servers::Servers> {
     let configured = reasonix::mcp::servers(
-        gate.roots().workspace(),
-        &settings.mcp_servers.clone().unwrap_or_default(),
+        settings.mcp_json(),
+        &settings.config.mcp_servers.clone().unwrap_or_default(),
     )
     .map_err(anyhow::Error::msg)
     .context("the MCP servers are not configured right (--no-mcp leaves them out)")?;
@@ -701,7 +838,7 @@ type Started = (
 /// that started (`run` and `mcp serve` alike).
 fn session_tools(
     gate: &Gate,
-    settings: &RunConfig,
+    settings: &Settings,
     no_mcp: bool,
     approver: &dyn reasonix::agent::Approver,
     writes: reasonix::sandbox::jail::Writes,
@@ -740,6 +877,19 @@ pub fn note(text: &str) {
         anstream::stderr(),
         "{dim}reasonix: {}{dim:#}",
         reasonix::text::visible(text)
+    );
+}
+
+/// A warning of several lines, each already made visible by whoever built it (control
+/// characters other than the line breaks escaped).
+pub fn warn_lines(text: &str) {
+    let style = anstyle::Style::new()
+        .bold()
+        .fg_color(Some(anstyle::AnsiColor::Yellow.into()));
+    let _ = writeln!(
+        anstream::stderr(),
+        "{style}reasonix{style:#}: {}",
+        reasonix::text::visible_lines(text)
     );
 }
 

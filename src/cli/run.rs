@@ -21,7 +21,7 @@
 //! not be written (the run stopped rather than go on unrecorded).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -181,13 +181,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         dry_run: false,
     };
     let built = super::gate(spec)?;
+    built.refuse_untrusted(args.no_mcp)?;
     if let Some(notice) = built.chosen.default_notice() {
         warn(&notice);
     }
     let decisions = super::decision_log(&built, &args.fleet)?;
-    let (gate, config, chosen) = (built.gate, built.settings, built.chosen);
+    let hooks = built.hooks.clone();
+    let (gate, settings, chosen) = (built.gate, built.settings, built.chosen);
+    let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
-    let workspace = gate.roots().workspace().to_path_buf();
     let goal = match (&args.goal, &args.verify) {
         (Some(text), Some(verify)) => {
             precheck(&gate, verify)?;
@@ -198,7 +200,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    let provider = provider(&args, &config, &workspace)?;
+    let provider = provider(&args, config)?;
     let recorder = Arc::new(
         Recorder::open(&record)
             .with_context(|| format!("cannot open the execution record {}", record.display()))?,
@@ -209,7 +211,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // must start for its read-only tools to be offered); the record gets one line per server.
     let (registry, connected_servers) = super::session_tools(
         &gate,
-        &config,
+        &settings,
         args.no_mcp,
         approver.as_ref(),
         // Plan mode: servers start read-only until a plan is approved (issue 25).
@@ -261,12 +263,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
-    let mut session = match &config.hooks {
-        Some(spec) => session.hooks(Arc::new(
-            reasonix::hooks::Hooks::new(spec)
-                .map_err(anyhow::Error::msg)
-                .context("reasonix.yaml hooks")?,
-        )),
+    let mut session = match hooks {
+        Some(hooks) => session.hooks(hooks),
         None => session,
     };
     if let Some((servers, names, unavailable)) = connected_servers {
@@ -367,11 +365,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The provider from the flags over `reasonix.yaml`.
-fn provider(
-    args: &RunArgs,
-    config: &RunConfig,
-    workspace: &Path,
-) -> anyhow::Result<Arc<dyn Provider>> {
+fn provider(args: &RunArgs, config: &RunConfig) -> anyhow::Result<Arc<dyn Provider>> {
     let spec = &config.provider;
     let (kind, script) = match args.provider.as_deref() {
         Some(p) => match p.split_once(':') {
@@ -380,7 +374,8 @@ fn provider(
         },
         None => (
             spec.kind.clone().unwrap_or_else(|| "deepseek".into()),
-            spec.script.as_ref().map(|s| workspace.join(s)),
+            // Made absolute by the settings loader, from the folder of the file that names it.
+            spec.script.clone(),
         ),
     };
     match kind.as_str() {

@@ -9,7 +9,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use reasonix::HostFiles;
-use reasonix::agent::config::RunConfig;
 use reasonix::effects;
 use reasonix::sandbox::Roots;
 use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, Writes, danger};
@@ -76,18 +75,28 @@ pub struct ExecArgs {
 }
 
 /// The plan a bash call would run under: the same configuration, and the same host files bound
-/// read-only (the workspace's record and settings, and the policy files given).
-fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
+/// read-only (the workspace's record and settings, and the policy files given). What the
+/// project's untrusted files asked for is left out of it: `acts` (`sandbox exec`) then refuses
+/// to run anything (exit 2), and `probe` says what it left out on stderr.
+fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<Plan> {
     let workspace = super::workspace(args.workspace.as_deref())?;
-    let (canonical, settings) = super::settled(&workspace)?;
+    let settings = super::settled(&workspace)?;
+    let canonical = settings.workspace().to_path_buf();
     let chosen = super::choose(
-        &canonical,
         &settings,
         &args.policies,
         &[],
         &super::FleetArgs::default(),
         "",
     )?;
+    let mut left_out = settings.left_out().to_vec();
+    left_out.extend(chosen.left_out.iter().cloned());
+    if let Some(message) = reasonix::settings::untrusted_message(&canonical, &left_out) {
+        if acts {
+            anyhow::bail!("{message}; nothing ran");
+        }
+        super::warn_lines(&message);
+    }
     let mut config = chosen.set.jail();
     for rule in &args.allow_net {
         let rule = NetRule::try_from(rule.clone()).map_err(anyhow::Error::msg)?;
@@ -97,11 +106,8 @@ fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     }
     let roots = Roots::new(&canonical).context("cannot use the workspace")?;
     let ws = roots.workspace();
-    let mut host = HostFiles::for_workspace(ws);
-    if let Some(record) = &settings.record.path {
-        host = host.with_record(ws.join(record));
-    }
-    let mut files = RunConfig::files(ws);
+    let host = HostFiles::for_workspace(ws).with_record(super::record_path(&settings, None)?);
+    let mut files = settings.host_files();
     files.extend(chosen.files.iter().cloned());
     let host = host.with_files(files);
     Ok(Plan::new(&config, ws, roots.home()).with_host_files(host.all()))
@@ -110,7 +116,7 @@ fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
     match command {
         SandboxCommand::Probe(args) => {
-            let plan = plan(&args)?;
+            let plan = plan(&args, false)?;
             let out = json!({
                 "machine": jail::capabilities(),
                 "plan": plan.view(),
@@ -123,7 +129,7 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
         }
         SandboxCommand::Exec(args) if args.observe || args.read_only => observe(&args),
         SandboxCommand::Exec(args) => {
-            let plan = plan(&args.plan)?;
+            let plan = plan(&args.plan, true)?;
             let timeout = args.timeout_ms.map(Duration::from_millis);
             // The user's own command, typed at a terminal: no gate judges it, the jail applies.
             match danger::exec_unjudged(&plan, &args.command, timeout, Capture::Inherit) {
@@ -159,7 +165,7 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
 /// asked mid-command), then landed all or none — or on a read-only workspace; either way what a
 /// rule protects from reading is covered, as for a bash call.
 fn observe(args: &ExecArgs) -> anyhow::Result<ExitCode> {
-    let plan = plan(&args.plan)?;
+    let plan = plan(&args.plan, true)?;
     let workspace = super::workspace(args.plan.workspace.as_deref())?;
     let fleet = super::FleetArgs::default();
     let built = super::gate(super::GateSpec {

@@ -35,7 +35,8 @@ pub(super) fn judge(
     } = &resolved;
     let paths: Vec<PathView> = touched.iter().map(TouchedPath::view).collect();
     let rego = policy.rego();
-    let target = (explain || rego.is_some()).then(|| Target {
+    let narrowing = policy.narrowing_rego();
+    let target = (explain || rego.is_some() || narrowing.is_some()).then(|| Target {
         tool: call.name.clone(),
         source: call.source,
         read_only: call.tool.read_only(),
@@ -58,9 +59,14 @@ pub(super) fn judge(
         (Some(document), Some(rego)) => RegoInput::read_by(document, rego).ok(),
         _ => None,
     };
+    let narrowing_input = match (&document, narrowing) {
+        (Some(document), Some(rego)) => RegoInput::read_by(document, rego).ok(),
+        _ => None,
+    };
     let input = document.filter(|_| explain).map(InputRef::owned);
     let ruling = policy.judge(&Facts {
         input: rego_input.as_ref(),
+        narrowing_input: narrowing_input.as_ref(),
         tool: &call.name,
         effects: &class.effects,
         paths: touched,
@@ -75,6 +81,7 @@ pub(super) fn judge(
                 Some((host, port))
             })
             .flatten(),
+        environment: &class.environment,
     });
     Ruled {
         resolved,

@@ -422,6 +422,17 @@ impl Gate {
         next
     }
 
+    /// The deny and ask rules with `paths` that would protect files from a call of `tool` with
+    /// these effects, as Reasonix's own `grep` and `glob` withhold them: for an adapter whose
+    /// host runs the search itself and withholds nothing (`reasonix hook claude`).
+    pub fn withholding(
+        &self,
+        tool: &str,
+        effects: &std::collections::BTreeSet<crate::vocab::Effect>,
+    ) -> crate::policy::PathFilter {
+        self.current().policy.withholding(tool, effects)
+    }
+
     /// The revision of the bundle in force (`None` when the policy is not a bundle).
     pub fn policy_revision(&self) -> Option<String> {
         self.current().session.policy_revision.clone()

@@ -171,20 +171,24 @@ struct McpJson {
     mcp_servers: BTreeMap<String, ServerSpec>,
 }
 
-/// Every server of a workspace: its `.mcp.json` (if any) and the `mcp_servers:` of its
-/// settings, sorted by name. An unreadable or invalid file, a bad entry, or a name in both is
-/// an error naming the file.
+/// The servers of a `.mcp.json`'s text; `origin` names it in errors.
+pub fn parse_mcp_json(origin: &str, text: &str) -> Result<BTreeMap<String, ServerSpec>, String> {
+    let file: McpJson = serde_json::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    Ok(file.mcp_servers)
+}
+
+/// Every server a workspace's settings name: the servers of its `.mcp.json` when the settings
+/// loader gives them (it exists and the user trusts it, [`crate::settings`]) and the merged
+/// `mcp_servers:` of the settings layers, sorted by name. A bad entry, or a name in both, is an
+/// error naming the file.
 pub fn servers(
-    workspace: &Path,
+    mcp_json: Option<(&Path, &BTreeMap<String, ServerSpec>)>,
     settings: &BTreeMap<String, ServerSpec>,
 ) -> Result<Vec<Server>, String> {
     let mut out: BTreeMap<String, Server> = BTreeMap::new();
-    let path = workspace.join(crate::host::MCP_FILE);
-    if path.exists() {
+    if let Some((path, specs)) = mcp_json {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{origin}: {e}"))?;
-        let file: McpJson = serde_json::from_str(&text).map_err(|e| format!("{origin}: {e}"))?;
-        for (name, spec) in &file.mcp_servers {
+        for (name, spec) in specs {
             out.insert(name.clone(), Server::from_spec(name, spec, &origin)?);
         }
     }
@@ -209,6 +213,17 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
+    /// `.mcp.json` of `dir` read as trusted, with `settings`.
+    fn servers_in(
+        dir: &Path,
+        settings: &BTreeMap<String, ServerSpec>,
+    ) -> Result<Vec<Server>, String> {
+        let path = dir.join(".mcp.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let specs = parse_mcp_json(&path.display().to_string(), &text)?;
+        servers(Some((&path, &specs)), settings)
+    }
+
     #[test]
     fn stdio_and_http_servers_are_read_from_mcp_json() {
         let dir = tempfile::tempdir().unwrap();
@@ -218,7 +233,7 @@ mod tests {
                 "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}"#,
         )
         .unwrap();
-        let all = servers(dir.path(), &BTreeMap::new()).unwrap();
+        let all = servers_in(dir.path(), &BTreeMap::new()).unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].name, "docs");
         assert!(matches!(all[0].transport, Transport::Http { .. }));
@@ -234,14 +249,14 @@ mod tests {
             r#"{"mcpServers": {"a": {"command": "x", "cwd": "/"}}}"#,
         )
         .unwrap();
-        let e = servers(dir.path(), &BTreeMap::new()).unwrap_err();
+        let e = servers_in(dir.path(), &BTreeMap::new()).unwrap_err();
         assert!(e.contains("unknown field `cwd`"), "{e}");
         std::fs::write(&file, r#"{"mcpServers": {"a__b": {"command": "x"}}}"#).unwrap();
-        let e = servers(dir.path(), &BTreeMap::new()).unwrap_err();
+        let e = servers_in(dir.path(), &BTreeMap::new()).unwrap_err();
         assert!(e.contains("without `__`"), "{e}");
         std::fs::write(&file, r#"{"mcpServers": {"a": {"command": "x"}}}"#).unwrap();
         let both = BTreeMap::from([("a".to_owned(), spec(r#"{"command": "y"}"#))]);
-        let e = servers(dir.path(), &both).unwrap_err();
+        let e = servers_in(dir.path(), &both).unwrap_err();
         assert!(e.contains("in both"), "{e}");
     }
 

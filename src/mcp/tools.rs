@@ -7,6 +7,7 @@
 //! network, no path) for any caller outside the gate. Its server's `annotations` are passed on
 //! as they are ([`Tool::annotations`]), for policy and the record, never for the verdict.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -53,12 +54,35 @@ pub fn server_reached(call: &Call) -> Option<String> {
     server_of(&call.name).map(str::to_owned)
 }
 
-/// The arguments of the connect call: what the policy judges (`{command, args}` or `{url}`).
-pub fn connect_arguments(server: &Server) -> Value {
+/// The arguments of the connect call: what the policy judges and the record shows — for a
+/// stdio server the whole of what starts it, `{command, args, env, cwd}` (`cwd`: the workspace,
+/// where the jail runs it), for an HTTP server `{url}` (its headers, which may hold a token, are
+/// neither judged nor shown).
+pub fn connect_arguments(server: &Server, workspace: &Path) -> Value {
     match &server.transport {
-        Transport::Stdio { command, args, .. } => json!({"command": command, "args": args}),
+        Transport::Stdio { command, args, env } => json!({
+            "command": command,
+            "args": args,
+            "env": env,
+            "cwd": workspace,
+        }),
         Transport::Http { url, .. } => json!({"url": url}),
     }
+}
+
+/// Each variable of a process's environment, with why it can change what the process runs when
+/// it is not known to be inert: the shell analysis's own table
+/// ([`crate::shell::environment::env_value`]), as for `NAME=value cmd` in bash.
+pub fn environment(env: &serde_json::Map<String, Value>) -> Vec<(String, Option<String>)> {
+    env.iter()
+        .map(|(name, value)| {
+            let why = crate::shell::environment::env_value(name, value.as_str(), None)
+                .into_iter()
+                .next()
+                .map(|h| h.detail);
+            (name.clone(), why)
+        })
+        .collect()
 }
 
 /// What a connect call leaves behind when it ran: the connection, or why there is none.
@@ -72,19 +96,21 @@ pub type ServerWrites = Arc<Mutex<Writes>>;
 pub struct ConnectTool {
     name: String,
     server: Server,
+    workspace: PathBuf,
     slot: Slot,
     writes: ServerWrites,
 }
 
 impl ConnectTool {
-    /// The connect call of `server`; when it runs, its connection goes to the returned slot, and
-    /// its process may write as `writes` says when it starts.
-    pub fn new(server: Server, writes: ServerWrites) -> (ConnectTool, Slot) {
+    /// The connect call of `server` in `workspace`; when it runs, its connection goes to the
+    /// returned slot, and its process may write as `writes` says when it starts.
+    pub fn new(server: Server, workspace: &Path, writes: ServerWrites) -> (ConnectTool, Slot) {
         let slot: Slot = Arc::new(Mutex::new(None));
         (
             ConnectTool {
                 name: connect_name(&server.name),
                 server,
+                workspace: workspace.to_path_buf(),
                 slot: Arc::clone(&slot),
                 writes,
             },
@@ -106,9 +132,12 @@ impl Tool for ConnectTool {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string"},
-                    "args": {"type": "array", "items": {"type": "string"}}
+                    "args": {"type": "array", "items": {"type": "string"}},
+                    "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "cwd": {"type": "string"}
                 },
-                "required": ["command", "args"]
+                "required": ["command", "args", "env", "cwd"],
+                "additionalProperties": false
             }),
             Transport::Http { .. } => json!({
                 "type": "object",
@@ -120,17 +149,29 @@ impl Tool for ConnectTool {
     fn read_only(&self) -> bool {
         false
     }
-    fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
+    fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError> {
         Ok(match &self.server.transport {
             Transport::Stdio { .. } => {
                 let mut c = Classification::changes(&[Effect::Exec], Vec::new());
                 c.starts_process = true;
+                if let Some(Value::Object(env)) = args.as_map().get("env") {
+                    c.environment = environment(env);
+                }
                 c
             }
             Transport::Http { .. } => Classification::changes(&[Effect::Network], Vec::new()),
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
+        // What was judged is what starts: a connect whose arguments are not the server's own
+        // (command, arguments, environment, folder) starts nothing.
+        let configured = connect_arguments(&self.server, &self.workspace);
+        if Value::Object(call.arguments().as_map().clone()) != configured {
+            return Err(ToolError::Server(format!(
+                "the connect call's arguments are not those of MCP server {:?} as configured; nothing was started",
+                self.server.name
+            )));
+        }
         let writes = *self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let opened = Connection::open(&self.server, call.jail(), &call.shape_with(writes));
         let text = match &opened {

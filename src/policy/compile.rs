@@ -28,6 +28,8 @@ pub(super) struct Rule {
     pub effects: Option<BTreeSet<Effect>>,
     pub commands: Vec<Pattern>,
     pub exact: Vec<ExactSpec>,
+    /// `env:`: globs on the names of a started process's environment variables.
+    pub env: Option<globset::GlobSet>,
     /// `except:`, when the rule has one.
     pub except: Option<Except>,
 }
@@ -57,6 +59,9 @@ pub struct CompiledPolicy {
     pub(super) except_paths: OwnedSet,
     pub(super) defaults: Defaults,
     pub(super) rego: Option<Arc<Rego>>,
+    /// The Rego modules of files nobody trusts: their deny and ask votes count, their allow
+    /// votes do not (`narrow.rs`).
+    pub(super) narrowing: Option<Arc<Rego>>,
     pub(super) mcp: McpClassifier,
     /// `sandbox.network`: each entry an allow for `network_connect` to its hosts and port.
     pub(super) network: crate::egress::Allowlist,
@@ -75,7 +80,12 @@ impl CompiledPolicy {
 
     /// Whether Rego policies vote (they need the input document).
     pub fn has_rego(&self) -> bool {
-        self.rego.is_some()
+        self.rego.is_some() || self.narrowing.is_some()
+    }
+
+    /// The Rego modules of files nobody trusts, which vote deny and ask only.
+    pub fn narrowing_rego(&self) -> Option<&Rego> {
+        self.narrowing.as_deref()
     }
 
     /// The Rego policies that vote, if any.
@@ -166,6 +176,21 @@ impl PolicySet {
                         ),
                     }
                 });
+                let env = spec.env.as_ref().map(|globs| {
+                    let mut set = globset::GlobSetBuilder::new();
+                    for g in globs {
+                        match globset::Glob::new(&g.0) {
+                            Ok(g) => {
+                                set.add(g);
+                            }
+                            Err(e) => problems.push(problem(&source.name, &id, e.to_string())),
+                        }
+                    }
+                    set.build().unwrap_or_else(|e| {
+                        problems.push(problem(&source.name, &id, e.to_string()));
+                        globset::GlobSet::empty()
+                    })
+                });
                 rules.push(Rule {
                     id,
                     source: source.name.clone(),
@@ -176,6 +201,7 @@ impl PolicySet {
                     effects: spec.effects.as_ref().map(|e| e.iter().copied().collect()),
                     commands: patterns,
                     exact: spec.exact.clone().unwrap_or_default(),
+                    env,
                     except,
                 });
             }
@@ -227,6 +253,7 @@ impl PolicySet {
                     except_paths,
                     defaults: self.defaults(),
                     rego: self.rego.clone(),
+                    narrowing: self.narrowing.clone(),
                     mcp,
                     network,
                 })

@@ -25,6 +25,9 @@ struct Hit {
     id: String,
     source: String,
     reason: Option<String>,
+    /// It names the variables of a started process's environment: a YAML rule with `env:`, or
+    /// a Rego vote of a package that reads `input.arguments.env`.
+    names_env: bool,
 }
 
 impl Hit {
@@ -34,6 +37,7 @@ impl Hit {
             id: rule.id.clone(),
             source: rule.source.clone(),
             reason: rule.reason.clone(),
+            names_env: rule.env.is_some(),
         }
     }
 }
@@ -55,8 +59,14 @@ pub struct Facts<'a> {
     pub bash: Option<&'a Analysis>,
     /// The policy input document, when Rego policies are loaded.
     pub input: Option<&'a RegoInput>,
+    /// The same document as the Rego modules of files nobody trusts read it, when there are
+    /// any ([`CompiledPolicy::narrowing_rego`]).
+    pub narrowing_input: Option<&'a RegoInput>,
     /// For `network_connect`: the host and port asked for.
     pub destination: Option<(&'a str, u16)>,
+    /// For a call that starts a process: the variables it sets in that process's environment,
+    /// each with why it can change what runs when it is not known to be inert.
+    pub environment: &'a [(String, Option<String>)],
 }
 
 /// A rule that matched a call.
@@ -134,6 +144,12 @@ impl PathFilter {
 
     /// The id of a rule that protects `path`, if any.
     pub fn withholds(&self, path: &Path) -> Option<&str> {
+        self.protects(path).map(|(id, _)| id)
+    }
+
+    /// The id and decision (deny or ask) of a rule that protects `path`, a deny first when
+    /// several do.
+    pub fn protects(&self, path: &Path) -> Option<(&str, Decision)> {
         if !self.any {
             return None;
         }
@@ -145,13 +161,15 @@ impl PathFilter {
                 .for_each_match(path, &mut scratch, |r| exempt[r] = self.path_except[r]);
             exempt
         });
-        let mut hit = None;
+        let mut hit: Option<usize> = None;
+        let rules = &self.policy.rules;
         self.policy.paths.for_each_match(path, &mut scratch, |r| {
-            if hit.is_none() && self.active[r] && !exempt.as_ref().is_some_and(|e| e[r]) {
+            let stronger = hit.is_none_or(|h| rules[r].decision > rules[h].decision);
+            if stronger && self.active[r] && !exempt.as_ref().is_some_and(|e| e[r]) {
                 hit = Some(r);
             }
         });
-        hit.map(|r| self.policy.rules[r].id.as_str())
+        hit.map(|r| (rules[r].id.as_str(), rules[r].decision))
     }
 }
 
@@ -339,7 +357,11 @@ impl CompiledPolicy {
                             || rule.exact.iter().any(|e| commands::exact(e, c))
                     })
                 });
-            if paths_ok && effects_ok && commands_ok {
+            let env_ok = rule
+                .env
+                .as_ref()
+                .is_none_or(|set| facts.environment.iter().any(|(name, _)| set.is_match(name)));
+            if paths_ok && effects_ok && commands_ok && env_ok {
                 hits.push(Hit::rule(rule, rule.decision));
             }
         }
@@ -352,6 +374,7 @@ impl CompiledPolicy {
                     id: v.id,
                     source: v.source,
                     reason: Some(v.reason),
+                    names_env: v.names_env,
                 })),
                 Some(Err(e)) => hits.push(Hit {
                     decision: Decision::Deny,
@@ -360,6 +383,7 @@ impl CompiledPolicy {
                     reason: Some(format!(
                         "the Rego policy failed, so the call is denied: {e}"
                     )),
+                    names_env: false,
                 }),
                 None => hits.push(Hit {
                     decision: Decision::Deny,
@@ -369,6 +393,45 @@ impl CompiledPolicy {
                         "internal error: no input document for the Rego policy; please report it"
                             .into(),
                     ),
+                    names_env: false,
+                }),
+            }
+        }
+
+        // The Rego modules of files nobody trusts vote deny and ask; their allow votes are left
+        // out, and an error denies as any Rego error does.
+        if let Some(rego) = &self.narrowing {
+            match facts.narrowing_input.map(|input| rego.votes_on(input)) {
+                Some(Ok(votes)) => hits.extend(
+                    votes
+                        .into_iter()
+                        .filter(|v| v.decision != Decision::Allow)
+                        .map(|v| Hit {
+                            decision: v.decision,
+                            id: v.id,
+                            source: v.source,
+                            reason: Some(v.reason),
+                            names_env: false,
+                        }),
+                ),
+                Some(Err(e)) => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego (untrusted)".into(),
+                    reason: Some(format!(
+                        "a Rego policy of a file nobody trusts failed, so the call is denied: {e}"
+                    )),
+                    names_env: false,
+                }),
+                None => hits.push(Hit {
+                    decision: Decision::Deny,
+                    id: "rego-error".into(),
+                    source: "rego (untrusted)".into(),
+                    reason: Some(
+                        "internal error: no input document for the Rego policy; please report it"
+                            .into(),
+                    ),
+                    names_env: false,
                 }),
             }
         }
@@ -383,6 +446,7 @@ impl CompiledPolicy {
                 id: "sandbox.network".into(),
                 source: "sandbox.network".into(),
                 reason: Some(format!("{entry} is listed")),
+                names_env: false,
             });
         }
 
@@ -396,6 +460,10 @@ impl CompiledPolicy {
                     .effects
                     .as_ref()
                     .is_none_or(|e| !facts.effects.is_empty() && facts.effects.is_subset(e))
+                && rule
+                    .env
+                    .as_ref()
+                    .is_none_or(|set| facts.environment.iter().all(|(name, _)| set.is_match(name)))
         };
         match facts.bash {
             None => {
@@ -429,6 +497,9 @@ impl CompiledPolicy {
 
         let winner = hits.iter().map(|h| h.decision).max();
         let allow_voted = hits.iter().any(|h| h.decision == Decision::Allow);
+        let env_named = hits
+            .iter()
+            .any(|h| h.decision == Decision::Allow && h.names_env);
         let mut reasons = Vec::new();
         let mut rule_hits: Vec<RuleHit> = Vec::new();
         for decisive in [true, false] {
@@ -510,7 +581,7 @@ impl CompiledPolicy {
         // decided at run time only by Rego — never by a fallback. An ask on such a call needs a
         // person whatever the posture.
         if ruling.decision != Decision::Deny
-            && let Some(cap) = person_needed(facts, allow_voted, ruling.fallback)
+            && let Some(cap) = person_needed(facts, allow_voted, env_named, ruling.fallback)
         {
             if ruling.decision == Decision::Allow {
                 ruling.decision = Decision::Ask;
@@ -658,7 +729,12 @@ struct Cap {
 /// Step 5: why only a person may let this call run, if so. `allow_voted` is true when an allow
 /// rule covered the whole call (which needs an `exact` line for each hazard) or Rego voted
 /// allow; `fallback` is the fallback that decided, if one did.
-fn person_needed(facts: &Facts<'_>, allow_voted: bool, fallback: Option<Fallback>) -> Option<Cap> {
+fn person_needed(
+    facts: &Facts<'_>,
+    allow_voted: bool,
+    env_named: bool,
+    fallback: Option<Fallback>,
+) -> Option<Cap> {
     if !facts.analysed {
         return Some(Cap {
             why: match facts.bash {
@@ -666,6 +742,17 @@ fn person_needed(facts: &Facts<'_>, allow_voted: bool, fallback: Option<Fallback
                 None => "the call could not be analysed".into(),
             },
             then: ", so it cannot be allowed without a person: ask",
+        });
+    }
+    // A process started with a variable that makes it load or run other code (`PYTHONPATH`,
+    // `LD_PRELOAD`, `NODE_OPTIONS`, …): an allow that pins the command and its arguments does
+    // not see it, so only an allow that names the environment lifts this (issue 26).
+    if !env_named
+        && let Some((name, Some(why))) = facts.environment.iter().find(|(_, w)| w.is_some())
+    {
+        return Some(Cap {
+            why: format!("the process it starts gets {name} in its environment ({why})"),
+            then: ": only an allow rule that names the variable (env:) or a Rego allow that reads input.arguments.env can allow it: ask",
         });
     }
     let bash = facts.bash?;
@@ -795,7 +882,9 @@ mod tests {
             analysed: analysis.analysed,
             bash: Some(&analysis),
             input: Some(&input),
+            narrowing_input: Some(&input),
             destination: None,
+            environment: &[],
         })
     }
 

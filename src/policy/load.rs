@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use super::narrow::{self, LeftOut, Trust, Trusted};
 use super::rego::{Rego, RegoSource};
 use super::yaml::{self, Unattended};
 use super::{
@@ -31,6 +32,29 @@ pub(super) struct Source {
 pub struct PolicySet {
     pub(super) sources: Vec<Source>,
     pub(super) rego: Option<Arc<Rego>>,
+    /// The Rego modules of files nobody trusts, in an engine of their own, whose `allow` votes
+    /// are dropped (`narrow.rs`).
+    pub(super) narrowing: Option<Arc<Rego>>,
+    /// What was left out of files nobody trusts.
+    pub(super) left_out: Vec<LeftOut>,
+}
+
+/// A policy or data file (or a folder of them) to load, and who vouches for it.
+pub struct Named<'a> {
+    /// The path, or [`BUILTIN_DEFAULT`].
+    pub path: PathBuf,
+    /// Whether each of its files counts whole or only its narrowing part.
+    pub trust: &'a dyn Trust,
+}
+
+impl<'a> Named<'a> {
+    /// `path`, trusted whole (named by the user).
+    pub fn trusted(path: PathBuf) -> Named<'static> {
+        Named {
+            path,
+            trust: &Trusted,
+        }
+    }
 }
 
 impl PolicySet {
@@ -89,11 +113,29 @@ impl PolicySet {
         data: &[PathBuf],
         tests: bool,
     ) -> Result<PolicySet, PolicyError> {
+        let paths: Vec<Named<'_>> = paths.iter().cloned().map(Named::trusted).collect();
+        let data: Vec<Named<'_>> = data.iter().cloned().map(Named::trusted).collect();
+        PolicySet::load_named(&paths, &data, tests)
+    }
+
+    /// [`PolicySet::load_with`], each file counting whole or only its narrowing part as its
+    /// [`Named::trust`] says (`narrow.rs`): a file nobody trusts keeps its deny and ask rules
+    /// and its stricter defaults and limits; its Rego modules vote deny and ask only, in an
+    /// engine apart from the trusted ones, with its data documents; what is left out is kept in
+    /// [`PolicySet::left_out`].
+    pub fn load_named(
+        paths: &[Named<'_>],
+        data: &[Named<'_>],
+        tests: bool,
+    ) -> Result<PolicySet, PolicyError> {
         let mut problems = Vec::new();
         let mut sources = Vec::new();
         let mut modules = Vec::new();
+        let mut narrowing_modules = Vec::new();
+        let mut left_out = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        for path in paths {
+        for named in paths {
+            let path = &named.path;
             if path.as_os_str() == BUILTIN_DEFAULT {
                 if seen.insert(PathBuf::from(BUILTIN_DEFAULT)) {
                     parse_into(
@@ -122,11 +164,38 @@ impl PolicySet {
                     continue;
                 }
                 let name = file.display().to_string();
+                if let Err(why) = named.trust.readable(&file) {
+                    left_out.push(LeftOut {
+                        file: name,
+                        part: "the whole file (not read)".into(),
+                        why,
+                    });
+                    continue;
+                }
                 match std::fs::read_to_string(&file) {
-                    Ok(text) if has_ext(&file, &["rego"]) => {
-                        modules.push(RegoSource { name, text })
+                    Ok(text) => {
+                        let whole = named.trust.trusted(&file, &text);
+                        if has_ext(&file, &["rego"]) {
+                            let module = RegoSource { name, text };
+                            if whole {
+                                modules.push(module);
+                            } else {
+                                narrowing_modules.push(module);
+                            }
+                        } else if whole {
+                            parse_into(&name, &text, &mut sources, &mut problems);
+                        } else {
+                            let before = sources.len();
+                            parse_into(&name, &text, &mut sources, &mut problems);
+                            if let Some(source) = sources.get_mut(before) {
+                                let file =
+                                    std::mem::replace(&mut source.file, yaml::PolicyFile::empty());
+                                let (kept, out) = narrow::yaml(&name, file);
+                                source.file = kept;
+                                left_out.extend(out);
+                            }
+                        }
                     }
-                    Ok(text) => parse_into(&name, &text, &mut sources, &mut problems),
                     Err(e) => problems.push(PolicyProblem {
                         file: name,
                         line: None,
@@ -137,19 +206,32 @@ impl PolicySet {
             }
         }
         let mut documents = Vec::new();
-        for path in data {
+        let mut narrowing_documents = Vec::new();
+        for named in data {
+            let path = &named.path;
             let name = path.display().to_string();
+            if let Err(why) = named.trust.readable(path) {
+                left_out.push(LeftOut {
+                    file: name,
+                    part: "the whole file (not read)".into(),
+                    why,
+                });
+                continue;
+            }
             let parsed = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read: {e}"))
                 .and_then(|text| {
-                    if has_ext(path, &["yaml", "yml"]) {
+                    let whole = named.trust.trusted(path, &text);
+                    let value = if has_ext(path, &["yaml", "yml"]) {
                         yaml_serde::from_str::<Json>(&text).map_err(|e| e.to_string())
                     } else {
                         serde_json::from_str::<Json>(&text).map_err(|e| e.to_string())
-                    }
+                    }?;
+                    Ok((whole, value))
                 });
             match parsed {
-                Ok(value) => documents.push((name, value)),
+                Ok((true, value)) => documents.push((name, value)),
+                Ok((false, value)) => narrowing_documents.push((name, value)),
                 Err(message) => problems.push(PolicyProblem {
                     file: name,
                     line: None,
@@ -158,7 +240,41 @@ impl PolicySet {
                 }),
             }
         }
-        finish(sources, &modules, &documents, problems)
+        if narrowing_modules.is_empty() {
+            for (name, _) in narrowing_documents.drain(..) {
+                left_out.push(LeftOut {
+                    file: name,
+                    part: "the whole document".into(),
+                    why: "data of a file nobody trusts is read only by Rego modules nobody trusts, and there are none".into(),
+                });
+            }
+        }
+        let narrowing = if narrowing_modules.is_empty() {
+            None
+        } else {
+            match Rego::load(&narrowing_modules, &narrowing_documents) {
+                Ok(rego) => rego.map(Arc::new),
+                Err(p) => {
+                    problems.extend(p);
+                    None
+                }
+            }
+        };
+        let mut set = finish(sources, &modules, &documents, problems)?;
+        set.narrowing = narrowing;
+        set.left_out = left_out;
+        Ok(set)
+    }
+
+    /// What was left out of the policy files nobody trusts, and why: empty when every file
+    /// counted whole.
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.left_out
+    }
+
+    /// The Rego modules of files nobody trusts, whose `allow` votes do not count.
+    pub fn narrowing_rego(&self) -> Option<&Rego> {
+        self.narrowing.as_deref()
     }
 
     /// The Rego policies, if any were loaded.
@@ -304,6 +420,8 @@ fn finish(
         Ok(rego) => Ok(PolicySet {
             sources,
             rego: rego.map(Arc::new),
+            narrowing: None,
+            left_out: Vec::new(),
         }),
         Err(p) => Err(PolicyError(p)),
     }
@@ -351,6 +469,16 @@ fn policy_files(path: &Path, tests: bool) -> Result<Vec<PathBuf>, String> {
         return Err("the folder holds no policy files (*.yaml, *.yml, *.rego)".into());
     }
     Ok(files)
+}
+
+/// The files a policy or data entry stands for, as the loader reads them (a folder walked, test
+/// files left out); an entry that cannot be read stands for itself.
+pub fn policy_files_of(path: &Path) -> Vec<PathBuf> {
+    if path.is_dir() {
+        policy_files(path, false).unwrap_or_default()
+    } else {
+        vec![path.to_path_buf()]
+    }
 }
 
 fn has_ext(path: &Path, exts: &[&str]) -> bool {

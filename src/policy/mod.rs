@@ -6,6 +6,8 @@
 //!
 //! - `load.rs`: files, folders and texts → a [`PolicySet`] (YAML, Rego, data), problems with
 //!   file and line, the merge of `defaults`;
+//! - `narrow.rs`: what a policy file nobody trusts may still say (its deny and ask rules, its
+//!   stricter defaults and limits, its Rego modules' deny and ask votes);
 //! - `compile.rs`: a [`PolicySet`] → a [`CompiledPolicy`] for one workspace;
 //! - `judge.rs`: the precedence below, applied to one call's [`Facts`];
 //! - [`mcp`]: the `mcp:` section, what MCP tools do, declared by policy;
@@ -83,6 +85,7 @@ mod judge;
 mod lint;
 mod load;
 pub mod mcp;
+mod narrow;
 mod pattern;
 pub mod rego;
 mod yaml;
@@ -95,7 +98,8 @@ use serde::{Deserialize, Serialize};
 pub use compile::CompiledPolicy;
 pub use judge::{Facts, Fallback, PathFilter, RuleHit, Ruling};
 pub use lint::ToolFacts;
-pub use load::{PolicySet, is_case_file, is_test_module};
+pub use load::{Named, PolicySet, is_case_file, is_test_module, policy_files_of};
+pub use narrow::{LeftOut, Trust, Trusted};
 pub use yaml::Unattended;
 
 /// Checks a path glob as a YAML rule's `paths:` entry would be checked when it loads; the error

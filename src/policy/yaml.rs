@@ -30,6 +30,19 @@ pub(crate) struct PolicyFile {
     pub mcp: Option<super::mcp::McpSpec>,
 }
 
+impl PolicyFile {
+    /// A file that says nothing (`version: 1` alone).
+    pub(crate) fn empty() -> PolicyFile {
+        PolicyFile {
+            version: Version,
+            defaults: DefaultsSpec::default(),
+            rules: Vec::new(),
+            sandbox: None,
+            mcp: None,
+        }
+    }
+}
+
 /// `version: 1`, the only version there is.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(try_from = "u64")]
@@ -83,6 +96,10 @@ pub(crate) struct RuleSpec {
     pub commands: Option<Vec<PatternSpec>>,
     #[serde(default, deserialize_with = "non_empty")]
     pub exact: Option<Vec<ExactSpec>>,
+    /// Globs on the names of the variables a call sets in the environment of a process it
+    /// starts (an MCP server's `env`).
+    #[serde(default, deserialize_with = "non_empty")]
+    pub env: Option<Vec<Glob>>,
     pub except: Option<ExceptSpec>,
     pub reason: Option<String>,
 }

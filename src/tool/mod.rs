@@ -41,6 +41,11 @@ pub struct Classification {
     /// call starts a command there: the sandbox stage refuses it when the jail plan refuses to
     /// run anything, and its verdict shows the plan.
     pub starts_process: bool,
+    /// For a call that starts a process (an MCP server): each variable it sets in that
+    /// process's environment, with why it can change what the process runs when it is not
+    /// known to be inert (the shell analysis's own table, [`crate::shell::environment`]). Such
+    /// a call needs a person unless an allow names the variables (the policy stage's step 5).
+    pub environment: Vec<(String, Option<String>)>,
 }
 
 impl Classification {
@@ -53,6 +58,7 @@ impl Classification {
             analysed: true,
             bash: None,
             starts_process: false,
+            environment: Vec::new(),
         }
     }
 
@@ -65,6 +71,7 @@ impl Classification {
             analysed: true,
             bash: None,
             starts_process: false,
+            environment: Vec::new(),
         }
     }
 
@@ -77,6 +84,7 @@ impl Classification {
             analysed: analysis.analysed,
             bash: Some(analysis),
             starts_process: false,
+            environment: Vec::new(),
         }
     }
 }

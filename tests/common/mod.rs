@@ -55,6 +55,14 @@ impl World {
         p
     }
 
+    /// `reasonix trust --workspace <ws>`: the user trusts the workspace's project files
+    /// (reasonix.yaml, .mcp.json, the policies it names) as they are now.
+    pub fn trust(&self) {
+        let ws = self.ws.to_str().unwrap();
+        let (code, stdout, stderr) = self.run(&["trust", "--workspace", ws], "");
+        assert_eq!(code, 0, "reasonix trust: {stdout}{stderr}");
+    }
+
     /// Makes a symlink at `rel` (below the workspace) pointing to `target` (taken literally).
     pub fn link(&self, rel: &str, target: impl AsRef<Path>) {
         std::os::unix::fs::symlink(target, self.ws.join(rel)).unwrap();
@@ -266,4 +274,13 @@ pub fn run_script(w: &World, yaml: &str, calls: &[Value]) -> (i32, String, Vec<V
     let (code, _, stderr) = w.run(&args, "");
     let lines = jsonl(&w.ws.join(".reasonix/record.jsonl"));
     (code, stderr, lines)
+}
+
+/// The servers of the workspace's `.mcp.json`, read as a user who trusts it would have them
+/// (the settings loader gives a trusted `.mcp.json` to `reasonix::mcp::servers`).
+pub fn trusted_mcp_servers(ws: &Path) -> Vec<reasonix::mcp::Server> {
+    let path = ws.join(".mcp.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let specs = reasonix::mcp::config::parse_mcp_json(&path.display().to_string(), &text).unwrap();
+    reasonix::mcp::servers(Some((&path, &specs)), &Default::default()).unwrap()
 }

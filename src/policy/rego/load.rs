@@ -129,10 +129,20 @@ impl Rego {
             }]);
         }
         let tests = super::tests::find(&facts);
-        let voting: Vec<Package> = packages
+        let mut voting: Vec<Package> = packages
             .into_iter()
             .filter(|p| p.name == ROOT_PACKAGE || p.name.starts_with(&format!("{ROOT_PACKAGE}.")))
             .collect();
+        // Which packages read a started process's environment (`input.arguments.env`, or all
+        // of what lies above it): only their allow votes name it.
+        let env = ["arguments".to_owned(), "env".to_owned()];
+        for p in &mut voting {
+            p.names_env = facts
+                .iter()
+                .filter(|m| m.package.join(".") == p.name)
+                .flat_map(|m| &m.input_reads)
+                .any(|read| read.starts_with(&env) || env.starts_with(read));
+        }
         let index = Index::of(&voting, &facts);
         engine
             .add_policy(
@@ -210,6 +220,7 @@ fn discover(engine: &mut Engine) -> anyhow::Result<Vec<Package>> {
             name,
             files: Vec::new(),
             sets: Vec::new(),
+            names_env: false,
         });
         entry.files.push(module.source_file.clone());
         for decision in [Decision::Deny, Decision::Ask, Decision::Allow] {

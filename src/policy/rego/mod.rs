@@ -79,6 +79,9 @@ pub struct Package {
     pub files: Vec<String>,
     /// The sets it declares, in `deny`, `ask`, `allow` order.
     pub sets: Vec<Decision>,
+    /// Whether its modules read `input.arguments.env` (or all of `input.arguments`, or the
+    /// whole input): its allow votes then name a started process's environment.
+    pub names_env: bool,
 }
 
 /// Which engine evaluates the votes of a policy set.

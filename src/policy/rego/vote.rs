@@ -41,6 +41,8 @@ pub struct Vote {
     pub id: String,
     /// The file(s) of the package that voted.
     pub source: String,
+    /// Whether the package reads a started process's environment ([`Package::names_env`]).
+    pub names_env: bool,
 }
 
 impl Rego {
@@ -169,6 +171,7 @@ fn read_votes<'a>(
                     reason,
                     id: id.unwrap_or_else(|| format!("{}.{}", package.name, decision.as_str())),
                     source: source.clone(),
+                    names_env: package.names_env,
                 });
             }
         }
@@ -250,7 +253,8 @@ mod tests {
                 decision: Decision::Allow,
                 reason: "fine".into(),
                 id: "ok-1".into(),
-                source: "a.rego".into()
+                source: "a.rego".into(),
+                names_env: false,
             }]
         );
     }

@@ -54,6 +54,7 @@ impl Tool for SubmitPlan {
             analysed: true,
             bash: None,
             starts_process: false,
+            environment: Vec::new(),
         })
     }
     fn execute(&self, call: &Invocation) -> Result<Output, ToolError> {
