@@ -375,6 +375,15 @@ fn undeclared(w: &World, jail: &str) -> (reasonix::Gate, Servers) {
 }
 
 fn connected_with(w: &World, yaml: &str) -> (reasonix::Gate, Servers) {
+    connected_writing(w, yaml, reasonix::sandbox::jail::Writes::Direct)
+}
+
+/// [`connected_with`], the server started to write as `writes` says (`None`: as in plan mode).
+fn connected_writing(
+    w: &World,
+    yaml: &str,
+    writes: reasonix::sandbox::jail::Writes,
+) -> (reasonix::Gate, Servers) {
     w.fixture_server("normal");
     let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
     let gate = gate_over(
@@ -385,6 +394,7 @@ fn connected_with(w: &World, yaml: &str) -> (reasonix::Gate, Servers) {
     );
     let configured = common::trusted_mcp_servers(&w.ws);
     let mut servers = Servers::new(configured, &gate).unwrap();
+    servers.set_writes(writes);
     let c = servers.connect("fx", &mut |_| None);
     assert!(c.result.is_ok(), "{:?}", c.result.as_ref().err());
     let (registry, _) = servers.registry();
@@ -877,22 +887,10 @@ fn mcp_serve_restarts_a_dead_server_for_its_client_judging_the_connect_again() {
 #[test]
 fn a_server_started_in_plan_mode_runs_read_only_until_a_plan_is_approved() {
     let w = World::new();
-    w.fixture_server("normal");
     let yaml = policy().replace("  writer: ask", "  writer: allow");
     let yaml = &yaml[..yaml.find("mcp:").unwrap()];
-    let policy = PolicySet::from_yaml("p.yaml", yaml).unwrap();
-    let gate = gate_over(
-        Registry::with_builtins(),
-        &policy,
-        &w.ws,
-        Posture::Unattended,
-    );
-    let configured = common::trusted_mcp_servers(&w.ws);
-    let mut servers = Servers::new(configured, &gate).unwrap();
-    servers.set_writes(reasonix::sandbox::jail::Writes::None);
-    assert!(servers.connect("fx", &mut |_| None).result.is_ok());
-    let (registry, _) = servers.registry();
-    let planning = gate.with_registry(registry).unwrap();
+    let (planning, mut servers) =
+        connected_writing(&w, yaml, reasonix::sandbox::jail::Writes::None);
     let inside = w.ws.join("inside.txt");
     let write = json!({"path": inside, "content": "x"});
     let e = run(&planning, "mcp__fx__write_note", write.clone()).unwrap_err();
@@ -905,7 +903,7 @@ fn a_server_started_in_plan_mode_runs_read_only_until_a_plan_is_approved() {
     assert!(servers.restart("fx", &mut |_| None).unwrap().result.is_ok());
     assert!(servers.died("fx").is_none());
     let (registry, _) = servers.registry();
-    let approved = gate.with_registry(registry).unwrap();
+    let approved = planning.with_registry(registry).unwrap();
     assert_eq!(
         run(&approved, "mcp__fx__write_note", write),
         Ok("written".into())

@@ -13,7 +13,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -241,30 +241,19 @@ impl WritePath {
                 Err(Errno::ENOENT) => None,
                 Err(e) => return Err(errno(e)),
             };
-        let temp = temp_name(name);
-        let fd = nix::fcntl::openat(
-            &dir,
-            temp.as_os_str(),
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-            Mode::from_bits_truncate(0o666),
-        )
-        .map_err(errno)?;
-        let mut file = File::from(fd);
-        let written = (|| {
-            file.write_all(bytes)?;
+        let temp = write_temp(&dir, name, &mut &bytes[..], 0o666, |file| {
             if let Some(mode) = keep_mode {
-                nix::sys::stat::fchmod(&file, mode).map_err(errno)?;
+                nix::sys::stat::fchmod(file, mode).map_err(errno)?;
             }
-            file.sync_all()?;
-            nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name).map_err(errno)
-        })();
-        if let Err(e) = written {
+            file.sync_all()
+        })?;
+        if let Err(e) = nix::fcntl::renameat(&dir, temp.as_os_str(), &dir, name) {
             let _ = nix::unistd::unlinkat(
                 &dir,
                 temp.as_os_str(),
                 nix::unistd::UnlinkatFlags::NoRemoveDir,
             );
-            return Err(e);
+            return Err(errno(e));
         }
         File::from(dir).sync_all()
     }
@@ -333,34 +322,14 @@ impl WritePath {
         times: Option<std::time::SystemTime>,
     ) -> io::Result<Staged> {
         let (dir, name) = self.0.parent(true)?;
-        let temp = temp_name(name);
-        let fd = nix::fcntl::openat(
-            &dir,
-            temp.as_os_str(),
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
-            Mode::from_bits_truncate(0o600),
-        )
-        .map_err(errno)?;
-        let mut file = File::from(fd);
-        let written = (|| {
-            io::copy(source, &mut file)?;
-            nix::sys::stat::fchmod(&file, Mode::from_bits_truncate(mode)).map_err(errno)?;
+        let temp = write_temp(&dir, name, source, 0o600, |file| {
+            nix::sys::stat::fchmod(file, Mode::from_bits_truncate(mode)).map_err(errno)?;
             if let Some(t) = times {
                 file.set_modified(t)?;
             }
             Ok(())
-        })();
-        match written {
-            Ok(()) => Ok(Staged { temp }),
-            Err(e) => {
-                let _ = nix::unistd::unlinkat(
-                    &dir,
-                    temp.as_os_str(),
-                    nix::unistd::UnlinkatFlags::NoRemoveDir,
-                );
-                Err(e)
-            }
-        }
+        })?;
+        Ok(Staged { temp })
     }
 
     /// Makes a symbolic link to `target` beside the path; [`WritePath::land`] puts it in place.
@@ -435,6 +404,37 @@ fn remove_empty_folder(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Writes what `source` reads to a new temporary file beside `name` in `dir` (made with
+/// `create_mode`, never through a link), then `finish`es it (modes, times, `fsync`); removes it
+/// again if anything fails. Returns its name.
+fn write_temp(
+    dir: &OwnedFd,
+    name: &OsStr,
+    source: &mut dyn io::Read,
+    create_mode: u32,
+    finish: impl FnOnce(&File) -> io::Result<()>,
+) -> io::Result<PathBuf> {
+    let temp = temp_name(name);
+    let fd = nix::fcntl::openat(
+        dir,
+        temp.as_os_str(),
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+        Mode::from_bits_truncate(create_mode),
+    )
+    .map_err(errno)?;
+    let mut file = File::from(fd);
+    let written = io::copy(source, &mut file).and_then(|_| finish(&file));
+    if let Err(e) = written {
+        let _ = nix::unistd::unlinkat(
+            dir,
+            temp.as_os_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+        return Err(e);
+    }
+    Ok(temp)
 }
 
 /// `.<name>.<pid>-<n>.reasonix-tmp`, hidden and unique within the folder.
