@@ -51,6 +51,7 @@ rules:
       - "make *"
       - "cd *"
       - "read *"
+      - "mapfile *"
       - "let *"
       - "test *"
       - "\\[ *"
@@ -288,6 +289,53 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("underscore", "default", "_=x rm -rf src", "ask"),
     ("underscore", "default", "_a=x ls", "ask"),
     ("underscore", "default", "ls", "allow"),
+    // Issue 27, class 1: the shell's own state. What the walk cannot follow is not
+    // understood; name references set the variable they name.
+    ("state", "benign", "declare -n r=IFS; r=/; f=README.md; cat $f", "ask"),
+    ("state", "benign", "typeset -n r; r=HOME; r=/etc; cat ~/shadow", "ask"),
+    ("state", "benign", "local -n r=PS4; echo x", "ask"),
+    ("state", "benign", "x=5; declare -n r=x; echo done", "allow"),
+    ("state", "benign", "command declare -n r=CDPATH; cd ssh", "ask"),
+    ("state", "benign", "declare \"-n\" r=GLOBIGNORE; ls", "ask"),
+    ("state", "benign", "set -k; cat README.md X=1", "ask"),
+    ("state", "benign", "set -o keyword; echo x", "ask"),
+    ("state", "benign", "bash -k -c 'echo x'", "ask"),
+    ("state", "benign", "set -euo pipefail; cat README.md", "allow"),
+    ("state", "benign", "bash -e -c 'echo x'", "allow"),
+    ("state", "benign", "set -o posix; HOME=/etc export X; cat ~/shadow", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1; HOME=/etc :; cat ~/shadow", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1 bash -c 'echo x'", "ask"),
+    ("state", "benign", "bash --posix -c 'echo x'", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1 sort README.md", "allow"),
+    ("state", "default", "shopt -s dotglob; cat *", "ask"),
+    ("state", "default", "bash -O dotglob -c 'cat *'", "ask"),
+    ("state", "default", "shopt -s nocaseglob; cat .EN[V]", "ask"),
+    ("state", "default", "shopt -s nullglob; cat *.md", "allow"),
+    ("state", "default", "shopt -s globstar; cat **/*.env", "ask"),
+    ("state", "default", "shopt -s extglob; cat README.md", "allow"),
+    ("state", "default", "shopt -q dotglob && echo on", "allow"),
+    ("state", "benign", "set -H; echo one\n!!:s/one/two/", "ask"),
+    ("state", "benign", "bash -H -c 'echo x'", "ask"),
+    ("state", "benign", "declare -a 'x=($(touch p))'", "ask"),
+    ("state", "benign", "v='($(touch p))'; declare -a x=$v", "ask"),
+    ("state", "benign", "x=(); declare x=\"$1\"", "ask"),
+    ("state", "benign", "typeset -a \"x=(\\`touch p\\`)\"", "ask"),
+    ("state", "benign", "declare -a x=(a b); echo done", "allow"),
+    ("state", "benign", "declare -a 'x=(a b)'; echo done", "allow"),
+    ("state", "benign", "declare x=README.md; echo done", "allow"),
+    ("state", "benign", "true & wait -p 'a[$(touch p)]' -n", "ask"),
+    ("state", "benign", "mapfile -C 'touch p' -c 1 < list.txt", "ask"),
+    ("state", "benign", "mapfile -t lines < list.txt", "allow"),
+    ("state", "benign", "declare -l f=.ENV; cat $f", "ask"),
+    ("state", "benign", "declare f=README.md; cat $f", "allow"),
+    ("state", "benign", "history -r notes.txt", "ask"),
+    ("state", "benign", "fc -e vi", "ask"),
+    // Issue 27, class 8: plain arrays are ordinary bash.
+    ("arrays", "benign", "declare -a arr=(a b); echo \"${arr[1]}\"", "allow"),
+    ("arrays", "benign", "arr=(README.md src/a.rs); cat \"${arr[@]}\"", "allow"),
+    ("arrays", "benign", "arr=(README.md .env); cat \"${arr[1]}\"", "deny"),
+    ("arrays", "benign", "declare -a arr=(README.md secrets.env); cat \"${arr[0]}\"", "deny"),
+    ("arrays", "benign", "arr=(a b); arr[1]=.env; cat \"${arr[1]}\"", "ask"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).

@@ -83,6 +83,7 @@ impl Walker<'_> {
         self.filled_variables(index);
         self.builtin_operands(index, false);
         self.exported(index);
+        self.shell_state(index);
         // What the wrapper reads on stdin reaches what it runs (`timeout 5 bash <<EOF`), except
         // under xargs, which reads its stdin itself.
         if how != "xargs"

@@ -21,6 +21,7 @@ mod expand;
 mod inner;
 mod redirects;
 mod scope;
+mod state;
 mod words;
 
 use crate::shell::parse::KindName;
@@ -110,6 +111,7 @@ pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[Stri
         visited: 0,
     };
     walker.integers();
+    walker.initial_state();
     walker.visit(root);
     let mut leaves = std::mem::take(&mut walker.scope.leaves);
     for (at, token) in parse::uncovered(source, &mut leaves) {
@@ -686,6 +688,7 @@ impl Walker<'_> {
         self.filled_variables(index);
         self.builtin_operands(index, false);
         self.exported(index);
+        self.shell_state(index);
         self.unwrap(index);
     }
 
@@ -863,11 +866,18 @@ impl Walker<'_> {
             if !child.is_named() {
                 words.push(Word::fixed(self.text(child)));
             } else if child.kind_name() == "variable_assignment" {
-                let (_, values, record) = self.assignment(child);
+                let (name, values, record) = self.assignment(child);
                 let mut word = Word::fixed(format!("{}=", record.name));
-                for v in values {
+                for v in values.iter().cloned() {
                     word.push(v);
                 }
+                // `declare -a arr=(a b)` binds as `arr=(a b)` does when the pre-pass found it
+                // may (outside functions, no attribute that changes the value).
+                let array = child
+                    .child_by_field_name("value")
+                    .is_some_and(|v| v.kind_name() == "array");
+                let values = self.binding(values, array);
+                self.bind(&name, values);
                 words.push(word);
                 assignments = true;
             } else {
@@ -881,6 +891,7 @@ impl Walker<'_> {
         self.declaration_operands(index, node);
         self.builtin_operands(index, true);
         self.exported(index);
+        self.shell_state(index);
     }
 
     /// What `export`, `declare`, `typeset`, `local` or `readonly` at `index` sets or exports,

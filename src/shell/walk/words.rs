@@ -223,6 +223,22 @@ impl Walker<'_> {
                 .map(|n| self.text(n)),
             _ => None,
         };
+        // `${NAME[N]}` and `${NAME[@]}` of an array bound once to static words: one
+        // or all of its words, taken here as all of them (what they may be).
+        let simple_name = simple_name.or_else(|| {
+            let sub = node.named_child(0).filter(|n| {
+                node.named_child_count() == 1
+                    && n.kind_name() == "subscript"
+                    && raw.len() == self.text(*n).len() + 3
+                    && raw.starts_with("${")
+            })?;
+            let name = sub
+                .child_by_field_name("name")
+                .filter(|n| n.kind_name() == "variable_name")?;
+            let index = self.text(sub.child_by_field_name("index")?);
+            (index == "@" || (!index.is_empty() && index.bytes().all(|b| b.is_ascii_digit())))
+                .then(|| self.text(name))
+        });
         if let Some(values) = simple_name.and_then(|n| self.bindings.get(n)) {
             let mut w = Word::with(raw, Dynamic::Bound);
             w.values = values.clone();
