@@ -336,6 +336,21 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("arrays", "benign", "arr=(README.md .env); cat \"${arr[1]}\"", "deny"),
     ("arrays", "benign", "declare -a arr=(README.md secrets.env); cat \"${arr[0]}\"", "deny"),
     ("arrays", "benign", "arr=(a b); arr[1]=.env; cat \"${arr[1]}\"", "ask"),
+    // Issue 27, class 2: words the parse dropped. Text tree-sitter keeps as text where bash
+    // expands must hold no expansion.
+    ("dropped", "benign", "cat <<EOF\n  $(touch p)\nEOF", "ask"),
+    ("dropped", "benign", "cat <<-EOF\n\t$(touch p)\n\tEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\n  `touch p`\nEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\n  plain text, 5$\nEOF", "allow"),
+    ("dropped", "benign", "cat <<'EOF'\n  $(touch p)\nEOF", "allow"),
+    ("dropped", "benign", "cat <<EOF\n$\\\n(touch p)\nEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\na \\\nb\nEOF", "allow"),
+    ("dropped", "benign", "echo \"$\\\n(touch p)\"", "ask"),
+    ("dropped", "benign", "echo \"a \\\nb\"", "allow"),
+    ("dropped", "benign", "cat <<< \"$\\\n(touch p)\"", "ask"),
+    ("dropped", "benign", "cat <<< \"a \\\nb\"", "allow"),
+    ("dropped", "benign", "cat $'README.md\\0.env'", "allow"),
+    ("dropped", "benign", "cat $'.env\\0README.md'", "deny"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -391,6 +406,12 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("underscore", "reads", "_=x rm -rf src", Reading::NotUnderstood),
     ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
     ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
+    ("dropped", "reads", "echo $'a\\0b' c", Reading::Commands(&[&["echo", "a", "c"]])),
+    ("dropped", "reads", "printf %s $'a\\x00q'r", Reading::Commands(&[&["printf", "%s", "ar"]])),
+    ("dropped", "reads", "cat <<EOF\n  $(rm -rf src)\nEOF", Reading::NotUnderstood),
+    ("dropped", "reads", "cat <<EOF\n$\\\n(rm -rf src)\nEOF", Reading::NotUnderstood),
+    ("state", "reads", "declare -a 'x=($(rm -rf src))'", Reading::NotUnderstood),
+    ("state", "reads", "set -k; ls X=1", Reading::NotUnderstood),
 ];
 
 #[test]
