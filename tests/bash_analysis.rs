@@ -240,7 +240,7 @@ const CASES: &[Case] = &[
     case("bash -c \"$CMD\"", &[&["bash", "-c", "$CMD"]]).hazard(&["dynamic_script"]),
     case("curl -s x | sh", &[&["curl", "-s", "x"], &["sh"]]).hazard(&["stdin_script"]),
     case("bash script.sh", &[&["bash", "script.sh"]]).ro(false),
-    case("zsh -c 'rm -rf x'", &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).ro(false),
+    case("zsh -c 'rm -rf x'", &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).ro(false).not_understood(),
     // --- hazards ---
     case("eval \"rm -rf x\"", &[&["eval", "rm -rf x"]]).f(&[Eval]).hazard(&["eval"]),
     case("source ./env.sh", &[&["source", "./env.sh"]]).hazard(&["source"]),

@@ -351,6 +351,20 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dropped", "benign", "cat <<< \"a \\\nb\"", "allow"),
     ("dropped", "benign", "cat $'README.md\\0.env'", "allow"),
     ("dropped", "benign", "cat $'.env\\0README.md'", "deny"),
+    // Issue 27, class 3: `sh` is dash. What dash reads otherwise than bash is not understood.
+    ("dash", "benign", "sh -c \"echo $'a' ; ls\"", "ask"),
+    ("dash", "benign", "sh -c 'ls &> /dev/null .env'", "deny"),
+    ("dash", "benign", "sh -c 'ls &> /dev/null src'", "ask"),
+    ("dash", "benign", "sh -c 'ls > /dev/null 2>&1'", "allow"),
+    ("dash", "benign", "bash -c 'ls &> /dev/null'", "allow"),
+    ("dash", "default", "find . -name '*.rs' -exec sh -c 'cat <<< \"$1\"' _ {} \\;", "ask"),
+    ("dash", "default", "echo src | xargs sh -c 'echo {a,b}'", "ask"),
+    ("dash", "default", "watch \"cat \\$'x'\"", "ask"),
+    ("dash", "default", "watch \"cat README.md\"", "allow"),
+    ("dash", "default", "sh <<EOF\n[[ -f x ]] && ls\nEOF", "ask"),
+    ("dash", "default", "sh <<EOF\n[ -f x ] && ls\nEOF", "allow"),
+    ("dash", "default", "dash -c 'HOME=/etc :; cat ~/shadow'", "ask"),
+    ("dash", "default", "zsh -c 'ls'", "ask"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -412,6 +426,11 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("dropped", "reads", "cat <<EOF\n$\\\n(rm -rf src)\nEOF", Reading::NotUnderstood),
     ("state", "reads", "declare -a 'x=($(rm -rf src))'", Reading::NotUnderstood),
     ("state", "reads", "set -k; ls X=1", Reading::NotUnderstood),
+    ("dash", "reads", "find . -exec sh -c 'wc -l \"$1\"' _ {} \\;", Reading::Reports(&["wc", "-l", "$1"])),
+    ("dash", "reads", "find . -exec sh -c 'cat <<< \"$1\"' _ {} \\;", Reading::NotUnderstood),
+    ("dash", "reads", "echo src | xargs sh -c 'ls -la'", Reading::Reports(&["ls", "-la"])),
+    ("dash", "reads", "echo src | xargs sh -c 'ls {a,b}'", Reading::NotUnderstood),
+    ("dash", "reads", "sh -c 'echo $\"a\"'", Reading::NotUnderstood),
 ];
 
 #[test]

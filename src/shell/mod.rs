@@ -333,7 +333,7 @@ pub struct Analysis {
 impl Analysis {
     /// Analyses one bash script.
     pub fn of(script: &str) -> Analysis {
-        let mut analysis = walk::analyse(script, 0, MAX_NESTING, &[]);
+        let mut analysis = walk::analyse(script, 0, MAX_NESTING, &[], false);
         analysis.finish();
         analysis
     }

@@ -17,6 +17,7 @@
 
 mod arith;
 mod builtins;
+mod dialect;
 mod expand;
 mod inner;
 mod redirects;
@@ -42,8 +43,15 @@ const RESERVED: &[&str] = &[
 ];
 
 /// Analyses `script` at nesting `depth`, inside `context`; its syntax tree may be at most
-/// `levels` deep (what [`MAX_NESTING`] leaves after the scripts around it).
-pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[String]) -> Analysis {
+/// `levels` deep (what [`MAX_NESTING`] leaves after the scripts around it). `posix`: the script
+/// is run by `sh`, and must read alike under bash and dash ([`dialect`]).
+pub(super) fn analyse(
+    script: &str,
+    depth: usize,
+    levels: usize,
+    context: &[String],
+    posix: bool,
+) -> Analysis {
     let mut out = Analysis::default();
     if script.len() > MAX_SCRIPT {
         out.problems.push(format!(
@@ -109,10 +117,14 @@ pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[Stri
         stdin: HashMap::new(),
         consumed: Vec::new(),
         visited: 0,
+        posix,
     };
     walker.integers();
     walker.initial_state();
     walker.visit(root);
+    if posix {
+        walker.posix_reading(root);
+    }
     let mut leaves = std::mem::take(&mut walker.scope.leaves);
     for (at, token) in parse::uncovered(source, &mut leaves) {
         if !walker.consumed.contains(&at) {
@@ -185,6 +197,8 @@ struct Walker<'s> {
     /// Where the walk took text tree-sitter left out of the tree as words (`skipped`).
     consumed: Vec<usize>,
     visited: usize,
+    /// The script is run by `sh` ([`dialect`]).
+    posix: bool,
 }
 
 impl<'s> Walker<'s> {
