@@ -659,8 +659,10 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("allow", "strict", "npm test", "allow"),
     ("allow", "strict", "cargo test --manifest-path ../p/Cargo.toml", "deny"),
     ("allow", "strict", "cargo test --manifest-path src/Cargo.toml", "allow"),
-    ("default", "interactive", "git -C /tmp/other status", "ask"),
-    ("default", "interactive", "cd /opt/other && git log", "ask"),
+    // The folder a program obeys is a path the call acts on (issue 27): outside the workspace
+    // and every allowed root, the call is refused.
+    ("default", "interactive", "git -C /tmp/other status", "deny"),
+    ("default", "interactive", "cd /opt/other && git log", "deny"),
     ("default", "interactive", "git -C src status", "allow"),
     // Class 7: programs whose scripts the analysis reads.
     ("allow", "strict", "awk '{ if (NR > 1) print $0 > \"out\" }' src/a.rs", "deny"),

@@ -365,6 +365,55 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dash", "default", "sh <<EOF\n[ -f x ] && ls\nEOF", "allow"),
     ("dash", "default", "dash -c 'HOME=/etc :; cat ~/shadow'", "ask"),
     ("dash", "default", "zsh -c 'ls'", "ask"),
+    // Issue 27, class 5: readers of what the command line does not name.
+    ("unnamed", "default", "wc --files0-from=- < list.txt", "ask"),
+    ("unnamed", "default", "wc --files0=list.txt", "ask"),
+    ("unnamed", "default", "sort --files0-from=list.txt", "ask"),
+    ("unnamed", "default", "wc -l README.md", "allow"),
+    ("unnamed", "default", "grep -f - README.md < list.txt", "ask"),
+    ("unnamed", "default", "grep -f names.txt README.md", "allow"),
+    ("unnamed", "default", "diff -N outside .", "ask"),
+    ("unnamed", "default", "diff README.md names.txt", "allow"),
+    ("unnamed", "default", "man -l - < list.txt", "ask"),
+    ("unnamed", "default", "less --lesskey-src=keys.txt README.md", "ask"),
+    ("unnamed", "default", "less README.md", "allow"),
+    ("unnamed", "default", "git grep --no-index KEY", "ask"),
+    ("unnamed", "default", "git diff --no-index a b", "ask"),
+    ("unnamed", "default", "git cat-file --batch < list.txt", "ask"),
+    ("unnamed", "default", "git cat-file -p HEAD:README.md", "allow"),
+    ("unnamed", "default", "git log -L1,2:.env", "deny"),
+    ("unnamed", "default", "git log -L1,2:README.md", "allow"),
+    ("unnamed", "default", "tree -R", "ask"),
+    ("unnamed", "default", "tree -L 2", "allow"),
+    ("unnamed", "default", "yq --in-place .a x.yaml", "ask"),
+    ("unnamed", "default", "yq --in-pl .a x.yaml", "ask"),
+    ("unnamed", "default", "yq .a x.yaml", "allow"),
+    // Issue 27, class 6: options that write or run.
+    ("writes", "default", "tar -g snap.db -cf - src", "ask"),
+    ("writes", "default", "tar --index-file=idx -tvf a.tar", "ask"),
+    ("writes", "benign", "tar -g snap.db -cf - src", "ask"),
+    ("writes", "benign", "tar -tf a.tar", "allow"),
+    ("writes", "default", "tar -xf a.tar -C out", "ask"),
+    ("writes", "default", "script -q log.txt", "ask"),
+    ("writes", "default", "script -q -c ls log.txt", "ask"),
+    ("writes", "default", "strace -o trace.txt ls", "ask"),
+    ("writes", "default", "strace -o '|sh' ls", "ask"),
+    ("writes", "default", "strace -E LD_PRELOAD=./x.so ls", "ask"),
+    ("writes", "default", "valgrind --log-file=v.txt ls", "ask"),
+    ("writes", "default", "fakeroot -s state.db ls", "ask"),
+    ("writes", "default", "make CC=./evil.sh", "ask"),
+    ("writes", "benign", "make CC=./evil.sh", "ask"),
+    ("writes", "benign", "make test V=1", "allow"),
+    // Issue 27, class 7: folders reached by another name (`link` is a symbolic link to a
+    // folder outside the workspace): the folder a program obeys is resolved and confined.
+    ("folder", "default", "cd link && git status", "deny"),
+    ("folder", "default", "git -C link status", "deny"),
+    ("folder", "default", "env --chdir=link git status", "deny"),
+    ("folder", "default", "make -C link", "deny"),
+    ("folder", "default", "make -f link/Makefile", "deny"),
+    ("folder", "default", "npm --prefix link test", "deny"),
+    ("folder", "default", "cd src && git status", "allow"),
+    ("folder", "default", "git -C src status", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -467,6 +516,10 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
     w.file("names.txt", "x\n");
     w.file("README.md", "");
     w.file("src/a.rs", "");
+    w.file("x.yaml", "a: 1\n");
+    w.file("a.tar", "");
+    w.file("keys.txt", "");
+    w.link("link", &w.outside);
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();
     let mut failures = Vec::new();

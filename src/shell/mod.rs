@@ -326,6 +326,11 @@ pub struct Analysis {
     /// `-fFILE`, a path an option such as `-C DIR` moves (`programs::paths`). Judged by path
     /// rules like any argument.
     pub hidden_paths: Vec<String>,
+    /// Folders (or instruction files, `make -f F`) that a program obeying its folder runs in
+    /// or reads: `git -C D`, `make -C D`, `npm --prefix D`, `env --chdir=D git`, `cd D && git`.
+    /// Judged as paths the call acts on, resolved and confined like any other: a symbolic
+    /// link to a folder outside the workspace is not the workspace.
+    pub run_folders: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,
 }
@@ -389,6 +394,11 @@ impl Analysis {
                     push(PathRequest::write(target, PathRole::Redirect))
                 }
                 _ => {}
+            }
+        }
+        for folder in &self.run_folders {
+            if !folder.is_empty() && !folder.contains('\0') {
+                push(PathRequest::read(folder, PathRole::Target));
             }
         }
         for hidden in &self.hidden_paths {
