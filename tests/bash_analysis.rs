@@ -617,7 +617,7 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("allow", "strict", "python3 -W ignore manage.py test", "allow"),
     ("allow", "strict", "node --title x -e 'require(\"child_process\").execSync(\"id\")'", "deny"),
     ("allow", "strict", "node --title x server.js", "allow"),
-    ("default", "interactive", "sort --outp=/tmp/x f", "ask"),
+    ("default", "interactive", "sort --outp=/tmp/x f", "deny"),  // issue 27: a file an option writes is confined like a redirection
     ("default", "interactive", "sort -u src/a.rs", "allow"),
     ("default", "interactive", "sed --in-pl=.bak 's/a/b/' src/a.rs", "ask"),
     ("default", "interactive", "sed -n 1p src/a.rs", "allow"),

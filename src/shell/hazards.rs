@@ -102,6 +102,7 @@ pub const COMMANDS: &[Row] = &[
     Row { id: "output_file", names: &["script"], test: Test::Check(unseen::script_log), why: "script writes a typescript of the session", example: "script -q -c ls", benign: "script -q -c ls /dev/null" },
     Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_output), why: "-o writes (or pipes to a command), -E sets the environment", example: "strace -o '|sh' ls", benign: "strace -c ls" },
     Row { id: "output_file", names: &["valgrind"], test: Test::Check(unseen::valgrind_output), why: "its log options write or send where they name", example: "valgrind --log-file=v.txt ls", benign: "valgrind ls" },
+    Row { id: "output_file", names: &["tar", "gtar"], test: Test::Check(unseen::tar_absolute), why: "extracting with -P writes where the archive's names (or --transform) say", example: "tar -xPf a.tar", benign: "tar -xf a.tar" },
     Row { id: "output_file", names: &["fakeroot"], test: Test::Check(unseen::fakeroot_files), why: "-s/-i/-l/--faked name files it writes, reads or loads", example: "fakeroot -s state.db ls", benign: "fakeroot ls" },
 ];
 
@@ -198,6 +199,7 @@ pub(super) fn scan(analysis: &mut Analysis) {
     let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let away = moves_away(analysis);
     let mut run_folders: Vec<String> = Vec::new();
+    let mut written: Vec<String> = Vec::new();
     for (i, command) in analysis.commands.iter().enumerate() {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             continue;
@@ -233,6 +235,7 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
+        written.extend(programs::unseen::written_paths(command, &parsed));
         let obeys_folder = names
             .iter()
             .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok());
@@ -257,6 +260,11 @@ pub(super) fn scan(analysis: &mut Analysis) {
             if !analysis.hidden_paths.contains(&text) {
                 analysis.hidden_paths.push(text);
             }
+        }
+    }
+    for path in written {
+        if !analysis.written_paths.contains(&path) {
+            analysis.written_paths.push(path);
         }
     }
     for folder in run_folders {

@@ -331,6 +331,9 @@ pub struct Analysis {
     /// Judged as paths the call acts on, resolved and confined like any other: a symbolic
     /// link to a folder outside the workspace is not the workspace.
     pub run_folders: Vec<String>,
+    /// Files and folders programs write through their options (`sort -o F`, `tar -cf F`,
+    /// `tar -x -C D`), judged as paths the call changes.
+    pub written_paths: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,
 }
@@ -394,6 +397,11 @@ impl Analysis {
                     push(PathRequest::write(target, PathRole::Redirect))
                 }
                 _ => {}
+            }
+        }
+        for path in &self.written_paths {
+            if !path.is_empty() && !path.contains('\0') {
+                push(PathRequest::write(path, PathRole::Target));
             }
         }
         for folder in &self.run_folders {

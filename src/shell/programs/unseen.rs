@@ -229,6 +229,43 @@ pub fn fakeroot_files(command: &Command, _: &Parsed) -> Option<String> {
         .map(|a| format!("{a} names a file it writes, reads or loads as code"))
 }
 
+/// `tar -x -P`: absolute names (and `--transform`) write wherever the archive says.
+pub fn tar_absolute(_: &Command, parsed: &Parsed) -> Option<String> {
+    (parsed.has("-x") && parsed.has("-P"))
+        .then(|| "-x with -P writes to the absolute paths the archive holds".to_owned())
+}
+
+/// The files or folders a command writes through its options, static values only: each
+/// option with the role [`Role::Writes`] (`sort -o F`, `tar -g F`), the archive `tar` creates
+/// or updates (`-cf F`), and the folder it extracts into (`-x -C D`). They are judged as
+/// paths the call changes, resolved and confined (a `-f` that is a symbolic link to a file
+/// outside the workspace writes there).
+pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
+    use super::spec::Role;
+    let words = &command.words[1..];
+    let fixed = |f: &super::spec::Found| f.value_at.is_none_or(|at| words[at].is_static());
+    let mut out: Vec<String> = parsed
+        .options
+        .iter()
+        .filter(|f| f.role() == Role::Writes && fixed(f))
+        .filter_map(|f| f.value)
+        .filter(|v| !v.is_empty() && *v != "-")
+        .map(str::to_owned)
+        .collect();
+    if matches!(command.basename(), "tar" | "gtar") {
+        let creates = parsed.has_any(&["-c", "-r", "-u", "-A", "--delete"]);
+        if creates && let Some(f) = parsed.get("-f").filter(|f| fixed(f)) {
+            out.extend(f.value.filter(|v| *v != "-").map(str::to_owned));
+        }
+        if parsed.has("-x")
+            && let Some(folder) = parsed.get("-C").filter(|f| fixed(f)).and_then(|f| f.value)
+        {
+            out.push(folder.to_owned());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
