@@ -365,6 +365,16 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dash", "default", "sh <<EOF\n[ -f x ] && ls\nEOF", "allow"),
     ("dash", "default", "dash -c 'HOME=/etc :; cat ~/shadow'", "ask"),
     ("dash", "default", "zsh -c 'ls'", "ask"),
+    // Issue 27, class 4: programs' own languages, in every dialect (run by every installed
+    // dialect in tests/bash_programs.rs).
+    ("dialect", "default", "sed ':x e touch p' README.md", "ask"),
+    ("dialect", "default", "sed 'v 4.2 w p' README.md", "ask"),
+    ("dialect", "default", "sed '1a foo\\\\\ne touch p' README.md", "ask"),
+    ("dialect", "default", "sed ':a;N;$!ba;s/x/y/' README.md", "allow"),
+    ("dialect", "default", "awk 'BEGIN { ARGV[ARGC++] = \".env\" } { print }'", "ask"),
+    ("dialect", "default", "awk '{ x++ / 2; system(\"touch p\") / 1 }' README.md", "ask"),
+    ("dialect", "default", "awk '{ x++ / 2; print x }' README.md", "allow"),
+    ("dialect", "default", "mawk '{ print ARGV[1] }' README.md", "allow"),
     // Issue 27, class 5: readers of what the command line does not name.
     ("unnamed", "default", "wc --files0-from=- < list.txt", "ask"),
     ("unnamed", "default", "wc --files0=list.txt", "ask"),
