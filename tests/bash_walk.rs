@@ -281,6 +281,9 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("descriptor", "default", "ls 2>&1", "allow"),
     ("descriptor", "default", "ls {fd}>&2", "allow"),
     ("descriptor", "benign", "ls {PATH}>&2; ls", "ask"),
+    // Found by the neighbourhood generator: tree-sitter gives the redirection to the list.
+    ("descriptor", "benign", "true && ls {PATH}>&2; ls", "ask"),
+    ("descriptor", "benign", "true && ls >&2; ls", "allow"),
     // `!` glued to a word is no negation.
     ("negation", "default", "!{ls", "ask"),
     ("negation", "default", "! ls", "allow"),
@@ -565,6 +568,77 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
         "{} of {} failed:\n{}",
         failures.len(),
         ROWS.len(),
+        failures.join("\n")
+    );
+}
+
+/// The neighbourhood of every class: each attack row, rewritten in forms bash runs alike (in
+/// a group, a subshell, after `true &&`, through `bash -c`, `timeout`, `env`, `command`), must
+/// still not be allowed. A fix that holds only for the example as written fails here.
+#[test]
+fn each_attack_stays_refused_in_its_neighbourhood() {
+    let w = World::new();
+    w.file(".env", "KEY=1");
+    w.file("secrets.env", "KEY=1");
+    w.file("list.txt", "b\na\n");
+    w.file("names.txt", "x\n");
+    w.file("README.md", "");
+    w.file("src/a.rs", "");
+    w.file("x.yaml", "a: 1\n");
+    w.file("a.tar", "");
+    w.file("keys.txt", "");
+    w.link("link", &w.outside);
+    let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
+    let default = PolicySet::embedded_default();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (class, policy, script, want) in ROWS {
+        if *want == "allow" {
+            continue;
+        }
+        let policy = if *policy == "benign" {
+            &benign
+        } else {
+            &default
+        };
+        let gate = common::gate_over(
+            Registry::with_builtins(),
+            policy,
+            &w.ws,
+            Posture::Interactive,
+        );
+        // Through a program (`timeout`, `env`), `time` is /usr/bin/time, not the keyword.
+        let simple =
+            !script.contains(['\n', ';', '&', '|', '<', '>', '(', '`', '$']) && *class != "time";
+        let mut forms = vec![
+            format!("{{ {script}\n}}"),
+            format!("({script}\n)"),
+            format!("true && {script}"),
+            format!("bash -c {}", quote(script)),
+        ];
+        if simple {
+            forms.push(format!("timeout 5 {script}"));
+            forms.push(format!("env {script}"));
+            forms.push(format!("command {script}"));
+        }
+        for form in forms {
+            checked += 1;
+            let call = json!({"name": "bash", "arguments": {"command": form}});
+            let a = gate.admit_text(&call.to_string()).into_admission();
+            if a.verdict.as_str() == "allow" {
+                failures.push(format!(
+                    "class {class}: {form:?} is allowed — {:?}",
+                    a.reasons
+                ));
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} forms");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} forms allowed:\n{}",
+        failures.len(),
         failures.join("\n")
     );
 }

@@ -506,12 +506,20 @@ impl Walker<'_> {
         match node.child_by_field_name("body") {
             Some(body) if body.kind_name() == "command" => self.command(body, &redirects),
             Some(body) => {
+                // The last word of the body, glued to the redirection (`a | b 0< f`, `a && b
+                // {PATH}>&2`): bash reads it as the descriptor of a redirection of the last
+                // command, tree-sitter as a word.
+                let tail = self
+                    .text(body)
+                    .rsplit(|c: char| c.is_ascii_whitespace())
+                    .next()
+                    .unwrap_or("");
                 if redirects.first().is_some_and(|r| {
                     r.start_byte() == body.end_byte()
                         && r.child_by_field_name("descriptor").is_none()
-                        && last_leaf(body).is_some_and(|leaf| {
+                        && (last_leaf(body).is_some_and(|leaf| {
                             leaf.is_named() && redirects::is_descriptor(self.text(leaf))
-                        })
+                        }) || redirects::is_descriptor(tail))
                 }) {
                     // `a | b 0< f`: the `0` tree-sitter gave to `b` is the descriptor of a
                     // redirection it gave to the whole pipeline.
