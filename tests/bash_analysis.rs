@@ -240,7 +240,7 @@ const CASES: &[Case] = &[
     case("bash -c \"$CMD\"", &[&["bash", "-c", "$CMD"]]).hazard(&["dynamic_script"]),
     case("curl -s x | sh", &[&["curl", "-s", "x"], &["sh"]]).hazard(&["stdin_script"]),
     case("bash script.sh", &[&["bash", "script.sh"]]).ro(false),
-    case("zsh -c 'rm -rf x'", &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).ro(false),
+    case("zsh -c 'rm -rf x'", &[&["zsh", "-c", "rm -rf x"], &["rm", "-rf", "x"]]).ro(false).not_understood(),
     // --- hazards ---
     case("eval \"rm -rf x\"", &[&["eval", "rm -rf x"]]).f(&[Eval]).hazard(&["eval"]),
     case("source ./env.sh", &[&["source", "./env.sh"]]).hazard(&["source"]),
@@ -617,7 +617,7 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("allow", "strict", "python3 -W ignore manage.py test", "allow"),
     ("allow", "strict", "node --title x -e 'require(\"child_process\").execSync(\"id\")'", "deny"),
     ("allow", "strict", "node --title x server.js", "allow"),
-    ("default", "interactive", "sort --outp=/tmp/x f", "ask"),
+    ("default", "interactive", "sort --outp=/tmp/x f", "deny"),  // issue 27: a file an option writes is confined like a redirection
     ("default", "interactive", "sort -u src/a.rs", "allow"),
     ("default", "interactive", "sed --in-pl=.bak 's/a/b/' src/a.rs", "ask"),
     ("default", "interactive", "sed -n 1p src/a.rs", "allow"),
@@ -659,8 +659,10 @@ const VERDICTS: &[(&str, &str, &str, &str)] = &[
     ("allow", "strict", "npm test", "allow"),
     ("allow", "strict", "cargo test --manifest-path ../p/Cargo.toml", "deny"),
     ("allow", "strict", "cargo test --manifest-path src/Cargo.toml", "allow"),
-    ("default", "interactive", "git -C /tmp/other status", "ask"),
-    ("default", "interactive", "cd /opt/other && git log", "ask"),
+    // The folder a program obeys is a path the call acts on (issue 27): outside the workspace
+    // and every allowed root, the call is refused.
+    ("default", "interactive", "git -C /tmp/other status", "deny"),
+    ("default", "interactive", "cd /opt/other && git log", "deny"),
     ("default", "interactive", "git -C src status", "allow"),
     // Class 7: programs whose scripts the analysis reads.
     ("allow", "strict", "awk '{ if (NR > 1) print $0 > \"out\" }' src/a.rs", "deny"),

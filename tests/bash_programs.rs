@@ -295,3 +295,90 @@ fn options_end_where_the_program_ends_them() {
         assert_eq!(got, operands, "{line}");
     }
 }
+
+/// Issue 27, class 4: programs' own languages, in every dialect installed. Each program is run
+/// by every dialect on this machine (gawk, mawk, original-awk, busybox awk; GNU sed) in a
+/// throwaway folder, bounded by a timeout; where a dialect does the harm (creates `p`, or
+/// reads `secret` that no operand named), the analysis must report a hazard for that dialect's
+/// command line. The benign twins must do no harm in any dialect and raise no hazard.
+#[test]
+fn every_installed_dialect_that_does_harm_is_caught() {
+    use reasonix::shell::Analysis;
+    use std::process::Command;
+    const AWKS: &[&[&str]] = &[&["gawk"], &["mawk"], &["original-awk"], &["busybox", "awk"]];
+    // (program, harmful): harmful programs must do harm in at least one dialect here.
+    const AWK_PROGRAMS: &[(&str, bool)] = &[
+        ("BEGIN { ARGV[ARGC++] = \"secret\" } { print }", true),
+        ("{ x++ / 2; system(\"touch p\") / 1 }", true),
+        ("{ x-- / 2; system(\"touch p\") }", true),
+        (
+            "BEGIN { split(\"secret\", ARGV); ARGC = 2 } { print }",
+            true,
+        ),
+        ("{ x++ / 2; print x }", false),
+        ("{ print ARGV[1], ARGC }", false),
+    ];
+    const SEDS: &[&[&str]] = &[&["sed"]];
+    const SED_SCRIPTS: &[(&str, bool)] = &[
+        (":x e touch p", true),
+        ("v 4.2 w p", true),
+        ("1a foo\\\\\ne touch p", true),
+        ("1a foo\\\ne touch p", false),
+        (":a;N;$!ba;s/x/y/", false),
+    ];
+    let timeout = |mut argv: Vec<String>, dir: &std::path::Path| {
+        let mut all = vec!["5".to_owned()];
+        all.append(&mut argv);
+        Command::new("timeout")
+            .args(&all)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+    };
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for (dialects, programs) in [(AWKS, AWK_PROGRAMS), (SEDS, SED_SCRIPTS)] {
+        for (program, harmful) in programs {
+            let mut harmed_somewhere = false;
+            for dialect in dialects {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::write(dir.path().join("input"), "line\n").unwrap();
+                std::fs::write(dir.path().join("secret"), "SECRET\n").unwrap();
+                let mut argv: Vec<String> = dialect.iter().map(|s| s.to_string()).collect();
+                argv.push(program.to_string());
+                argv.push("input".into());
+                let Ok(out) = timeout(argv, dir.path()) else {
+                    continue; // not installed here
+                };
+                if out.status.code() == Some(127) {
+                    continue;
+                }
+                ran += 1;
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                let harmed = dir.path().join("p").exists() || stdout.contains("SECRET");
+                harmed_somewhere |= harmed;
+                let line = format!(
+                    "{} '{}' input",
+                    dialect.join(" "),
+                    program.replace('\'', "'\\''")
+                );
+                let a = Analysis::of(&line);
+                let flagged = !a.hazards.is_empty() || !a.analysed;
+                if harmed && !flagged {
+                    failures.push(format!("{line}: does harm, and the analysis saw none"));
+                }
+                if !harmful && (harmed || flagged) {
+                    failures.push(format!(
+                        "{line}: benign twin (harm {harmed}, flagged {flagged}: {:?})",
+                        a.hazards
+                    ));
+                }
+            }
+            if *harmful && !harmed_somewhere {
+                failures.push(format!("{program:?}: did no harm in any dialect here"));
+            }
+        }
+    }
+    assert!(ran > 0, "no dialect ran");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -51,6 +51,7 @@ rules:
       - "make *"
       - "cd *"
       - "read *"
+      - "mapfile *"
       - "let *"
       - "test *"
       - "\\[ *"
@@ -280,6 +281,9 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("descriptor", "default", "ls 2>&1", "allow"),
     ("descriptor", "default", "ls {fd}>&2", "allow"),
     ("descriptor", "benign", "ls {PATH}>&2; ls", "ask"),
+    // Found by the neighbourhood generator: tree-sitter gives the redirection to the list.
+    ("descriptor", "benign", "true && ls {PATH}>&2; ls", "ask"),
+    ("descriptor", "benign", "true && ls >&2; ls", "allow"),
     // `!` glued to a word is no negation.
     ("negation", "default", "!{ls", "ask"),
     ("negation", "default", "! ls", "allow"),
@@ -288,6 +292,147 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("underscore", "default", "_=x rm -rf src", "ask"),
     ("underscore", "default", "_a=x ls", "ask"),
     ("underscore", "default", "ls", "allow"),
+    // Issue 27, class 1: the shell's own state. What the walk cannot follow is not
+    // understood; name references set the variable they name.
+    ("state", "benign", "declare -n r=IFS; r=/; f=README.md; cat $f", "ask"),
+    ("state", "benign", "typeset -n r; r=HOME; r=/etc; cat ~/shadow", "ask"),
+    ("state", "benign", "local -n r=PS4; echo x", "ask"),
+    ("state", "benign", "x=5; declare -n r=x; echo done", "allow"),
+    ("state", "benign", "command declare -n r=CDPATH; cd ssh", "ask"),
+    ("state", "benign", "declare \"-n\" r=GLOBIGNORE; ls", "ask"),
+    ("state", "benign", "set -k; cat README.md X=1", "ask"),
+    ("state", "benign", "set -o keyword; echo x", "ask"),
+    ("state", "benign", "bash -k -c 'echo x'", "ask"),
+    ("state", "benign", "set -euo pipefail; cat README.md", "allow"),
+    ("state", "benign", "bash -e -c 'echo x'", "allow"),
+    ("state", "benign", "set -o posix; HOME=/etc export X; cat ~/shadow", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1; HOME=/etc :; cat ~/shadow", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1 bash -c 'echo x'", "ask"),
+    ("state", "benign", "bash --posix -c 'echo x'", "ask"),
+    ("state", "benign", "POSIXLY_CORRECT=1 sort README.md", "allow"),
+    ("state", "default", "shopt -s dotglob; cat *", "ask"),
+    ("state", "default", "bash -O dotglob -c 'cat *'", "ask"),
+    ("state", "default", "shopt -s nocaseglob; cat .EN[V]", "ask"),
+    ("state", "default", "shopt -s nullglob; cat *.md", "allow"),
+    ("state", "default", "shopt -s globstar; cat **/*.env", "ask"),
+    ("state", "default", "shopt -s extglob; cat README.md", "allow"),
+    ("state", "default", "shopt -q dotglob && echo on", "allow"),
+    ("state", "benign", "set -H; echo one\n!!:s/one/two/", "ask"),
+    ("state", "benign", "bash -H -c 'echo x'", "ask"),
+    ("state", "benign", "declare -a 'x=($(touch p))'", "ask"),
+    ("state", "benign", "v='($(touch p))'; declare -a x=$v", "ask"),
+    ("state", "benign", "x=(); declare x=\"$1\"", "ask"),
+    ("state", "benign", "typeset -a \"x=(\\`touch p\\`)\"", "ask"),
+    ("state", "benign", "declare -a x=(a b); echo done", "allow"),
+    ("state", "benign", "declare -a 'x=(a b)'; echo done", "allow"),
+    ("state", "benign", "declare x=README.md; echo done", "allow"),
+    ("state", "benign", "true & wait -p 'a[$(touch p)]' -n", "ask"),
+    ("state", "benign", "mapfile -C 'touch p' -c 1 < list.txt", "ask"),
+    ("state", "benign", "mapfile -t lines < list.txt", "allow"),
+    ("state", "benign", "declare -l f=.ENV; cat $f", "ask"),
+    ("state", "benign", "declare f=README.md; cat $f", "allow"),
+    ("state", "benign", "history -r notes.txt", "ask"),
+    ("state", "benign", "fc -e vi", "ask"),
+    // Issue 27, class 8: plain arrays are ordinary bash.
+    ("arrays", "benign", "declare -a arr=(a b); echo \"${arr[1]}\"", "allow"),
+    ("arrays", "benign", "arr=(README.md src/a.rs); cat \"${arr[@]}\"", "allow"),
+    ("arrays", "benign", "arr=(README.md .env); cat \"${arr[1]}\"", "deny"),
+    ("arrays", "benign", "declare -a arr=(README.md secrets.env); cat \"${arr[0]}\"", "deny"),
+    ("arrays", "benign", "arr=(a b); arr[1]=.env; cat \"${arr[1]}\"", "ask"),
+    // Issue 27, class 2: words the parse dropped. Text tree-sitter keeps as text where bash
+    // expands must hold no expansion.
+    ("dropped", "benign", "cat <<EOF\n  $(touch p)\nEOF", "ask"),
+    ("dropped", "benign", "cat <<-EOF\n\t$(touch p)\n\tEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\n  `touch p`\nEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\n  plain text, 5$\nEOF", "allow"),
+    ("dropped", "benign", "cat <<'EOF'\n  $(touch p)\nEOF", "allow"),
+    ("dropped", "benign", "cat <<EOF\n$\\\n(touch p)\nEOF", "ask"),
+    ("dropped", "benign", "cat <<EOF\na \\\nb\nEOF", "allow"),
+    ("dropped", "benign", "echo \"$\\\n(touch p)\"", "ask"),
+    ("dropped", "benign", "echo \"a \\\nb\"", "allow"),
+    ("dropped", "benign", "cat <<< \"$\\\n(touch p)\"", "ask"),
+    ("dropped", "benign", "cat <<< \"a \\\nb\"", "allow"),
+    ("dropped", "benign", "cat $'README.md\\0.env'", "allow"),
+    ("dropped", "benign", "cat $'.env\\0README.md'", "deny"),
+    // Issue 27, class 3: `sh` is dash. What dash reads otherwise than bash is not understood.
+    ("dash", "benign", "sh -c \"echo $'a' ; ls\"", "ask"),
+    ("dash", "benign", "sh -c 'ls &> /dev/null .env'", "deny"),
+    ("dash", "benign", "sh -c 'ls &> /dev/null src'", "ask"),
+    ("dash", "benign", "sh -c 'ls > /dev/null 2>&1'", "allow"),
+    ("dash", "benign", "bash -c 'ls &> /dev/null'", "allow"),
+    ("dash", "default", "find . -name '*.rs' -exec sh -c 'cat <<< \"$1\"' _ {} \\;", "ask"),
+    ("dash", "default", "echo src | xargs sh -c 'echo {a,b}'", "ask"),
+    ("dash", "default", "watch \"cat \\$'x'\"", "ask"),
+    ("dash", "default", "watch \"cat README.md\"", "allow"),
+    ("dash", "default", "sh <<EOF\n[[ -f x ]] && ls\nEOF", "ask"),
+    ("dash", "default", "sh <<EOF\n[ -f x ] && ls\nEOF", "allow"),
+    ("dash", "default", "dash -c 'HOME=/etc :; cat ~/shadow'", "ask"),
+    ("dash", "default", "zsh -c 'ls'", "ask"),
+    // Issue 27, class 4: programs' own languages, in every dialect (run by every installed
+    // dialect in tests/bash_programs.rs).
+    ("dialect", "default", "sed ':x e touch p' README.md", "ask"),
+    ("dialect", "default", "sed 'v 4.2 w p' README.md", "ask"),
+    ("dialect", "default", "sed '1a foo\\\\\ne touch p' README.md", "ask"),
+    ("dialect", "default", "sed ':a;N;$!ba;s/x/y/' README.md", "allow"),
+    ("dialect", "default", "awk 'BEGIN { ARGV[ARGC++] = \".env\" } { print }'", "ask"),
+    ("dialect", "default", "awk '{ x++ / 2; system(\"touch p\") / 1 }' README.md", "ask"),
+    ("dialect", "default", "awk '{ x++ / 2; print x }' README.md", "allow"),
+    ("dialect", "default", "mawk '{ print ARGV[1] }' README.md", "allow"),
+    // Issue 27, class 5: readers of what the command line does not name.
+    ("unnamed", "default", "wc --files0-from=- < list.txt", "ask"),
+    ("unnamed", "default", "wc --files0=list.txt", "ask"),
+    ("unnamed", "default", "sort --files0-from=list.txt", "ask"),
+    ("unnamed", "default", "wc -l README.md", "allow"),
+    ("unnamed", "default", "grep -f - README.md < list.txt", "ask"),
+    ("unnamed", "default", "grep -f names.txt README.md", "allow"),
+    ("unnamed", "default", "diff -N outside .", "ask"),
+    ("unnamed", "default", "diff README.md names.txt", "allow"),
+    ("unnamed", "default", "man -l - < list.txt", "ask"),
+    ("unnamed", "default", "less --lesskey-src=keys.txt README.md", "ask"),
+    ("unnamed", "default", "less README.md", "allow"),
+    ("unnamed", "default", "git grep --no-index KEY", "ask"),
+    ("unnamed", "default", "git diff --no-index a b", "ask"),
+    ("unnamed", "default", "git cat-file --batch < list.txt", "ask"),
+    ("unnamed", "default", "git cat-file -p HEAD:README.md", "allow"),
+    ("unnamed", "default", "git log -L1,2:.env", "deny"),
+    ("unnamed", "default", "git log -L1,2:README.md", "allow"),
+    ("unnamed", "default", "tree -R", "ask"),
+    ("unnamed", "default", "tree -L 2", "allow"),
+    ("unnamed", "default", "yq --in-place .a x.yaml", "ask"),
+    ("unnamed", "default", "yq --in-pl .a x.yaml", "ask"),
+    ("unnamed", "default", "yq .a x.yaml", "allow"),
+    // Issue 27, class 6: options that write or run.
+    ("writes", "default", "tar -g snap.db -cf - src", "ask"),
+    ("writes", "default", "tar --index-file=idx -tvf a.tar", "ask"),
+    ("writes", "benign", "tar -g snap.db -cf - src", "ask"),
+    ("writes", "benign", "tar -tf a.tar", "allow"),
+    ("writes", "benign", "tar -cf link/x.tar src", "deny"),
+    ("writes", "benign", "tar -cf out.tar src", "allow"),
+    ("writes", "benign", "tar -xf a.tar -C link", "deny"),
+    ("writes", "benign", "tar -xPf a.tar", "ask"),
+    ("writes", "benign", "tar -xf a.tar -C src", "allow"),
+    ("writes", "benign", "sort -o link/out README.md", "deny"),
+    ("writes", "default", "tar -xf a.tar -C out", "ask"),
+    ("writes", "default", "script -q log.txt", "ask"),
+    ("writes", "default", "script -q -c ls log.txt", "ask"),
+    ("writes", "default", "strace -o trace.txt ls", "ask"),
+    ("writes", "default", "strace -o '|sh' ls", "ask"),
+    ("writes", "default", "strace -E LD_PRELOAD=./x.so ls", "ask"),
+    ("writes", "default", "valgrind --log-file=v.txt ls", "ask"),
+    ("writes", "default", "fakeroot -s state.db ls", "ask"),
+    ("writes", "default", "make CC=./evil.sh", "ask"),
+    ("writes", "benign", "make CC=./evil.sh", "ask"),
+    ("writes", "benign", "make test V=1", "allow"),
+    // Issue 27, class 7: folders reached by another name (`link` is a symbolic link to a
+    // folder outside the workspace): the folder a program obeys is resolved and confined.
+    ("folder", "default", "cd link && git status", "deny"),
+    ("folder", "default", "git -C link status", "deny"),
+    ("folder", "default", "env --chdir=link git status", "deny"),
+    ("folder", "default", "make -C link", "deny"),
+    ("folder", "default", "make -f link/Makefile", "deny"),
+    ("folder", "default", "npm --prefix link test", "deny"),
+    ("folder", "default", "cd src && git status", "allow"),
+    ("folder", "default", "git -C src status", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -343,6 +488,17 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("underscore", "reads", "_=x rm -rf src", Reading::NotUnderstood),
     ("descriptor", "reads", "ls {fd}>&2 x", Reading::Commands(&[&["ls", "x"]])),
     ("regex", "reads", "ls =~ x", Reading::Commands(&[&["ls", "=~", "x"]])),
+    ("dropped", "reads", "echo $'a\\0b' c", Reading::Commands(&[&["echo", "a", "c"]])),
+    ("dropped", "reads", "printf %s $'a\\x00q'r", Reading::Commands(&[&["printf", "%s", "ar"]])),
+    ("dropped", "reads", "cat <<EOF\n  $(rm -rf src)\nEOF", Reading::NotUnderstood),
+    ("dropped", "reads", "cat <<EOF\n$\\\n(rm -rf src)\nEOF", Reading::NotUnderstood),
+    ("state", "reads", "declare -a 'x=($(rm -rf src))'", Reading::NotUnderstood),
+    ("state", "reads", "set -k; ls X=1", Reading::NotUnderstood),
+    ("dash", "reads", "find . -exec sh -c 'wc -l \"$1\"' _ {} \\;", Reading::Reports(&["wc", "-l", "$1"])),
+    ("dash", "reads", "find . -exec sh -c 'cat <<< \"$1\"' _ {} \\;", Reading::NotUnderstood),
+    ("dash", "reads", "echo src | xargs sh -c 'ls -la'", Reading::Reports(&["ls", "-la"])),
+    ("dash", "reads", "echo src | xargs sh -c 'ls {a,b}'", Reading::NotUnderstood),
+    ("dash", "reads", "sh -c 'echo $\"a\"'", Reading::NotUnderstood),
 ];
 
 #[test]
@@ -379,6 +535,10 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
     w.file("names.txt", "x\n");
     w.file("README.md", "");
     w.file("src/a.rs", "");
+    w.file("x.yaml", "a: 1\n");
+    w.file("a.tar", "");
+    w.file("keys.txt", "");
+    w.link("link", &w.outside);
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();
     let mut failures = Vec::new();
@@ -408,6 +568,77 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
         "{} of {} failed:\n{}",
         failures.len(),
         ROWS.len(),
+        failures.join("\n")
+    );
+}
+
+/// The neighbourhood of every class: each attack row, rewritten in forms bash runs alike (in
+/// a group, a subshell, after `true &&`, through `bash -c`, `timeout`, `env`, `command`), must
+/// still not be allowed. A fix that holds only for the example as written fails here.
+#[test]
+fn each_attack_stays_refused_in_its_neighbourhood() {
+    let w = World::new();
+    w.file(".env", "KEY=1");
+    w.file("secrets.env", "KEY=1");
+    w.file("list.txt", "b\na\n");
+    w.file("names.txt", "x\n");
+    w.file("README.md", "");
+    w.file("src/a.rs", "");
+    w.file("x.yaml", "a: 1\n");
+    w.file("a.tar", "");
+    w.file("keys.txt", "");
+    w.link("link", &w.outside);
+    let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
+    let default = PolicySet::embedded_default();
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (class, policy, script, want) in ROWS {
+        if *want == "allow" {
+            continue;
+        }
+        let policy = if *policy == "benign" {
+            &benign
+        } else {
+            &default
+        };
+        let gate = common::gate_over(
+            Registry::with_builtins(),
+            policy,
+            &w.ws,
+            Posture::Interactive,
+        );
+        // Through a program (`timeout`, `env`), `time` is /usr/bin/time, not the keyword.
+        let simple =
+            !script.contains(['\n', ';', '&', '|', '<', '>', '(', '`', '$']) && *class != "time";
+        let mut forms = vec![
+            format!("{{ {script}\n}}"),
+            format!("({script}\n)"),
+            format!("true && {script}"),
+            format!("bash -c {}", quote(script)),
+        ];
+        if simple {
+            forms.push(format!("timeout 5 {script}"));
+            forms.push(format!("env {script}"));
+            forms.push(format!("command {script}"));
+        }
+        for form in forms {
+            checked += 1;
+            let call = json!({"name": "bash", "arguments": {"command": form}});
+            let a = gate.admit_text(&call.to_string()).into_admission();
+            if a.verdict.as_str() == "allow" {
+                failures.push(format!(
+                    "class {class}: {form:?} is allowed — {:?}",
+                    a.reasons
+                ));
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} forms");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} forms allowed:\n{}",
+        failures.len(),
         failures.join("\n")
     );
 }

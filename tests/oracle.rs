@@ -10,14 +10,22 @@
 //! `ORACLE_FUZZ_SHORT` sets how many fuzz scripts the ordinary run analyses (2000). The long
 //! run (`long_run`, ignored) takes its sizes from the environment:
 //! `ORACLE_FUZZ` (fuzz scripts analysed, 200000), `ORACLE_JOBS` (workers, 2),
-//! `ORACLE_TIMEOUT_MS` (per script, 1000), `ORACLE_SEED` (the fuzz seed, 1).
+//! `ORACLE_TIMEOUT_MS` (per script, 1000), `ORACLE_SEED` (the fuzz seed, 1), `ORACLE_EFFECTS`
+//! (fuzz scripts offered to the file-effect oracle, 5000).
+//!
+//! The file-effect oracle (issue 27) runs every script the analysis calls read-only with the
+//! real bash and programs under `strace -f`, in a throwaway workspace, and holds what it
+//! touched to the analysis: a write anywhere, a read in the workspace of a path no request
+//! names, a change into a folder outside the workspace the analysis never resolved, or a
+//! network connection without the network effect is a mismatch (`EFFECT_NOISE` lists the
+//! programs' own harmless effects, each with its reason).
 //!
 //! Also here: the real `sort`, `sed`, `tar`, `git` and `make` on this machine, asked which
 //! abbreviations of their long options they accept and what those lines then do.
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
@@ -762,6 +770,28 @@ fn long_run() {
     lines.push(system.summary("system"));
     system.write_report("long-system", &known);
 
+    // File effects under strace: the read-only table scripts and a share of the fuzz ones.
+    let effects_started = Instant::now();
+    let mut effect_scripts = table_scripts();
+    effect_scripts.extend(fuzz_scripts(
+        env_or("ORACLE_EFFECTS", 5_000),
+        env_or("ORACLE_SEED", 1) as u64 + 1,
+    ));
+    let mut effect_unknown = 0;
+    if let Some((run, kinds, found)) = file_effects(&effect_scripts) {
+        let unknown: Vec<&String> = found
+            .iter()
+            .filter(|m| !EFFECT_NOISE.iter().any(|(n, _)| m.contains(n)))
+            .collect();
+        effect_unknown = unknown.len();
+        lines.push(format!(
+            "effects: {} scripts offered, {run} read-only ones traced, mismatches by kind {kinds:?}, {} not known noise {:?}, {:.1} s",
+            effect_scripts.len(),
+            unknown.len(),
+            unknown.iter().take(10).collect::<Vec<_>>(),
+            effects_started.elapsed().as_secs_f64()
+        ));
+    }
     let used: BTreeSet<usize> = [&tables, &fuzz, &system]
         .iter()
         .flat_map(|t| t.used.iter().copied())
@@ -779,7 +809,7 @@ fn long_run() {
     )
     .unwrap();
     eprintln!("{summary}");
-    let unknown = tables.unknown.len() + fuzz.unknown.len() + system.unknown.len();
+    let unknown = tables.unknown.len() + fuzz.unknown.len() + system.unknown.len() + effect_unknown;
     assert!(parsed.panics.is_empty() && unknown == 0, "{summary}");
 }
 
@@ -913,4 +943,309 @@ fn the_real_programs_take_these_prefixes_of_their_long_options() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// File effects: what the real programs touch, under `strace -f`.
+
+/// What one script did, from `strace -f`: the files it opened for reading (in the workspace),
+/// the paths it changed anywhere (opened for writing, created, removed, renamed, chmod'ed,
+/// linked), the folders it changed into, and the network connections it made.
+#[derive(Debug, Default)]
+struct Traced {
+    reads: BTreeSet<PathBuf>,
+    writes: BTreeSet<PathBuf>,
+    chdirs: BTreeSet<PathBuf>,
+    connects: usize,
+}
+
+/// The seed of the throwaway workspace each traced script runs in.
+const EFFECT_SEED: &[(&str, &str)] = &[
+    ("README.md", "# readme\n"),
+    (".env", "KEY=1\n"),
+    ("secrets.env", "KEY=1\n"),
+    ("list.txt", "b\na\n"),
+    ("names.txt", "x\n"),
+    ("notes.txt", "n\n"),
+    ("src/a.rs", "fn main() {}\n"),
+    ("x.yaml", "a: 1\n"),
+    ("keys.txt", ""),
+];
+
+/// The path a syscall names: its first quoted argument, resolved against `cwd`.
+fn traced_path(line: &str, cwd: &Path) -> Option<PathBuf> {
+    let start = line.find('"')? + 1;
+    let end = start + line[start..].find('"')?;
+    let p = Path::new(&line[start..end]);
+    Some(if p.is_absolute() {
+        p.to_owned()
+    } else {
+        cwd.join(p)
+    })
+}
+
+/// Lexically normalised (`a/./b/../c` is `a/c`), without reading links.
+fn normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Runs `script` with the real bash and programs under `strace -f` in `ws` (HOME and TMPDIR
+/// apart), bounded by `timeout 5`; `None` when strace cannot run here.
+fn trace(script: &str, ws: &Path, home: &Path, tmp: &Path) -> Option<Traced> {
+    let log = tmp.join("strace.log");
+    let status = Process::new("timeout")
+        .args(["-s", "KILL", "5", "strace", "-f", "-qq", "-o"])
+        .arg(&log)
+        .args([
+            "-e",
+            "trace=open,openat,creat,unlink,unlinkat,rename,renameat,renameat2,mkdir,mkdirat,rmdir,chmod,fchmodat,chdir,connect,symlink,symlinkat,link,linkat,truncate",
+            "bash",
+            "-c",
+            script,
+        ])
+        .current_dir(ws)
+        .env("HOME", home)
+        .env("TMPDIR", tmp)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("PAGER", "cat")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    let text = std::fs::read_to_string(&log).ok()?;
+    if text.is_empty() && !status.success() {
+        return None;
+    }
+    let mut out = Traced::default();
+    let mut cwd = ws.to_owned();
+    for line in text.lines() {
+        // `PID name(args) = result`; failed calls return -1.
+        let Some((call, result)) = line.rsplit_once(" = ") else {
+            continue;
+        };
+        if result.starts_with('-') && !result.contains("EINPROGRESS") {
+            continue;
+        }
+        let call = call.split_once(' ').map_or(call, |(_, c)| c).trim_start();
+        let name = call.split('(').next().unwrap_or("");
+        let path = traced_path(call, &cwd).map(|p| normal(&p));
+        match name {
+            "open" | "openat" => {
+                let Some(p) = path else { continue };
+                let writes = ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC"]
+                    .iter()
+                    .any(|f| call.contains(f));
+                if writes {
+                    out.writes.insert(p);
+                } else if !call.contains("O_DIRECTORY") {
+                    out.reads.insert(p);
+                }
+            }
+            "chdir" => {
+                if let Some(p) = path {
+                    cwd = p.clone();
+                    out.chdirs.insert(p);
+                }
+            }
+            "connect" => {
+                if call.contains("AF_INET") {
+                    out.connects += 1;
+                }
+            }
+            _ => {
+                if let Some(p) = path {
+                    out.writes.insert(p);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// How the analysis' account of one read-only script differs from what it did, in words
+/// (empty when they agree): a write, a read in the workspace of a path no request names, a
+/// change into a folder outside the workspace the analysis never resolved, a connection.
+fn effect_mismatches(a: &Analysis, t: &Traced, ws: &Path, home: &Path, tmp: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let scratch = |p: &Path| p.starts_with(tmp) || p.starts_with("/dev") || p.starts_with("/proc");
+    for w in &t.writes {
+        if !scratch(w) {
+            out.push(format!("write {}", w.display()));
+        }
+    }
+    let requests: Vec<PathBuf> = a
+        .path_requests()
+        .iter()
+        .map(|r| {
+            let text = r.written.as_str();
+            let p = if let Some(rest) = text.strip_prefix("~/") {
+                home.join(rest)
+            } else if Path::new(text).is_absolute() {
+                PathBuf::from(text)
+            } else {
+                ws.join(text)
+            };
+            // A pattern covers the folder it is matched in.
+            let p = if r.pattern {
+                let cut = text.find(['*', '?', '[']).unwrap_or(text.len());
+                let dir = text[..cut].rsplit_once('/').map_or("", |(d, _)| d);
+                ws.join(dir)
+            } else {
+                p
+            };
+            normal(&p)
+        })
+        .collect();
+    if a.unnamed_reads.is_empty() {
+        for r in t.reads.iter().filter(|r| r.starts_with(ws)) {
+            if !requests.iter().any(|q| r.starts_with(q)) {
+                out.push(format!("read {} that no request names", r.display()));
+            }
+        }
+    }
+    let folders: Vec<PathBuf> = a
+        .commands
+        .iter()
+        .filter(|c| matches!(c.trusted_name(), Some("cd" | "pushd")))
+        .filter_map(|c| c.argv.get(1))
+        .map(|f| normal(&ws.join(f)))
+        .chain(a.run_folders.iter().map(|f| normal(&ws.join(f))))
+        .chain(a.commands.iter().flat_map(|c| {
+            use reasonix::shell::programs::{self, paths, spec};
+            let spec = programs::spec_for(c.basename()).unwrap_or(&spec::GENERIC);
+            paths::moves(c, &spec::parse(spec, &c.words[1..]))
+                .into_iter()
+                .map(|f| normal(&ws.join(f)))
+                .collect::<Vec<_>>()
+        }))
+        .collect();
+    for d in &t.chdirs {
+        if !d.starts_with(ws) && d != Path::new("/") && !folders.contains(d) {
+            out.push(format!("chdir {} the analysis never resolved", d.display()));
+        }
+    }
+    if t.connects > 0 && !a.effects.contains(&reasonix::vocab::Effect::Network) {
+        out.push(format!("{} connections, no network effect", t.connects));
+    }
+    out
+}
+
+/// Every script of the tables the analysis calls read-only is run for real under `strace -f`,
+/// and what it touched is held to the analysis ([`effect_mismatches`]). Returns (scripts run,
+/// mismatches by kind, the mismatches).
+fn file_effects(scripts: &[String]) -> Option<(usize, BTreeMap<String, usize>, Vec<String>)> {
+    Process::new("strace").arg("-V").output().ok()?;
+    let mut run = 0;
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let mut found = Vec::new();
+    for script in scripts {
+        let a = Analysis::of(script);
+        if !a.analysed || !a.read_only {
+            continue;
+        }
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let (ws, home, tmp) = (root.join("ws"), root.join("home"), root.join("tmp"));
+        for d in [&ws, &home, &tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        for (rel, body) in EFFECT_SEED {
+            let p = ws.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        let Some(t) = trace(script, &ws, &home, &tmp) else {
+            continue;
+        };
+        run += 1;
+        for m in effect_mismatches(&a, &t, &ws, &home, &tmp) {
+            let kind = m.split(' ').next().unwrap_or("").to_owned();
+            *kinds.entry(kind).or_default() += 1;
+            found.push(format!("{script:?}: {m}"));
+        }
+    }
+    Some((run, kinds, found))
+}
+
+/// Reads that are the program's own, named by no argument, and harmless: each with its
+/// reason. A mismatch listed here is counted, not failed.
+const EFFECT_NOISE: &[(&str, &str)] = &[
+    (
+        "write /var/cache/man/",
+        "man-db keeps formatted pages in its own cache (a jailed run cannot write there)",
+    ),
+    (
+        "chdir /usr/share/man ",
+        "man-db changes into the manual's folder to format a page",
+    ),
+];
+
+/// The effect oracle itself: a script whose reads, writes, folder changes and connections the
+/// analysis of another script does not account for is flagged, each kind.
+#[test]
+fn the_effect_oracle_flags_what_the_analysis_did_not_account_for() {
+    if Process::new("strace").arg("-V").output().is_err() {
+        eprintln!("skipped: strace is not available");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().canonicalize().unwrap();
+    let (ws, home, tmp) = (root.join("ws"), root.join("home"), root.join("tmp"));
+    for d in [&ws, &home, &tmp, &root.join("elsewhere")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(ws.join("notes.txt"), "n\n").unwrap();
+    let elsewhere = root.join("elsewhere");
+    let script = format!("cat notes.txt; touch made; cd {}", elsewhere.display());
+    let t = trace(&script, &ws, &home, &tmp).expect("strace runs");
+    let found = effect_mismatches(&Analysis::of("true"), &t, &ws, &home, &tmp);
+    for kind in ["read ", "write ", "chdir "] {
+        assert!(
+            found.iter().any(|m| m.starts_with(kind)),
+            "{kind}: {found:?}"
+        );
+    }
+    // The script's own analysis accounts for the read and the folder; it is no reader, so its
+    // write is not judged here.
+    let own = effect_mismatches(&Analysis::of(&script), &t, &ws, &home, &tmp);
+    assert!(
+        !own.iter()
+            .any(|m| m.starts_with("read ") || m.starts_with("chdir ")),
+        "{own:?}"
+    );
+}
+
+#[test]
+fn read_only_table_scripts_touch_only_what_the_analysis_reported() {
+    let Some((run, kinds, found)) = file_effects(&table_scripts()) else {
+        eprintln!("skipped: strace is not available");
+        return;
+    };
+    let unknown: Vec<&String> = found
+        .iter()
+        .filter(|m| !EFFECT_NOISE.iter().any(|(n, _)| m.contains(n)))
+        .collect();
+    eprintln!("file effects: {run} read-only table scripts traced, mismatches {kinds:?}");
+    assert!(run >= 100, "only {run} scripts traced");
+    assert!(
+        unknown.is_empty(),
+        "{} mismatches:\n{}",
+        unknown.len(),
+        unknown
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

@@ -28,7 +28,7 @@
 
 pub use super::environment::{ENVIRONMENT, EnvRow, env};
 use super::programs::spec::{self, Parsed, Role};
-use super::programs::{self, awk, git, paths, sed};
+use super::programs::{self, awk, git, paths, sed, unseen};
 use super::{Analysis, Command, Feature, Hazard};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -92,6 +92,18 @@ pub const COMMANDS: &[Row] = &[
     Row { id: "alias", names: &["alias"], test: Test::Check(has_operand), why: "an alias can make a later word run something else", example: "alias ls='rm -rf x'", benign: "alias" },
     Row { id: "changes_folder", names: &["cd", "pushd"], test: Test::Check(dynamic_folder), why: "relative paths after it are decided at run time", example: "cd $DIR", benign: "cd src" },
     Row { id: "alias", names: &["shopt"], test: Test::Check(shopt_aliases), why: "expand_aliases lets aliases rewrite later commands", example: "shopt -s expand_aliases", benign: "shopt -s globstar" },
+    // Issue 27: what a program reads, writes or runs that its command line does not name.
+    Row { id: "unnamed_input", names: &["wc", "du", "sort"], test: Test::Check(unseen::files0_from), why: "--files0-from reads the files a list names", example: "wc --files0=- ", benign: "wc -l README.md" },
+    Row { id: "unnamed_input", names: &["grep", "egrep", "fgrep", "zgrep", "rg"], test: Test::Check(unseen::patterns_from_stdin), why: "-f - reads patterns from stdin", example: "grep -f - README.md", benign: "grep -f names.txt README.md" },
+    Row { id: "unnamed_input", names: &["diff"], test: Test::Check(unseen::diff_folders), why: "diff compares folders whole", example: "diff -N dir .", benign: "diff a.txt b.txt" },
+    Row { id: "unnamed_input", names: &["man"], test: Test::Check(unseen::man_local), why: "a local page's .so requests read other files", example: "man -l -", benign: "man ls" },
+    Row { id: "unnamed_input", names: &["git"], test: Test::Check(unseen::git_unseen), why: "reads files git does not track, or requests from stdin", example: "git cat-file --batch", benign: "git cat-file -p HEAD" },
+    Row { id: "in_place", names: &["yq"], test: Test::Check(unseen::yq_in_place), why: "edits files in place", example: "yq --in-pl .a x.yaml", benign: "yq .a x.yaml" },
+    Row { id: "output_file", names: &["script"], test: Test::Check(unseen::script_log), why: "script writes a typescript of the session", example: "script -q -c ls", benign: "script -q -c ls /dev/null" },
+    Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_output), why: "-o writes (or pipes to a command), -E sets the environment", example: "strace -o '|sh' ls", benign: "strace -c ls" },
+    Row { id: "output_file", names: &["valgrind"], test: Test::Check(unseen::valgrind_output), why: "its log options write or send where they name", example: "valgrind --log-file=v.txt ls", benign: "valgrind ls" },
+    Row { id: "output_file", names: &["tar", "gtar"], test: Test::Check(unseen::tar_absolute), why: "extracting with -P writes where the archive's names (or --transform) say", example: "tar -xPf a.tar", benign: "tar -xf a.tar" },
+    Row { id: "output_file", names: &["fakeroot"], test: Test::Check(unseen::fakeroot_files), why: "-s/-i/-l/--faked name files it writes, reads or loads", example: "fakeroot -s state.db ls", benign: "fakeroot ls" },
 ];
 
 /// Programs that read configuration, hooks, makefiles, manifests or scripts from the folder they
@@ -186,6 +198,8 @@ pub(super) fn scan(analysis: &mut Analysis) {
     let mut found = Vec::new();
     let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let away = moves_away(analysis);
+    let mut run_folders: Vec<String> = Vec::new();
+    let mut written: Vec<String> = Vec::new();
     for (i, command) in analysis.commands.iter().enumerate() {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             continue;
@@ -221,11 +235,14 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
-        if names
+        written.extend(programs::unseen::written_paths(command, &parsed));
+        let obeys_folder = names
             .iter()
-            .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok())
-            && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away)
-        {
+            .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok());
+        if obeys_folder {
+            run_folders.extend(folders_run_in(analysis, i, &parsed));
+        }
+        if obeys_folder && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away) {
             found.push(Hazard {
                 id: "foreign_folder",
                 command: Some(i),
@@ -243,6 +260,16 @@ pub(super) fn scan(analysis: &mut Analysis) {
             if !analysis.hidden_paths.contains(&text) {
                 analysis.hidden_paths.push(text);
             }
+        }
+    }
+    for path in written {
+        if !analysis.written_paths.contains(&path) {
+            analysis.written_paths.push(path);
+        }
+    }
+    for folder in run_folders {
+        if !analysis.run_folders.contains(&folder) {
+            analysis.run_folders.push(folder);
         }
     }
     if found.iter().any(|h| h.id == "eval") {
@@ -345,6 +372,42 @@ fn named_folders<'a>(command: &'a Command, parsed: &Parsed<'a>) -> Vec<(&'a str,
         && let Some(&at) = parsed.operands.first()
     {
         out.push((words[at].text.as_str(), words[at].is_static()));
+    }
+    out
+}
+
+/// Every folder (or instruction file) the command at `index`, a program that obeys its
+/// folder, runs in or reads its instructions from, as written and static: its folder and
+/// config options, its wrappers', and the folders the script changes to. The path rules
+/// resolve and judge them (`Analysis::run_folders`): `link` may be a symbolic link to a
+/// folder outside the workspace, which no spelling shows.
+fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<String> {
+    let command = &analysis.commands[index];
+    let mut out: Vec<String> = named_folders(command, parsed)
+        .into_iter()
+        .filter(|(_, fixed)| *fixed)
+        .map(|(f, _)| f.to_owned())
+        .collect();
+    let mut parent = command.parent;
+    while let Some(p) = parent {
+        let wrapper = &analysis.commands[p];
+        let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
+        let outer = spec::parse(spec, &wrapper.words[1..]);
+        out.extend(
+            named_folders(wrapper, &outer)
+                .into_iter()
+                .filter(|(_, fixed)| *fixed)
+                .map(|(f, _)| f.to_owned()),
+        );
+        parent = wrapper.parent;
+    }
+    for c in &analysis.commands[..index] {
+        if matches!(c.trusted_name(), Some("cd" | "pushd"))
+            && let Some(w) = c.words.iter().skip(1).find(|w| !w.text.starts_with('-'))
+            && w.is_static()
+        {
+            out.push(w.text.clone());
+        }
     }
     out
 }
@@ -492,13 +555,28 @@ fn make_overrides(command: &Command, parsed: &Parsed) -> Option<String> {
         "MAKEFILES",
         "MAKESHELL",
     ];
+    // Variables known only to change how much make prints or which checks it builds; any
+    // other may name a program a recipe runs (`CC=./x`, `PYTHON=./x`), with a plain value.
+    const INERT: &[&str] = &[
+        "V",
+        "VERBOSE",
+        "Q",
+        "QUIET",
+        "DEBUG",
+        "NDEBUG",
+        "BUILD_TYPE",
+    ];
     operands(command, parsed).into_iter().find_map(|o| {
         let (name, value) = o.split_once('=')?;
         let name = name.trim_end_matches([':', '+', '?', '!']);
         let shell = ["$(", "${", "`", ";", "|", "&", "\n"]
             .iter()
             .any(|s| value.contains(s));
-        (RUNS.contains(&name) || shell).then(|| format!("{o} overrides what make runs"))
+        let plain = value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        (RUNS.contains(&name) || shell || !(INERT.contains(&name) && plain))
+            .then(|| format!("{o} overrides what make runs"))
     })
 }
 

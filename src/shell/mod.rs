@@ -326,6 +326,14 @@ pub struct Analysis {
     /// `-fFILE`, a path an option such as `-C DIR` moves (`programs::paths`). Judged by path
     /// rules like any argument.
     pub hidden_paths: Vec<String>,
+    /// Folders (or instruction files, `make -f F`) that a program obeying its folder runs in
+    /// or reads: `git -C D`, `make -C D`, `npm --prefix D`, `env --chdir=D git`, `cd D && git`.
+    /// Judged as paths the call acts on, resolved and confined like any other: a symbolic
+    /// link to a folder outside the workspace is not the workspace.
+    pub run_folders: Vec<String>,
+    /// Files and folders programs write through their options (`sort -o F`, `tar -cf F`,
+    /// `tar -x -C D`), judged as paths the call changes.
+    pub written_paths: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,
 }
@@ -333,7 +341,7 @@ pub struct Analysis {
 impl Analysis {
     /// Analyses one bash script.
     pub fn of(script: &str) -> Analysis {
-        let mut analysis = walk::analyse(script, 0, MAX_NESTING, &[]);
+        let mut analysis = walk::analyse(script, 0, MAX_NESTING, &[], false);
         analysis.finish();
         analysis
     }
@@ -389,6 +397,16 @@ impl Analysis {
                     push(PathRequest::write(target, PathRole::Redirect))
                 }
                 _ => {}
+            }
+        }
+        for path in &self.written_paths {
+            if !path.is_empty() && !path.contains('\0') {
+                push(PathRequest::write(path, PathRole::Target));
+            }
+        }
+        for folder in &self.run_folders {
+            if !folder.is_empty() && !folder.contains('\0') {
+                push(PathRequest::read(folder, PathRole::Target));
             }
         }
         for hidden in &self.hidden_paths {

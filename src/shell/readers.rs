@@ -85,7 +85,7 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["hostname"], rule: Rule::Check(no_operand), recursive: Never, example: "hostname -f", writer: "hostname evil" },
     Reader { names: &["whoami", "id", "groups", "uname", "uptime", "nproc", "free", "locale", "getconf", "tty", "printenv", "arch", "ps"], rule: Rule::Plain, recursive: Never, example: "uname -a", writer: "" },
     Reader { names: &["which", "type", "command", "whereis", "help", "man", "info", "apropos", "whatis"], rule: Rule::Options, recursive: Never, example: "command -v cargo", writer: "info -o out.txt ls" },
-    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset", "shopt"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
     Reader { names: &["git"], rule: Rule::Check(git_reads), recursive: Never, example: "git diff --stat", writer: "git hash-object -w f.txt" },
     Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: Never, example: "env", writer: "" },
 ];

@@ -234,6 +234,46 @@ pub fn has_glob(raw: &str) -> bool {
     false
 }
 
+/// In text that bash expands (inside double quotes, or an unquoted here-document body), the first expansion or substitution it would start: an
+/// unescaped `` ` `` or a `$` before `(`, `{`, `[`, a name or a special parameter. The walk
+/// asks it of text tree-sitter left as plain text, so that a `$(...)` the parse dropped (after
+/// blanks that start a here-document line, after a backslash-newline) is never read as text.
+pub fn unexpanded(raw: &str) -> Option<String> {
+    // A backslash-newline is removed before anything is expanded (`$\<newline>(id)` is
+    // `$(id)`); any other backslash escapes the character after it.
+    let mut chars: Vec<char> = Vec::with_capacity(raw.len());
+    let mut it = raw.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some('\n') => {}
+                Some(next) => chars.extend([c, next]),
+                None => chars.push(c),
+            }
+        } else {
+            chars.push(c);
+        }
+    }
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '`' => return Some(chars[i..].iter().take(20).collect()),
+            '$' if chars.get(i + 1).is_some_and(|&n| {
+                matches!(
+                    n,
+                    '(' | '{' | '[' | '_' | '@' | '*' | '#' | '?' | '$' | '!' | '-'
+                ) || n.is_ascii_alphanumeric()
+            }) =>
+            {
+                return Some(chars[i..].iter().take(20).collect());
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Decodes the inside of a double-quoted string: a backslash escapes only `$`, `` ` ``, `"`,
 /// `\` and newline (which it removes); before anything else it stays.
 pub fn decode_double(raw: &str) -> String {
@@ -258,7 +298,8 @@ pub fn decode_double(raw: &str) -> String {
     out
 }
 
-/// Decodes an ANSI-C string, given with its `$'` and `'`.
+/// Decodes an ANSI-C string, given with its `$'` and `'`. A NUL (`\0`, `\x00`, `\u0000`,
+/// `\c@`) ends it, as in bash: what follows in the same quotes is dropped.
 pub fn decode_ansi_c(token: &str) -> String {
     let inner = token
         .strip_prefix("$'")
@@ -308,6 +349,8 @@ pub fn decode_ansi_c(token: &str) -> String {
             _ => None,
         };
         match code.and_then(char::from_u32) {
+            // bash ends the string at a NUL: the rest of it is dropped.
+            Some('\0') => return out,
             Some(ch) => out.push(ch),
             None => {
                 out.push('\\');
@@ -355,6 +398,28 @@ mod tests {
         assert_eq!(decode_double(r"\$HOME"), "$HOME");
         assert_eq!(decode_double(r"\n"), r"\n");
         assert_eq!(decode_double("c\\\nd"), "cd");
+    }
+
+    #[test]
+    fn a_nul_ends_an_ansi_c_string() {
+        assert_eq!(decode_ansi_c("$'a\\0b'"), "a");
+        assert_eq!(decode_ansi_c("$'\\x00q'"), "");
+        assert_eq!(decode_ansi_c("$'x\\u0000z'"), "x");
+        assert_eq!(decode_ansi_c("$'k\\c@k'"), "k");
+        assert_eq!(decode_ansi_c("$'a\\101'"), "aA");
+    }
+
+    #[test]
+    fn expansions_left_in_text_are_found() {
+        assert_eq!(unexpanded("  $(touch p)").as_deref(), Some("$(touch p)"));
+        assert!(unexpanded("a `id`").is_some());
+        assert!(unexpanded("${x}").is_some());
+        assert!(unexpanded("$x").is_some());
+        assert!(unexpanded("\\$(id) \\` $ $' a$").is_none());
+        assert!(unexpanded("plain text, 5$ and $.").is_none());
+        assert!(unexpanded("$\\\n(id)").is_some());
+        assert!(unexpanded("`\\\nid`").is_some());
+        assert!(unexpanded("\\\\\n$").is_none());
     }
 
     #[test]

@@ -123,13 +123,20 @@ enum Token<'p> {
 }
 
 /// Splits an awk program into tokens; comments dropped, strings and regexps as literals.
-fn tokens(program: &str) -> Vec<Token<'_>> {
+/// `incr_divides`: whether a `/` after `++` or `--` divides (gawk, BWK awk, busybox) or opens
+/// a regular expression (mawk); the dialects disagree, so the program is read both ways.
+fn tokens(program: &str, incr_divides: bool) -> Vec<Token<'_>> {
     let bytes = program.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
     // Whether a `/` here would divide (after an operand) rather than open a regexp.
     let divides = |out: &Vec<Token>| match out.last() {
         Some(Token::Literal) | Some(Token::Punct(')' | ']' | '$')) => true,
+        Some(Token::Punct(c @ ('+' | '-')))
+            if out.len() >= 2 && out[out.len() - 2] == Token::Punct(*c) =>
+        {
+            incr_divides
+        }
         Some(Token::Word(w)) => !matches!(
             *w,
             "print" | "printf" | "return" | "getline" | "in" | "case" | "do" | "else"
@@ -202,7 +209,11 @@ fn tokens(program: &str) -> Vec<Token<'_>> {
 /// What in an awk program runs code, writes files or reads files it names, anywhere in it.
 /// String literals, regular expressions and comments are ignored.
 pub fn program_risk(program: &str) -> Option<String> {
-    let t = tokens(program);
+    reading_risk(&tokens(program, true)).or_else(|| reading_risk(&tokens(program, false)))
+}
+
+/// [`program_risk`] for one reading of the program.
+fn reading_risk(t: &[Token]) -> Option<String> {
     let next_is = |i: usize, c: char| t.get(i + 1) == Some(&Token::Punct(c));
     // `system` then `(`, across line breaks.
     let called =
@@ -210,6 +221,27 @@ pub fn program_risk(program: &str) -> Option<String> {
     for (i, token) in t.iter().enumerate() {
         match *token {
             Token::Word("system") if called(i) => return Some("calls system()".into()),
+            // `ARGV[ARGC++] = "FILE"`, `split(s, ARGV)`: awk then reads files the command line
+            // never named.
+            Token::Word("ARGC")
+                if matches!(
+                    (t.get(i + 1), t.get(i + 2)),
+                    (Some(Token::Punct('+')), Some(Token::Punct('+')))
+                        | (Some(Token::Punct('-')), Some(Token::Punct('-')))
+                        | (
+                            Some(Token::Punct('+' | '-' | '*' | '/' | '%' | '^')),
+                            Some(Token::Punct('='))
+                        )
+                ) || (next_is(i, '=') && t.get(i + 2) != Some(&Token::Punct('='))) =>
+            {
+                return Some("changes ARGC: reads files the command line does not name".into());
+            }
+            Token::Word("ARGV")
+                if argv_assigned(&t[i + 1..])
+                    || (i > 0 && matches!(t[i - 1], Token::Punct(',' | '('))) =>
+            {
+                return Some("changes ARGV: reads files the command line does not name".into());
+            }
             Token::Punct('@') => {
                 return Some(match t.get(i + 1) {
                     Some(Token::Word("load")) => "loads an extension".into(),
@@ -231,6 +263,35 @@ pub fn program_risk(program: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// After `ARGV`: `[...]` then an assignment (`=`, `+=`… but not `==`).
+fn argv_assigned(after: &[Token]) -> bool {
+    if after.first() != Some(&Token::Punct('[')) {
+        return false;
+    }
+    let mut depth = 0;
+    for (i, t) in after.iter().enumerate() {
+        match t {
+            Token::Punct('[') => depth += 1,
+            Token::Punct(']') => {
+                depth -= 1;
+                if depth == 0 {
+                    return match (after.get(i + 1), after.get(i + 2)) {
+                        (Some(Token::Punct('=')), next) => next != Some(&Token::Punct('=')),
+                        (
+                            Some(Token::Punct('+' | '-' | '*' | '/' | '%' | '^')),
+                            Some(Token::Punct('=')),
+                        ) => true,
+                        _ => false,
+                    };
+                }
+            }
+            Token::End => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `getline [var] < FILE`.
@@ -276,6 +337,9 @@ mod tests {
             "{ s = substr($0, 1, 3); print s }",
             "@namespace \"x\"; { print }",
             "BEGIN { FS = \":\" } { printf \"%s\\n\", $1 }",
+            "{ x++ / 2; print x }",
+            "{ print ARGV[1], ARGC }",
+            "ARGC == 2 { print }",
         ] {
             assert!(
                 program_risk(benign).is_none(),
@@ -291,6 +355,12 @@ mod tests {
             "{ print (a, b) > \"f\" }",
             "{ print | \"sh\" }",
             "BEGIN { \"id\" | getline x }",
+            "BEGIN { ARGV[ARGC++] = \".env\" } { print }",
+            "BEGIN { ARGV[1] = \".env\" }",
+            "BEGIN { ARGC = 3; ARGV[2] = \"x\" }",
+            "BEGIN { split(\".env\", ARGV) }",
+            "{ x++ / 2; system(\"id\") / 1 }",
+            "{ x-- / 2; system(\"id\") }",
             "BEGIN { while ((getline l < \".env\") > 0) print l }",
             "BEGIN { getline < \"/etc/shadow\" }",
             "BEGIN{system (\"id\")}",

@@ -168,7 +168,9 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-o", "--log-file"]).role(Role::Writes).risk(&OUTPUT_FILE),
         Opt::value(&["-O", "--LOG-FILE"]).role(Role::Writes).risk(&OUTPUT_FILE),
         Opt::value(&["-b", "--buffers"]), Opt::value(&["-h", "--max-back-scroll"]), Opt::value(&["-j", "--jump-target"]),
-        Opt::value(&["-k", "--lesskey-file"]), Opt::value(&["-p", "--pattern"]), Opt::value(&["-P", "--prompt"]),
+        // A lesskey file can set LESSOPEN and other variables that make less run programs.
+        Opt::value(&["-k", "--lesskey-file"]).risk(&RUNS_PROGRAM), Opt::value(&["--lesskey-src"]).risk(&RUNS_PROGRAM),
+        Opt::value(&["--lesskey-content"]).risk(&RUNS_PROGRAM), Opt::value(&["-p", "--pattern"]), Opt::value(&["-P", "--prompt"]),
         Opt::value(&["-t", "--tag"]), Opt::value(&["-T", "--tag-file"]), Opt::value(&["-x", "--tabs"]),
         Opt::value(&["-y", "--max-forw-scroll"]), Opt::value(&["-z", "--window"]), Opt::value(&["-#", "--shift"]),
     ]),
@@ -183,6 +185,8 @@ pub const SPECS: &[Spec] = &[
     ]),
     Spec::new(&["tree"], Syntax::EXACT, &[
         Opt::value(&["-o"]).role(Role::Writes).risk(&OUTPUT_FILE), Opt::value(&["-L"]), Opt::value(&["-P"]),
+        // `-R` runs tree again in each folder with `-o 00Tree.html`.
+        Opt::flag(&["-R"]).role(Role::Writes).risk(&OUTPUT_FILE),
         Opt::value(&["-I"]), Opt::value(&["--filelimit"]), Opt::value(&["--timefmt"]), Opt::value(&["-H"]),
         Opt::value(&["-T"]), Opt::value(&["--charset"]), Opt::value(&["--sort"]), Opt::value(&["--fromfile"]),
     ]),

@@ -28,6 +28,7 @@ pub mod remote;
 pub mod runners;
 pub mod sed;
 pub mod spec;
+pub mod unseen;
 pub mod wrapping;
 
 use std::collections::HashMap;

@@ -89,6 +89,16 @@ pub fn hidden(command: &Command, parsed: &Parsed, outer: &[String]) -> Vec<(usiz
         }
         add(f.at + 1, value.to_owned());
     }
+    // `git log -L START,END:PATH` and `-L :FUNC:PATH`: the path after the last `:`.
+    if command.basename() == "git" {
+        for f in parsed.options.iter().filter(|f| f.name == "-L") {
+            if let Some((_, path)) = f.value.and_then(|v| v.rsplit_once(':'))
+                && !path.is_empty()
+            {
+                add(f.value_at.map_or(f.at + 1, |at| at + 1), path.to_owned());
+            }
+        }
+    }
     // curl's @FILE in the options that read one.
     if command.basename() == "curl" {
         for f in &parsed.options {

@@ -114,7 +114,13 @@ impl Script {
         loop {
             let start = self.i;
             self.line();
-            let continued = self.i > start && self.s[self.i - 1] == '\\';
+            // `\\` at the end of a line is an escaped backslash: the text ends there.
+            let backslashes = self.s[start..self.i]
+                .iter()
+                .rev()
+                .take_while(|c| **c == '\\')
+                .count();
+            let continued = backslashes % 2 == 1;
             if !continued || self.peek().is_none() {
                 return;
             }
@@ -198,8 +204,12 @@ impl Script {
                         self.i += 1;
                     }
                 }
+                // GNU sed ends a label, and `v`'s version, at a blank or `;`: what follows on
+                // the line is the next command (`:x e id`, `v 4.2 w f`). Other seds read the
+                // rest of the line as the label, which runs nothing; the GNU reading is kept.
                 ':' | 'b' | 't' | 'T' | 'v' => {
-                    while self.peek().is_some_and(|c| c != ';' && c != '\n') {
+                    self.skip_blanks();
+                    while self.peek().is_some_and(|c| !c.is_whitespace() && c != ';') {
                         self.i += 1;
                     }
                 }
@@ -266,6 +276,9 @@ mod tests {
             "1i\\\nheader line\\\nsecond",
             "$a footer",
             "\\%path%d",
+            "v 4.2",
+            ":a;N;$!ba;s/\\n/ /g",
+            "1a foo\\\ne id",
         ] {
             assert!(
                 script_risk(benign).is_none(),
@@ -281,6 +294,11 @@ mod tests {
             "/x/W out",
             "s/a/b/gw out",
             "r .env",
+            ":x e id",
+            ":x\ne id",
+            "v 4.2 w out",
+            "bx; e id",
+            "1a foo\\\\\ne id",
             "1R /etc/shadow",
             "k",
             "s/a/b",

@@ -17,10 +17,11 @@ pub(super) const ASSIGNING: &[&str] = &[
     "unset",
     "printf",
     "eval",
+    "wait",
 ];
 
 /// The builtins [`filled`] knows.
-pub(super) const FILLING: &[&str] = &["read", "mapfile", "readarray", "printf", "getopts"];
+pub(super) const FILLING: &[&str] = &["read", "mapfile", "readarray", "printf", "getopts", "wait"];
 
 /// For a builtin that fills variables with text from outside the script (`read`, `mapfile`,
 /// `readarray`, `printf -v`, `getopts`): the index in `args` (the words after the name) of each
@@ -76,6 +77,28 @@ pub(super) fn filled(builtin: &str, args: &[&str]) -> Vec<(Option<usize>, String
                     "MAPFILE"
                 };
                 out.push((None, implicit.to_owned()));
+            }
+        }
+        "wait" => {
+            // `wait -p NAME`: NAME gets the id of the job that ended.
+            let mut i = 0;
+            while i < args.len() {
+                let w = args[i];
+                i += 1;
+                if w == "--" || !w.starts_with('-') {
+                    break;
+                }
+                if let Some(at) = w.find('p') {
+                    let glued = &w[at + 1..];
+                    if glued.is_empty() {
+                        if let Some(name) = args.get(i) {
+                            out.push((Some(i), (*name).to_owned()));
+                        }
+                        i += 1;
+                    } else {
+                        out.push((Some(i - 1), glued.to_owned()));
+                    }
+                }
             }
         }
         "printf" => {
@@ -136,5 +159,8 @@ mod tests {
         assert_eq!(names("printf", &["-v", "out", "%s", "x"]), ["out"]);
         assert_eq!(names("printf", &["%s", "x"]), Vec::<String>::new());
         assert_eq!(names("getopts", &["ab:", "opt"]), ["opt", "OPTARG"]);
+        assert_eq!(names("wait", &["-n", "-p", "id"]), ["id"]);
+        assert_eq!(names("wait", &["-np", "id", "%1"]), ["id"]);
+        assert_eq!(names("wait", &["%1"]), Vec::<String>::new());
     }
 }

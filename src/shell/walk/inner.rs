@@ -49,7 +49,23 @@ impl Walker<'_> {
     pub(super) fn reread(&mut self, parent: Option<usize>, script: &str, how: &str) {
         let mut context = self.context.clone();
         context.push(how.to_owned());
-        let inner = analyse(script, self.depth + 1, self.levels, &context);
+        // The shell that reads it: the one named (`sh -c`, `dash <<EOF`, `find -exec sh -c`),
+        // `sh` for the programs that run their command with `sh -c`, and for a backtick body
+        // the shell around it.
+        let shell = parent.map(|p| self.out.commands[p].basename().to_owned());
+        let posix = match shell.as_deref() {
+            None => self.posix,
+            Some("sh" | "dash" | "ash" | "posh" | "watch" | "flock" | "script") => true,
+            Some("zsh" | "ksh" | "mksh" | "yash" | "ksh93" | "fish" | "csh" | "tcsh") => {
+                // Read as bash for what it may run, and not understood.
+                self.problem(format!(
+                    "`{how}`: only bash and sh (dash) scripts are analysed"
+                ));
+                false
+            }
+            Some(_) => false,
+        };
+        let inner = analyse(script, self.depth + 1, self.levels, &context, posix);
         let offset = self.out.commands.len();
         for mut c in inner.commands {
             c.parent = c.parent.map(|p| p + offset).or(parent);
@@ -83,6 +99,7 @@ impl Walker<'_> {
         self.filled_variables(index);
         self.builtin_operands(index, false);
         self.exported(index);
+        self.shell_state(index);
         // What the wrapper reads on stdin reaches what it runs (`timeout 5 bash <<EOF`), except
         // under xargs, which reads its stdin itself.
         if how != "xargs"

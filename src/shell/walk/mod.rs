@@ -17,10 +17,12 @@
 
 mod arith;
 mod builtins;
+mod dialect;
 mod expand;
 mod inner;
 mod redirects;
 mod scope;
+mod state;
 mod words;
 
 use crate::shell::parse::KindName;
@@ -41,8 +43,15 @@ const RESERVED: &[&str] = &[
 ];
 
 /// Analyses `script` at nesting `depth`, inside `context`; its syntax tree may be at most
-/// `levels` deep (what [`MAX_NESTING`] leaves after the scripts around it).
-pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[String]) -> Analysis {
+/// `levels` deep (what [`MAX_NESTING`] leaves after the scripts around it). `posix`: the script
+/// is run by `sh`, and must read alike under bash and dash ([`dialect`]).
+pub(super) fn analyse(
+    script: &str,
+    depth: usize,
+    levels: usize,
+    context: &[String],
+    posix: bool,
+) -> Analysis {
     let mut out = Analysis::default();
     if script.len() > MAX_SCRIPT {
         out.problems.push(format!(
@@ -108,9 +117,14 @@ pub(super) fn analyse(script: &str, depth: usize, levels: usize, context: &[Stri
         stdin: HashMap::new(),
         consumed: Vec::new(),
         visited: 0,
+        posix,
     };
     walker.integers();
+    walker.initial_state();
     walker.visit(root);
+    if posix {
+        walker.posix_reading(root);
+    }
     let mut leaves = std::mem::take(&mut walker.scope.leaves);
     for (at, token) in parse::uncovered(source, &mut leaves) {
         if !walker.consumed.contains(&at) {
@@ -183,6 +197,8 @@ struct Walker<'s> {
     /// Where the walk took text tree-sitter left out of the tree as words (`skipped`).
     consumed: Vec<usize>,
     visited: usize,
+    /// The script is run by `sh` ([`dialect`]).
+    posix: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -490,12 +506,20 @@ impl Walker<'_> {
         match node.child_by_field_name("body") {
             Some(body) if body.kind_name() == "command" => self.command(body, &redirects),
             Some(body) => {
+                // The last word of the body, glued to the redirection (`a | b 0< f`, `a && b
+                // {PATH}>&2`): bash reads it as the descriptor of a redirection of the last
+                // command, tree-sitter as a word.
+                let tail = self
+                    .text(body)
+                    .rsplit(|c: char| c.is_ascii_whitespace())
+                    .next()
+                    .unwrap_or("");
                 if redirects.first().is_some_and(|r| {
                     r.start_byte() == body.end_byte()
                         && r.child_by_field_name("descriptor").is_none()
-                        && last_leaf(body).is_some_and(|leaf| {
+                        && (last_leaf(body).is_some_and(|leaf| {
                             leaf.is_named() && redirects::is_descriptor(self.text(leaf))
-                        })
+                        }) || redirects::is_descriptor(tail))
                 }) {
                     // `a | b 0< f`: the `0` tree-sitter gave to `b` is the descriptor of a
                     // redirection it gave to the whole pipeline.
@@ -686,6 +710,7 @@ impl Walker<'_> {
         self.filled_variables(index);
         self.builtin_operands(index, false);
         self.exported(index);
+        self.shell_state(index);
         self.unwrap(index);
     }
 
@@ -863,11 +888,18 @@ impl Walker<'_> {
             if !child.is_named() {
                 words.push(Word::fixed(self.text(child)));
             } else if child.kind_name() == "variable_assignment" {
-                let (_, values, record) = self.assignment(child);
+                let (name, values, record) = self.assignment(child);
                 let mut word = Word::fixed(format!("{}=", record.name));
-                for v in values {
+                for v in values.iter().cloned() {
                     word.push(v);
                 }
+                // `declare -a arr=(a b)` binds as `arr=(a b)` does when the pre-pass found it
+                // may (outside functions, no attribute that changes the value).
+                let array = child
+                    .child_by_field_name("value")
+                    .is_some_and(|v| v.kind_name() == "array");
+                let values = self.binding(values, array);
+                self.bind(&name, values);
                 words.push(word);
                 assignments = true;
             } else {
@@ -881,6 +913,7 @@ impl Walker<'_> {
         self.declaration_operands(index, node);
         self.builtin_operands(index, true);
         self.exported(index);
+        self.shell_state(index);
     }
 
     /// What `export`, `declare`, `typeset`, `local` or `readonly` at `index` sets or exports,

@@ -183,11 +183,20 @@ impl Walker<'_> {
                     if !quoted {
                         let mut c = child.walk();
                         let parts: Vec<Node> = child.named_children(&mut c).collect();
+                        let mut run = child.start_byte();
                         for part in parts {
                             if part.kind_name() != "heredoc_content" {
+                                // The text between what tree-sitter read as expansions.
+                                if let Some(text) = self.src.get(run..part.start_byte()) {
+                                    self.missed(text);
+                                }
+                                run = part.end_byte();
                                 let w = self.word(part);
                                 body.dynamic.extend(w.dynamic);
                             }
+                        }
+                        if let Some(text) = self.src.get(run..child.end_byte()) {
+                            self.missed(text);
                         }
                     }
                 }

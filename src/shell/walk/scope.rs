@@ -54,6 +54,16 @@ pub(super) struct Scope {
     /// Values given to a name reference that are not a safe name (`r='a[$(cmd)]'`, a value read
     /// from input): bash runs the subscript when it follows the reference.
     pub reference_code: Vec<String>,
+    /// The names the name references may stand for (`declare -n r=IFS`, `r=HOME` after a bare
+    /// `declare -n r`): each is treated as assigned at run time.
+    pub reference_targets: Vec<String>,
+    /// Declared `-l`, `-u` or `-c`: the values assigned are converted, so never bound.
+    pub transformed: HashSet<String>,
+    /// Arrays: assigned `(...)` or by subscript, declared `-a`/`-A`, filled by `read -a` or
+    /// `mapfile`. A declaration's value made at run time is parsed again for them.
+    pub arrays: HashSet<String>,
+    /// `POSIXLY_CORRECT` is set for the shell itself: it enters POSIX mode.
+    pub posix: bool,
     /// `HOME` is set other than for one command: a later `~` follows it.
     pub sets_home: bool,
     /// `set -a` or `set -o allexport`: assignments are exported.
@@ -141,6 +151,19 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
                     for value in values {
                         sources.push((name.clone(), Source::Value(value)));
                     }
+                    if node.kind_name() == "variable_assignment"
+                        && (node
+                            .child_by_field_name("value")
+                            .is_some_and(|v| v.kind_name() == "array")
+                            || node
+                                .child_by_field_name("name")
+                                .is_some_and(|n| n.kind_name() == "subscript"))
+                    {
+                        out.arrays.insert(name.clone());
+                    }
+                    if name == "POSIXLY_CORRECT" && parent != "command" {
+                        out.posix = true;
+                    }
                     if node.kind_name() == "variable_assignment" && parent == "command" {
                         // A prefix assignment (`X=1 cmd`) does not bind for the rest of the
                         // script, nor change the shell's own `HOME`.
@@ -158,10 +181,12 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
             }
             "expansion" => assigning_expansion(node, src, &mut sources),
             "variable_name"
-                if !matches!(
+                if !(matches!(
                     parent,
                     "variable_assignment" | "simple_expansion" | "expansion" | "for_statement"
-                ) =>
+                ) || (parent == "subscript"
+                    && parents.len() >= 2
+                    && parents[parents.len() - 2] == "expansion")) =>
             {
                 poisoned.insert(text(node, src).to_owned());
             }
@@ -173,17 +198,22 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
                 if node.kind_name() == "declaration_command" {
                     declared(node, src, &mut out);
                 }
-                if ASSIGNING.contains(&name) || node.kind_name() != "command" {
+                let binds =
+                    node.kind_name() == "declaration_command" && binds_like_assignment(node, src);
+                if (ASSIGNING.contains(&name) || node.kind_name() != "command") && !binds {
                     let mut cursor = node.walk();
                     for child in node.children(&mut cursor) {
                         let t = text(child, src);
                         poisoned.insert(builtins::base(t).to_owned());
+                        if builtins::base(t) == "POSIXLY_CORRECT" {
+                            out.posix = true;
+                        }
                     }
                 }
                 if node.kind_name() == "command"
                     && matches!(
                         name,
-                        "read" | "mapfile" | "readarray" | "printf" | "getopts" | "set"
+                        "read" | "mapfile" | "readarray" | "printf" | "getopts" | "set" | "wait"
                     )
                 {
                     let mut cursor = node.walk();
@@ -193,6 +223,9 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
                         .collect();
                     for (_, filled) in builtins::filled(name, &args) {
                         let base = builtins::base(&filled).to_owned();
+                        if !matches!(name, "printf" | "getopts" | "wait") {
+                            out.arrays.insert(base.clone());
+                        }
                         assigned.insert(base.clone());
                         sources.push((base, Source::Input));
                     }
@@ -260,8 +293,55 @@ pub(super) fn scope(root: Node, src: &str, census: &mut Census) -> Scope {
             }
         };
         out.reference_code.extend(what);
+        // Each static name it is given is a variable the script may set through it.
+        if let Source::Value(value) = source {
+            let t = text(*value, src);
+            let t = t.trim_matches(|c| c == '\'' || c == '"');
+            if is_name(builtins::base(t)) {
+                out.reference_targets.push(builtins::base(t).to_owned());
+            }
+        }
+    }
+    for target in &out.reference_targets {
+        out.bindable.remove(target);
+        if target == "IFS" {
+            out.bindable.clear();
+        }
+        if target == "HOME" {
+            out.sets_home = true;
+        }
+    }
+    for name in &out.transformed {
+        out.bindable.remove(name);
     }
     out
+}
+
+/// Whether a declaration binds its assignments as a standalone assignment does: `declare`,
+/// `typeset` or `readonly` outside any function (where they would be local), with no
+/// attribute but `-a`, `-r` or `-g`, every flag written plainly.
+fn binds_like_assignment(node: Node, src: &str) -> bool {
+    let keyword = node.child(0).map(|c| text(c, src)).unwrap_or("");
+    if !matches!(keyword, "declare" | "typeset" | "readonly") {
+        return false;
+    }
+    let mut at = node.parent();
+    while let Some(n) = at {
+        if n.kind_name() == "function_definition" {
+            return false;
+        }
+        at = n.parent();
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .all(|c| match c.kind_name() {
+            "variable_assignment" => true,
+            "word" => {
+                let t = text(c, src);
+                t.starts_with('-') && t[1..].chars().all(|f| matches!(f, 'a' | 'r' | 'g'))
+            }
+            _ => false,
+        })
 }
 
 /// `${x:=v}` and `${x=v}` assign `v` to `x`.
@@ -317,6 +397,12 @@ fn declared(node: Node, src: &str, out: &mut Scope) {
         };
         if flags.contains('i') {
             out.integers.insert(target.clone());
+        }
+        if flags.contains(['l', 'u', 'c']) {
+            out.transformed.insert(target.clone());
+        }
+        if flags.contains(['a', 'A']) {
+            out.arrays.insert(target.clone());
         }
         if flags.contains('A') {
             out.associative.insert(target.clone());

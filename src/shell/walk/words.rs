@@ -97,7 +97,10 @@ impl Walker<'_> {
                     .unwrap_or(raw),
             ),
             "ansi_c_string" => Word::fixed(word::decode_ansi_c(raw)),
-            "string_content" => Word::fixed(word::decode_double(raw)),
+            "string_content" => {
+                self.missed(raw);
+                Word::fixed(word::decode_double(raw))
+            }
             "string" => {
                 let parts = self.quoted_parts(node);
                 if parts.is_empty() {
@@ -160,6 +163,19 @@ impl Walker<'_> {
                 Word::fixed(raw)
             }
             "simple_expansion" | "expansion" => {
+                if node.kind_name() == "simple_expansion"
+                    && !raw.get(1..).is_some_and(|r| {
+                        is_name(r)
+                            || r.bytes().all(|b| b.is_ascii_digit())
+                            || matches!(r, "@" | "*" | "#" | "?" | "$" | "!" | "-" | "_")
+                    })
+                {
+                    // `$\<newline>(id)` in a here-document: tree-sitter reads a variable named
+                    // `\`; bash removes the backslash-newline and runs `id`.
+                    self.problem(format!(
+                        "tree-sitter read {raw:?} as a variable; bash does not"
+                    ));
+                }
                 self.scan(node);
                 let safe = self.expansion_code(node);
                 let mut w = self.variable(node, raw);
@@ -223,6 +239,22 @@ impl Walker<'_> {
                 .map(|n| self.text(n)),
             _ => None,
         };
+        // `${NAME[N]}` and `${NAME[@]}` of an array bound once to static words: one
+        // or all of its words, taken here as all of them (what they may be).
+        let simple_name = simple_name.or_else(|| {
+            let sub = node.named_child(0).filter(|n| {
+                node.named_child_count() == 1
+                    && n.kind_name() == "subscript"
+                    && raw.len() == self.text(*n).len() + 3
+                    && raw.starts_with("${")
+            })?;
+            let name = sub
+                .child_by_field_name("name")
+                .filter(|n| n.kind_name() == "variable_name")?;
+            let index = self.text(sub.child_by_field_name("index")?);
+            (index == "@" || (!index.is_empty() && index.bytes().all(|b| b.is_ascii_digit())))
+                .then(|| self.text(name))
+        });
         if let Some(values) = simple_name.and_then(|n| self.bindings.get(n)) {
             let mut w = Word::with(raw, Dynamic::Bound);
             w.values = values.clone();
@@ -378,6 +410,7 @@ impl Walker<'_> {
             if let Some(text) = self.src.get(run..child.start_byte())
                 && !text.is_empty()
             {
+                self.missed(text);
                 out.push(Word::fixed(word::decode_double(text)));
             }
             out.push(if child.is_named() {
@@ -390,9 +423,21 @@ impl Walker<'_> {
         if let Some(text) = self.src.get(run..end.max(run))
             && !text.is_empty()
         {
+            self.missed(text);
             out.push(Word::fixed(word::decode_double(text)));
         }
         out
+    }
+
+    /// Text tree-sitter kept as plain text where bash expands (inside double quotes, an
+    /// unquoted here-document body) must hold no expansion: one there is a `$(...)` or
+    /// backtick the parse dropped, and bash runs it.
+    pub(super) fn missed(&mut self, text: &str) {
+        if let Some(at) = word::unexpanded(text) {
+            self.problem(format!(
+                "bash expands {at:?} where tree-sitter read plain text"
+            ));
+        }
     }
 }
 
