@@ -125,7 +125,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
     let recorder = Arc::new(
-        Recorder::open(&record)
+        Recorder::open(&record, super::signing(config))
             .with_context(|| format!("cannot open the execution record {}", record.display()))?,
     );
     // Nobody answers: a connect that needs a person stays unstarted (the posture has turned
@@ -213,7 +213,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Err(e) => e.clone(),
     };
     recorder
-        .append(&event("run_ended", how))
+        .append_end(&event("run_ended", how))
         .context("cannot write the execution record")?;
     let _ = std::io::stderr().flush();
     served.map_err(anyhow::Error::msg)?;

@@ -202,7 +202,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let provider = provider(&args, config)?;
     let recorder = Arc::new(
-        Recorder::open(&record)
+        Recorder::open(&record, super::signing(config))
             .with_context(|| format!("cannot open the execution record {}", record.display()))?,
     );
     let approver: Arc<dyn Approver> = Arc::new(Prompt);
