@@ -142,7 +142,7 @@ decision_logs: {file: d.jsonl, url: https://x, batch: 1, flush_ms: 1, buffer: b,
             }
         }
         walk("", &value, &mut leaves);
-        assert_eq!(leaves.len(), 26, "{leaves:?}");
+        assert_eq!(leaves.len(), 27, "{leaves:?}");
         for leaf in &leaves {
             assert!(row(leaf).is_some(), "{leaf} has no row");
         }
