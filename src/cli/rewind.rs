@@ -18,7 +18,9 @@
 //! only with `--force`.
 //!
 //! Exit status: 0 every change in range restored (or the list shown), 1 some file was left
-//! alone or could not be restored, 2 a usage or configuration error (no such record or call).
+//! alone or could not be restored (a shell command whose effects were never observed
+//! included), 2 a usage or configuration error (no such record or call), or a record that does
+//! not verify (issue 28: see [`reasonix::seal`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -215,7 +217,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         // clap requires one of --to, --last or --list.
         (None, None) => bail!("say how far back: --to CALL_ID or --last N"),
     };
-    let bounds = |p: &Path| gate.changeable(p);
+    let bounds = |p: &Path, restore: reasonix::rewind::Restore<'_>| gate.restorable(p, restore);
     let report = rewind(&ledger, &store, &target, args.force, args.dry_run, &bounds)
         .with_context(|| format!("cannot rewind {}", record.display()))?;
     if let (Some((run, call)), true) = (&report.to, report.runs_with_call > 1) {
@@ -279,11 +281,13 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         record.display()
     );
     note(&summary);
-    Ok(if report.left.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(
+        if report.left.is_empty() && report.not_restorable.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }
 
 /// One line of the account: the path (or command), the call, and what was done or why not.
