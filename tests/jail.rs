@@ -2432,13 +2432,8 @@ fn a_jailed_command_dies_with_a_killed_reasonix_and_its_cgroups_are_reclaimed_ne
     );
 
     // Whatever cgroups the killed one made are still there; the next start reclaims them.
+    // (Another test's Reasonix starting meanwhile may already have reclaimed them.)
     let left = cgroups_of(pid);
-    let caps = jail::capabilities();
-    assert_eq!(
-        left.is_empty(),
-        caps.cgroup_pids.is_none() && caps.cgroup_memory.is_none(),
-        "a killed Reasonix leaves its cgroups for the next start: {left:?}"
-    );
     let (code, _, stderr) = w.run(&["sandbox", "exec", "--workspace", &ws, "--", "true"], "");
     assert_eq!(code, 0, "{stderr}");
     let after = cgroups_of(pid);

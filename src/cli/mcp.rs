@@ -20,7 +20,6 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use reasonix::agent::serve::{Asks, Gated, NoModel, Quiet};
 use reasonix::agent::{Always, Answer, Session};
-use reasonix::lease::Leases;
 use reasonix::record::{EventRecord, Recorder, now_ms};
 use reasonix::{Mode, Posture};
 
@@ -148,7 +147,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Arc::new(NoModel),
         approver,
         Arc::clone(&recorder),
-        Leases::new(),
+        super::leases(&workspace),
         Arc::new(Quiet),
         1,
         config.result_bytes.unwrap_or(DEFAULT_RESULT_BYTES),

@@ -902,6 +902,18 @@ pub fn warn_lines(text: &str) {
 }
 
 /// A warning on stderr for a person: `reasonix` in bold yellow.
+/// The lease manager of `workspace`, across processes (`.reasonix/leases/`), or within this
+/// process only (said on stderr) where its lock folder cannot be made.
+pub(crate) fn leases(workspace: &Path) -> std::sync::Arc<reasonix::lease::Leases> {
+    reasonix::lease::Leases::for_workspace(workspace).unwrap_or_else(|e| {
+        warn(&format!(
+            "the lease folder {} cannot be made ({e}): leases hold within this process only, so another reasonix on this workspace could overwrite its edits",
+            workspace.join(reasonix::lease::LOCK_DIR).display()
+        ));
+        reasonix::lease::Leases::new()
+    })
+}
+
 /// How the record's lines are signed under these settings (`record.key_env`, else the key file
 /// in the user's state folder); said on stderr when they will not be.
 pub(crate) fn signing(config: &RunConfig) -> reasonix::seal::Signing {

@@ -43,7 +43,6 @@ use reasonix::agent::{
     SessionError, Terminal,
 };
 use reasonix::gate::Judgement;
-use reasonix::lease::Leases;
 use reasonix::record::{
     Approval, EvidenceRecord, Outcome, PlanDecision, PlanRecord, Recorder, Reviewer,
 };
@@ -247,13 +246,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         (gate, None)
     };
+    let leases = super::leases(gate.roots().workspace());
     let terminal = Arc::new(Screen::default());
     let session = Session::new(
         Arc::new(gate),
         provider,
         approver,
         Arc::clone(&recorder),
-        Leases::new(),
+        leases,
         terminal.clone(),
         args.max_steps
             .or(config.max_steps)
