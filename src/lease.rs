@@ -8,7 +8,13 @@
 //!   beside it.
 //!
 //! Leases are shared between sessions through an `Arc<Leases>`, so two agents in one workspace
-//! serialize their conflicting writes too.
+//! serialize their conflicting writes too. Across processes (two `reasonix run`, `mcp serve`
+//! and `sandbox exec` on one workspace; issue 28, item 8), a manager made for a workspace
+//! ([`Leases::for_workspace`]) takes the same locks again as advisory file locks (`flock`)
+//! under the workspace's `.reasonix/leases/`: `workspace.lock` shared or exclusive, and one
+//! lock file per written path, named by the sha256 of the path. A lock held by a process that
+//! dies is released by the kernel with its descriptors: nothing is left to clean up but the
+//! empty lock files themselves.
 //!
 //! The lease travels with the call: an [`Admitted`] becomes a [`Leased`] only by taking its
 //! lease ([`Admitted::lease`]), and only a [`Leased`] can execute (`crate::execute`). So no code
@@ -42,7 +48,15 @@ pub enum Need {
 pub struct Leases {
     workspace: Arc<RwLock<()>>,
     paths: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// Where the cross-process lock files are (`None`: this process only).
+    dir: Option<PathBuf>,
 }
+
+/// The folder of a workspace's lock files.
+pub const LOCK_DIR: &str = ".reasonix/leases";
+
+/// How long a lease waits between two tries of a lock another process holds.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(2);
 
 enum Hold {
     Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
@@ -55,12 +69,76 @@ pub struct Lease {
     pub need: Need,
     _workspace: Hold,
     _paths: Vec<OwnedMutexGuard<()>>,
+    /// The lock files held across processes (unlocked when closed, on drop).
+    _files: Vec<std::fs::File>,
+}
+
+/// Takes an advisory lock on `path` (made if missing), shared or exclusive, waiting for other
+/// processes without blocking the runtime's thread.
+async fn lock_file(path: &Path, exclusive: bool) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)?;
+    loop {
+        let tried = if exclusive {
+            file.try_lock()
+        } else {
+            file.try_lock_shared()
+        };
+        match tried {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => tokio::time::sleep(RETRY).await,
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
 }
 
 impl Leases {
-    /// A manager with nothing held.
+    /// A manager with nothing held, for this process only.
     pub fn new() -> Arc<Leases> {
         Arc::new(Leases::default())
+    }
+
+    /// A manager for the workspace `workspace` whose leases hold across processes too: each
+    /// lock is taken again as an advisory file lock under `.reasonix/leases/` (see the module
+    /// doc). Where that folder cannot be made, the leases hold within this process only, and
+    /// the error says why.
+    ///
+    /// # Errors
+    ///
+    /// The folder could not be made.
+    pub fn for_workspace(workspace: &Path) -> std::io::Result<Arc<Leases>> {
+        let dir = workspace.join(LOCK_DIR);
+        std::fs::create_dir_all(&dir)?;
+        Ok(Arc::new(Leases {
+            dir: Some(dir),
+            ..Leases::default()
+        }))
+    }
+
+    /// The cross-process locks a need takes, in order: the workspace's, then each path's.
+    fn lock_files(&self, need: &Need) -> Vec<(PathBuf, bool)> {
+        let Some(dir) = &self.dir else {
+            return Vec::new();
+        };
+        let workspace = (dir.join("workspace.lock"), *need == Need::Workspace);
+        let mut files = vec![workspace];
+        if let Need::Paths(paths) = need {
+            let mut names: Vec<PathBuf> = paths
+                .iter()
+                .map(|p| {
+                    let digest = crate::record::sha256(p.as_os_str().as_encoded_bytes());
+                    dir.join(format!("{digest}.lock"))
+                })
+                .collect();
+            names.sort();
+            names.dedup();
+            files.extend(names.into_iter().map(|n| (n, true)));
+        }
+        files
     }
 
     fn path_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
@@ -71,8 +149,26 @@ impl Leases {
         Arc::clone(map.entry(path.to_path_buf()).or_default())
     }
 
-    /// Waits until the need can be met, then holds it.
+    /// Waits until the need can be met, within this process and (a manager made for a
+    /// workspace) across processes, then holds it. A lock file that cannot be opened or locked
+    /// (not "it is held": that waits) is logged, and the lease holds within this process only.
     pub async fn acquire(&self, need: Need) -> Lease {
+        let files = self.lock_files(&need);
+        let mut lease = self.acquire_here(need).await;
+        for (path, exclusive) in files {
+            match lock_file(&path, exclusive).await {
+                Ok(file) => lease._files.push(file),
+                Err(e) => tracing::warn!(
+                    "cannot take the lease lock {}: {e}; this lease holds within this process only",
+                    path.display()
+                ),
+            }
+        }
+        lease
+    }
+
+    /// The lease within this process.
+    async fn acquire_here(&self, need: Need) -> Lease {
         match &need {
             Need::Workspace => {
                 let guard = Arc::clone(&self.workspace).write_owned().await;
@@ -80,6 +176,7 @@ impl Leases {
                     need,
                     _workspace: Hold::Exclusive(guard),
                     _paths: Vec::new(),
+                    _files: Vec::new(),
                 }
             }
             Need::Shared => {
@@ -88,6 +185,7 @@ impl Leases {
                     need,
                     _workspace: Hold::Shared(guard),
                     _paths: Vec::new(),
+                    _files: Vec::new(),
                 }
             }
             Need::Paths(paths) => {
@@ -103,6 +201,7 @@ impl Leases {
                     need,
                     _workspace: Hold::Shared(guard),
                     _paths: held,
+                    _files: Vec::new(),
                 }
             }
         }
@@ -163,7 +262,9 @@ impl Admitted {
     /// [`Admitted::lease`] for code that is not async (tests, a CLI without a runtime). It must
     /// not be called from inside an async runtime.
     pub fn lease_blocking(self, leases: &Leases) -> std::io::Result<Leased> {
-        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
         Ok(runtime.block_on(self.lease(leases)))
     }
 }
@@ -190,6 +291,62 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
+    }
+
+    /// Issue 28, item 8: a manager made for a workspace holds its leases against another
+    /// manager of the same workspace — another process, as far as the locks can tell (a second
+    /// manager shares no in-process lock with the first) — and a path it does not hold, or a
+    /// manager of another workspace, does not wait.
+    #[tokio::test]
+    async fn leases_for_one_workspace_hold_across_managers_as_across_processes() {
+        let ws = tempfile::tempdir().unwrap();
+        let one = Leases::for_workspace(ws.path()).unwrap();
+        let other = Leases::for_workspace(ws.path()).unwrap();
+        let f = ws.path().join("f");
+        let held = one.acquire(Need::Paths(vec![f.clone()])).await;
+        let waiting = {
+            let other = Arc::clone(&other);
+            let f = f.clone();
+            tokio::spawn(async move { other.acquire(Need::Paths(vec![f])).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "a writer of the same path waits");
+        let g = other.acquire(Need::Paths(vec![ws.path().join("g")])).await;
+        let elsewhere = tempfile::tempdir().unwrap();
+        let _e = Leases::for_workspace(elsewhere.path())
+            .unwrap()
+            .acquire(Need::Workspace)
+            .await;
+        drop(g);
+        drop(held);
+        let second = tokio::time::timeout(Duration::from_secs(2), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        // The workspace lease of one waits for the other's path writer, and excludes readers.
+        let excl = {
+            let one = Arc::clone(&one);
+            tokio::spawn(async move { one.acquire(Need::Workspace).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !excl.is_finished(),
+            "the workspace lease waits for a writer elsewhere"
+        );
+        drop(second);
+        let _ws = tokio::time::timeout(Duration::from_secs(2), excl)
+            .await
+            .unwrap()
+            .unwrap();
+        let reader = {
+            let other = Arc::clone(&other);
+            tokio::spawn(async move { other.acquire(Need::Shared).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !reader.is_finished(),
+            "a reader elsewhere waits for the workspace lease"
+        );
     }
 
     #[tokio::test]

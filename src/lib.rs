@@ -95,6 +95,7 @@ pub mod policy;
 pub mod record;
 pub mod rewind;
 pub mod sandbox;
+pub mod seal;
 pub mod settings;
 pub mod shell;
 pub mod text;

@@ -601,34 +601,52 @@ pub fn file_digest(path: &Path) -> Option<(String, u64)> {
 /// has exactly the bytes it wrote: a record replaced, truncated or written to by anything else
 /// (a shell command the jail let write the workspace) stops the run with an error instead of
 /// going on as if the record were whole.
+///
+/// Each line is sealed as it is appended ([`crate::seal`]): chained to the line before it and
+/// signed with the record key, or marked unsigned when there is none.
 pub struct Recorder {
     path: PathBuf,
     file: Mutex<Open>,
     /// The revision of the policy bundle in force, written into every line while it is set.
     policy_revision: Mutex<Option<String>>,
+    signing: crate::seal::Signing,
 }
 
 struct Open {
     file: File,
     id: (u64, u64),
     len: u64,
+    /// Where the chain is: the next line's number and the last line's digest.
+    head: crate::seal::Head,
+    /// Whether this writer has appended a line yet (its first says `start`).
+    started: bool,
 }
 
 impl Recorder {
     /// Opens (creating it and its folders) the record at `path` for appending, and holds an
-    /// exclusive lock on it until dropped: two runs never share a record.
-    pub fn open(path: &Path) -> std::io::Result<Recorder> {
-        Recorder::open_with(path, false)
+    /// exclusive lock on it until dropped: two runs never share a record. Its lines are sealed
+    /// with `signing` ([`crate::seal::Signing::resolve`] finds the user's key).
+    pub fn open(path: &Path, signing: crate::seal::Signing) -> std::io::Result<Recorder> {
+        Recorder::open_with(path, false, signing)
     }
 
     /// [`Recorder::open`], waiting for the lock rather than refusing: for short-lived writers
     /// that append a line or two and go (`reasonix hook claude`, run once per tool call, several
     /// at once when Claude Code calls tools in parallel).
-    pub fn open_waiting(path: &Path) -> std::io::Result<Recorder> {
-        Recorder::open_with(path, true)
+    pub fn open_waiting(path: &Path, signing: crate::seal::Signing) -> std::io::Result<Recorder> {
+        Recorder::open_with(path, true, signing)
     }
 
-    fn open_with(path: &Path, wait: bool) -> std::io::Result<Recorder> {
+    /// How its lines are signed.
+    pub fn signing(&self) -> &crate::seal::Signing {
+        &self.signing
+    }
+
+    fn open_with(
+        path: &Path,
+        wait: bool,
+        signing: crate::seal::Signing,
+    ) -> std::io::Result<Recorder> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
@@ -663,14 +681,18 @@ impl Recorder {
                 meta = file.metadata()?;
             }
         }
+        let head = crate::seal::Head::read(&file, meta.len())?;
         Ok(Recorder {
             path: path.to_path_buf(),
             file: Mutex::new(Open {
                 file,
                 id: (meta.dev(), meta.ino()),
                 len: meta.len(),
+                head,
+                started: false,
             }),
             policy_revision: Mutex::new(None),
+            signing,
         })
     }
 
@@ -690,12 +712,22 @@ impl Recorder {
 
     /// Appends one line, whole, and syncs it to disk.
     pub fn append(&self, line: &impl Serialize) -> std::io::Result<()> {
+        self.append_sealed(line, false)
+    }
+
+    /// Appends this writer's last line (`run_ended`, a rewind's, a hook's decision): sealed with
+    /// `end`, so that a record whose writer never wrote one shows it was cut or killed.
+    pub fn append_end(&self, line: &impl Serialize) -> std::io::Result<()> {
+        self.append_sealed(line, true)
+    }
+
+    fn append_sealed(&self, line: &impl Serialize, end: bool) -> std::io::Result<()> {
         let revision = self
             .policy_revision
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        let mut bytes = match revision {
+        let bytes = match revision {
             None => serde_json::to_vec(line),
             Some(revision) => {
                 let mut value = serde_json::to_value(line).map_err(std::io::Error::other)?;
@@ -706,7 +738,6 @@ impl Recorder {
             }
         }
         .map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
         let mut open = match self.file.lock() {
             Ok(f) => f,
             Err(poisoned) => poisoned.into_inner(),
@@ -719,9 +750,15 @@ impl Recorder {
                 self.path.display()
             )));
         }
+        let start = !open.started;
+        let mut head = open.head.clone();
+        let mut bytes = crate::seal::seal(&bytes, &mut head, &self.signing, start, end);
+        bytes.push(b'\n');
         open.file.write_all(&bytes)?;
         open.file.sync_data()?;
         open.len += bytes.len() as u64;
+        open.head = head;
+        open.started = true;
         Ok(())
     }
 }
@@ -730,23 +767,36 @@ impl Recorder {
 mod tests {
     use super::*;
 
+    fn unsigned() -> crate::seal::Signing {
+        crate::seal::Signing::Unsigned("a test".into())
+    }
+
+    /// The lines of a record without their seals.
+    fn unsealed(path: &Path) -> String {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| match l.find(",\"chain\":") {
+                Some(at) => format!("{}}}\n", &l[..at]),
+                None => format!("{l}\n"),
+            })
+            .collect()
+    }
+
     #[test]
     fn lines_are_appended_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/record.jsonl");
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"a": 1})).unwrap();
         r.append(&serde_json::json!({"b": 2})).unwrap();
         drop(r);
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"c": 3})).unwrap();
-        let e = Recorder::open(&path).err().unwrap();
+        let e = Recorder::open(&path, unsigned()).err().unwrap();
         assert!(e.to_string().contains("another run"), "{e}");
         drop(r);
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
-        );
+        assert_eq!(unsealed(&path), "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
     }
 
     #[test]
@@ -754,20 +804,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("record.jsonl");
         std::fs::write(&path, "{\"a\":1}\n{\"b\":").unwrap();
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"c": 3})).unwrap();
         drop(r);
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\"a\":1}\n{\"b\":\n{\"c\":3}\n"
-        );
+        assert_eq!(unsealed(&path), "{\"a\":1}\n{\"b\":\n{\"c\":3}\n");
     }
 
     #[test]
     fn a_record_changed_behind_its_back_stops_the_recorder() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("record.jsonl");
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"a": 1})).unwrap();
         // Truncated.
         std::fs::write(&path, "").unwrap();
@@ -780,7 +827,7 @@ mod tests {
 
         // Appended to by someone else.
         drop(r);
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"c": 3})).unwrap();
         OpenOptions::new()
             .append(true)
@@ -792,14 +839,14 @@ mod tests {
 
         // Replaced by another file.
         drop(r);
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, "").unwrap();
         assert!(r.append(&serde_json::json!({"e": 5})).is_err());
 
         // Deleted.
         drop(r);
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(r.append(&serde_json::json!({"f": 6})).is_err());
     }
@@ -808,13 +855,41 @@ mod tests {
     fn every_line_carries_the_policy_revision_once_one_is_set() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("record.jsonl");
-        let r = Recorder::open(&path).unwrap();
+        let r = Recorder::open(&path, unsigned()).unwrap();
         r.append(&serde_json::json!({"a": 1})).unwrap();
         r.set_policy_revision(Some("v7".into()));
         r.append(&serde_json::json!({"b": 2})).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = unsealed(&path);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines, [r#"{"a":1}"#, r#"{"b":2,"policy_revision":"v7"}"#]);
+    }
+
+    #[test]
+    fn a_recorders_lines_are_chained_and_signed_across_writers_and_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("record.jsonl");
+        let key = crate::seal::Key::new(b"k").unwrap();
+        let signing = crate::seal::Signing::Key(key.clone());
+        for _ in 0..2 {
+            let r = Recorder::open(&path, signing.clone()).unwrap();
+            r.append(&serde_json::json!({"event": "run_started"}))
+                .unwrap();
+            r.append_end(&serde_json::json!({"event": "run_ended"}))
+                .unwrap();
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let report = crate::seal::verify(&bytes, Some(&key));
+        assert!(report.verified() && report.signed(), "{report:?}");
+        assert_eq!(report.signed, 4);
+        // A third writer killed before its end: incomplete, named at its last line.
+        let r = Recorder::open(&path, signing.clone()).unwrap();
+        r.append(&serde_json::json!({"event": "run_started"}))
+            .unwrap();
+        drop(r);
+        let f = crate::seal::verify(&std::fs::read(&path).unwrap(), Some(&key))
+            .failure
+            .unwrap();
+        assert_eq!((f.line, f.incomplete), (5, true), "{f}");
     }
 
     #[test]

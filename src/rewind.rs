@@ -44,8 +44,13 @@
 //!    through a folder that is now a symlink;
 //! 5. a path out of [`Bounds`] is not touched at all: a rewind runs outside any jail, so the
 //!    command line lets it write only where the gate would let a file tool write
-//!    ([`crate::Gate::changeable`]: beneath a write root, none of the host's own files) — a
-//!    record that names another path (forged, or from another workspace) cannot steer it.
+//!    ([`crate::Gate::restorable`]: beneath a write root, none of the host's own files, and the
+//!    write or delete judged as the `write_file` or `delete_file` call it is, so a rule that
+//!    asks — `git-internals` on `.git/**` — keeps the path as it is) — a record that names
+//!    another path (forged, or from another workspace) cannot steer it;
+//! 6. what a record says is not taken on trust (issue 28): a kept copy is named by a sha256 of
+//!    64 hex digits and nothing else, and a file is written back with its permission bits
+//!    masked to what the file tools may set (no setuid, setgid or sticky bit).
 //!
 //! Every shell command that ran in the range unobserved (the jail off, or a writer with no
 //! overlay under `best_effort`) is listed as not restorable: its effects were never
@@ -743,11 +748,41 @@ pub struct Report {
     pub not_restorable: Vec<RewoundFile>,
 }
 
+/// The most bytes of a kept file given to the policy as the `content` of the write it is (as
+/// a bash writer's observed changes are).
+const CONTENT_LIMIT: u64 = 1 << 20;
+
+/// What a rewind does at a path, as the gate judges it: the `write_file` or `delete_file` call
+/// it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restore<'a> {
+    /// A file written back, with its kept content when that is text the gate may read.
+    Write {
+        /// The content, when it is UTF-8 of at most 1 MiB.
+        content: Option<&'a str>,
+    },
+    /// A file (or an empty folder) removed, or a folder moved away from here.
+    Delete,
+}
+
 /// Where a rewind may write: `Ok` for a path it may bring back, else why not. The command line
-/// passes [`crate::Gate::changeable`] — beneath a root open for writing, none of the host's own
-/// files — so a record that names a path elsewhere cannot make a rewind, which runs outside any
-/// jail, write there.
-pub type Bounds<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
+/// passes [`crate::Gate::restorable`] — beneath a root open for writing, none of the host's own
+/// files, and the write or delete judged by the gate as the file tool's call it is — so a record
+/// that names a path elsewhere cannot make a rewind, which runs outside any jail, write there,
+/// and a path a rule asks about (`.git/hooks/`) is not restored behind its back.
+pub type Bounds<'a> = &'a dyn Fn(&Path, Restore<'_>) -> Result<(), String>;
+
+/// Whether `s` names a blob of the store: 64 lowercase hex digits, a sha256 and nothing else
+/// (never a path: a forged record's digest field `../../etc/shadow` is refused).
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The permission bits a rewind gives a file it writes back: what the file tools may set —
+/// read, write and execute for each class, never setuid, setgid or sticky.
+pub const RESTORED_MODE_MASK: u32 = 0o777;
 
 /// Rewinds the disk to `target` as the record tells it (see the module doc), writing only where
 /// `bounds` allows. With `dry_run` nothing is changed, and the report says what would be.
@@ -857,7 +892,9 @@ fn restore_point(
         };
         let at_source = disk.state(to);
         let at_destination = disk.state(from);
-        if let Err(why) = bounds(to).and_then(|()| bounds(from)) {
+        let moved = bounds(to, Restore::Write { content: None })
+            .and_then(|()| bounds(from, Restore::Delete));
+        if let Err(why) = moved {
             let why = format!("rewind does not write there: {why}");
             both(&mut r.not_restorable, why);
         } else if at_source != FileState::Absent {
@@ -923,7 +960,30 @@ fn restore_point(
             r.not_restorable.push(entry(f, why));
             continue;
         }
-        if let Err(why) = bounds(path) {
+        let kept = match &f.before {
+            FileState::File { sha256, .. } if !is_sha256(sha256) => {
+                r.not_restorable.push(entry(
+                    f,
+                    format!(
+                        "its recorded digest {:?} is not a sha256: the record was not written by Reasonix",
+                        crate::text::visible(sha256)
+                    ),
+                ));
+                continue;
+            }
+            FileState::File { sha256, bytes, .. } => (*bytes <= CONTENT_LIMIT)
+                .then(|| std::fs::read(disk.store.blob(sha256)).ok())
+                .flatten()
+                .and_then(|b| String::from_utf8(b).ok()),
+            _ => None,
+        };
+        let restore = match f.before {
+            FileState::Absent => Restore::Delete,
+            _ => Restore::Write {
+                content: kept.as_deref(),
+            },
+        };
+        if let Err(why) = bounds(path, restore) {
             r.not_restorable
                 .push(entry(f, format!("rewind does not write there: {why}")));
             continue;
@@ -977,13 +1037,18 @@ fn restore_point(
         let done = match &f.before {
             FileState::Absent => disk.remove(path).map(|()| "removed".to_owned()),
             before => disk.write_back(path, before).map(|()| {
+                let mode = before.mode().unwrap_or(0);
+                let masked = if mode & !RESTORED_MODE_MASK != 0 {
+                    format!(
+                        " (the record said {mode:04o}: setuid, setgid and sticky bits are never restored)"
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "written back ({} bytes, mode {})",
+                    "written back ({} bytes, mode {:04o}{masked})",
                     before.bytes().unwrap_or(0),
-                    before
-                        .mode()
-                        .map(|m| format!("{m:04o}"))
-                        .unwrap_or_default()
+                    mode & RESTORED_MODE_MASK,
                 )
             }),
         };
@@ -1015,6 +1080,10 @@ impl Disk<'_> {
         let (Some(sha), Some(mode)) = (state.sha256(), state.mode()) else {
             return Err("internal error: not a file state; please report it".into());
         };
+        if !is_sha256(sha) {
+            return Err("its recorded digest is not a sha256".into());
+        }
+        let mode = mode & RESTORED_MODE_MASK;
         let blob = self.store.blob(sha);
         if self.dry_run {
             if !blob.is_file() {
@@ -1197,7 +1266,7 @@ mod tests {
         }
     }
 
-    fn anywhere(_: &Path) -> Result<(), String> {
+    fn anywhere(_: &Path, _: Restore<'_>) -> Result<(), String> {
         Ok(())
     }
 
@@ -1369,6 +1438,44 @@ mod tests {
         assert!(r.not_restorable[0].detail.contains("not kept"), "{r:?}");
     }
 
+    /// Issue 28, item 6: a digest field that is not a sha256 names no blob — a forged record's
+    /// `../` path is never opened — and a restored file never gets setuid, setgid or sticky.
+    #[test]
+    fn a_digest_that_is_not_a_sha256_is_refused_and_special_mode_bits_are_masked() {
+        let (_d, root, store) = world();
+        let outside = root.join("outside-secret");
+        std::fs::write(&outside, "secret").unwrap();
+        let f = root.join("f");
+        std::fs::write(&f, "now").unwrap();
+        let forged = FileState::File {
+            sha256: "../../outside-secret".into(),
+            mode: "0644".into(),
+            bytes: 6,
+        };
+        let l = ledger(vec![point(
+            1,
+            "a",
+            vec![snap(&f, forged, file(b"now", 0o644), true)],
+        )]);
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
+        assert!(r.not_restorable[0].detail.contains("not a sha256"), "{r:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"now");
+        // The twin: a true digest is written back, its mode without the special bits.
+        keep_blob(&store, b"one");
+        let l = ledger(vec![point(
+            1,
+            "b",
+            vec![snap(&f, file(b"one", 0o6755), file(b"now", 0o644), true)],
+        )]);
+        let r = rewind(&l, &store, &Target::Last(1), true, false, &anywhere).unwrap();
+        assert_eq!(r.restored.len(), 1, "{r:?}");
+        assert!(r.restored[0].detail.contains("never restored"), "{r:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"one");
+        let mode = std::fs::metadata(&f).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o755);
+        assert!(is_sha256(&sha256(b"x")) && !is_sha256(&sha256(b"x").to_uppercase()));
+    }
+
     #[test]
     fn what_an_earlier_rewind_restored_is_not_undone_again() {
         let text = [
@@ -1397,7 +1504,7 @@ mod tests {
             "a",
             vec![snap(&f, file(b"one", 0o644), file(b"two", 0o644), true)],
         )]);
-        let nowhere = |p: &Path| Err(format!("{} is out of bounds", p.display()));
+        let nowhere = |p: &Path, _: Restore<'_>| Err(format!("{} is out of bounds", p.display()));
         let r = rewind(&l, &store, &Target::Last(1), true, false, &nowhere).unwrap();
         assert!(r.restored.is_empty() && r.left.is_empty(), "{r:?}");
         assert!(

@@ -67,7 +67,9 @@ impl Rig {
     fn new() -> Rig {
         let world = World::new();
         let record = world.root.join("record.jsonl");
-        let recorder = Arc::new(Recorder::open(&record).unwrap());
+        let recorder = Arc::new(
+            Recorder::open(&record, reasonix::seal::Signing::Unsigned("a test".into())).unwrap(),
+        );
         Rig {
             world,
             record,

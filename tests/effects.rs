@@ -556,7 +556,10 @@ fn a_writer_that_changes_git_hooks_asks_a_person_before_anything_lands() {
             Arc::new(gate),
             Arc::new(ScriptProvider::new("test", turns)),
             Arc::clone(&approver) as Arc<dyn Approver>,
-            Arc::new(Recorder::open(&record).unwrap()),
+            Arc::new(
+                Recorder::open(&record, reasonix::seal::Signing::Unsigned("a test".into()))
+                    .unwrap(),
+            ),
             Leases::new(),
             Arc::new(Quiet),
             10,

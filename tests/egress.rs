@@ -673,3 +673,65 @@ fn sandbox_exec_judges_by_sandbox_network_and_prints_each_connection() {
     }
     assert!(a.reached().is_some() && b.untouched());
 }
+
+/// Issue 28, item 1: a service bound to 0.0.0.0 on the host is not reached through the
+/// machine's own interface address, in any spelling, by a rule that does not name it
+/// (`*:PORT`); the twin: an entry naming the address reaches it.
+#[test]
+fn the_hosts_own_address_is_refused_unless_an_entry_names_it() {
+    if lacks_egress() {
+        return;
+    }
+    let Some(own) = reasonix::egress::address::own_addresses()
+        .into_iter()
+        .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+    else {
+        common::skip_unless(false, "a non-loopback IPv4 interface address");
+        return;
+    };
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, got) = channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
+            let _ = tx.send(());
+        }
+    });
+    let untouched = || got.recv_timeout(Duration::from_millis(300)).is_err();
+    let w = World::new();
+    let any = w.gate(&policy(&[format!("*:{port}")], ""), Posture::Unattended);
+    let octets = match own {
+        std::net::IpAddr::V4(v4) => v4.octets(),
+        _ => unreachable!(),
+    };
+    let decimal = u32::from_be_bytes(octets);
+    for url in [
+        format!("http://{own}:{port}/"),
+        format!("-p http://[::ffff:{own}]:{port}/"),
+        format!("http://{decimal}:{port}/"),
+    ] {
+        let (text, conns) = bash(&any, &curl(&url));
+        assert!(untouched(), "{url} reached the host's service: {text}");
+        assert!(
+            !conns.is_empty()
+                && conns.iter().all(|c| c.outcome == "refused"
+                    && c.reasons.iter().any(|r| r.contains(&own.to_string()))),
+            "{url}: {conns:?}"
+        );
+        assert!(
+            conns.iter().all(|c| c.host == own.to_string()),
+            "one spelling of the host: {conns:?}"
+        );
+    }
+    let named = w.gate(&policy(&[format!("{own}:{port}")], ""), Posture::Unattended);
+    let (text, _) = bash(&named, &curl(&format!("http://{own}:{port}/")));
+    assert!(text.contains("code=200"), "{text}");
+    assert!(got.recv_timeout(Duration::from_secs(3)).is_ok());
+}

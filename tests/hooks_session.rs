@@ -39,7 +39,9 @@ fn hook(w: &World, name: &str, body: &str) {
 /// returns the record's call lines and the tool messages the model was told.
 async fn run(w: &World, hooks: &str, turns: Value) -> (Vec<Value>, Vec<String>) {
     let record = w.root.join("record.jsonl");
-    let recorder = Arc::new(Recorder::open(&record).unwrap());
+    let recorder = Arc::new(
+        Recorder::open(&record, reasonix::seal::Signing::Unsigned("a test".into())).unwrap(),
+    );
     let policy = reasonix::PolicySet::from_yaml("test.yaml", ALLOW_ALL).unwrap();
     let gate = Arc::new(w.gate(&policy, Posture::Unattended));
     let turns: Vec<Turn> = serde_json::from_value(turns).unwrap();

@@ -2327,3 +2327,157 @@ fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so
         "{r:?}"
     );
 }
+
+/// The run cgroups (pids and memory) whose owner is `pid`, wherever they were made below
+/// `/sys/fs/cgroup`.
+fn cgroups_of(pid: u32) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, depth: usize, prefix: &str, found: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                found.push(path);
+            } else if depth > 0 {
+                walk(&path, depth - 1, prefix, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        Path::new("/sys/fs/cgroup"),
+        4,
+        &format!("reasonix-{pid}-"),
+        &mut found,
+    );
+    found
+}
+
+/// Waits (at most 20 s) until a process whose command line holds `marker` runs.
+fn wait_for_process(marker: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        if !processes_with(marker).is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Issue 28, item 9: `kill -9` of the Reasonix that started a jailed command kills the command
+/// at once — it never writes after the gate is gone — and the cgroups the dead Reasonix left
+/// are reclaimed by the next one that probes the jail. The twin: left alive, the same command
+/// writes its file.
+#[test]
+fn a_jailed_command_dies_with_a_killed_reasonix_and_its_cgroups_are_reclaimed_next_start() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let late = w.ws.join("late.txt");
+    let marker = format!("1.{}83", own_marker());
+    let script = format!("sleep {marker}; echo hi > late.txt");
+    let exec = |script: &str| {
+        w.spawn(&[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--timeout-ms",
+            "20000",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+    };
+
+    // The twin first: a Reasonix left alone lets its command finish and write.
+    let mut alive = exec(&script);
+    let until = Instant::now() + Duration::from_secs(20);
+    while alive.try_wait().unwrap().is_none() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = alive.try_wait().unwrap();
+    if status.is_none() {
+        let _ = alive.kill();
+    }
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    assert!(
+        late.exists(),
+        "the command of a live Reasonix wrote its file"
+    );
+    std::fs::remove_file(&late).unwrap();
+
+    let mut killed = exec(&script);
+    assert!(wait_for_process(&marker), "the jailed sleep started");
+    let pid = killed.id();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // The shell that would write is gone at once (with a PID namespace, the sleep too).
+    let shells = processes_with(&script);
+    assert!(
+        shells.is_empty(),
+        "{shells:?} outlived the Reasonix that started them"
+    );
+    // Past the sleep: nothing was written.
+    std::thread::sleep(Duration::from_millis(1800));
+    assert!(
+        !late.exists(),
+        "a command wrote after its Reasonix was killed"
+    );
+
+    // Whatever cgroups the killed one made are still there; the next start reclaims them.
+    // (Another test's Reasonix starting meanwhile may already have reclaimed them.)
+    let left = cgroups_of(pid);
+    let (code, _, stderr) = w.run(&["sandbox", "exec", "--workspace", &ws, "--", "true"], "");
+    assert_eq!(code, 0, "{stderr}");
+    let after = cgroups_of(pid);
+    assert!(
+        after.is_empty(),
+        "cgroups of a dead Reasonix left after the next start: {after:?} (before: {left:?})"
+    );
+}
+
+/// The same through `reasonix run`: its jailed bash call dies with it.
+#[test]
+fn a_jailed_bash_call_of_a_killed_run_dies_with_it() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let marker = format!("20.{}87", own_marker());
+    let policy = w.policy("p.yaml", common::ALLOW_ALL);
+    let script = w.root.join("s.json");
+    let command = format!("sleep {marker}; echo hi > late.txt");
+    std::fs::write(
+        &script,
+        serde_json::json!([{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}])
+            .to_string(),
+    )
+    .unwrap();
+    let provider = format!("script:{}", script.display());
+    let mut run = w.spawn(&[
+        "run",
+        "--provider",
+        &provider,
+        "--workspace",
+        &ws,
+        "--policy",
+        &policy,
+        "--unattended",
+        "go",
+    ]);
+    let started = wait_for_process(&marker);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(started, "the jailed sleep started");
+    std::thread::sleep(Duration::from_millis(300));
+    let left = processes_with(&command);
+    assert!(
+        left.is_empty(),
+        "{left:?} outlived the run that started them"
+    );
+}

@@ -729,7 +729,13 @@ fn session_run(w: &World, approver: Arc<Scripted>, calls: &[Value]) -> Vec<Value
     let (registry, _) = servers.registry();
     let gate = Arc::new(gate.with_registry(registry).unwrap());
     let record = w.root.join("record.jsonl");
-    let recorder = Arc::new(reasonix::record::Recorder::open(&record).unwrap());
+    let recorder = Arc::new(
+        reasonix::record::Recorder::open(
+            &record,
+            reasonix::seal::Signing::Unsigned("a test".into()),
+        )
+        .unwrap(),
+    );
     let turns = calls
         .iter()
         .map(|c| serde_json::from_value(json!({"tool_calls": [c]})).unwrap())

@@ -151,3 +151,80 @@ fn without_a_swap_the_same_calls_succeed() {
         "new"
     );
 }
+
+/// Issue 28, item 8: two `reasonix run` processes on one workspace, each making 40
+/// `edit_file` calls to its own lines of one file at the same time: every edit each record
+/// says succeeded is in the file — none lost to the other process's read-modify-write.
+#[test]
+fn two_processes_editing_one_file_lose_no_update() {
+    const EDITS: usize = 40;
+    let w = World::new();
+    let mut lines = String::new();
+    for who in ["a", "b"] {
+        for i in 0..EDITS {
+            lines.push_str(&format!("{who}-line-{i}\n"));
+        }
+    }
+    w.file("shared.txt", &lines);
+    let policy = w.policy("allow.yaml", ALLOW_ALL);
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let start = |who: &str| {
+        let turns: Vec<serde_json::Value> = (0..EDITS)
+            .map(|i| {
+                serde_json::json!({"tool_calls": [{"name": "edit_file", "arguments": {
+                    "path": "shared.txt",
+                    "old_string": format!("{who}-line-{i}\n"),
+                    "new_string": format!("{who}-edited-{i}\n"),
+                }}]})
+            })
+            .collect();
+        let script = w.root.join(format!("{who}.json"));
+        std::fs::write(&script, serde_json::Value::Array(turns).to_string()).unwrap();
+        let record = w.root.join(format!("{who}.jsonl"));
+        let child = w.spawn(&[
+            "run",
+            "--provider",
+            &format!("script:{}", script.display()),
+            "--workspace",
+            &ws,
+            "--policy",
+            &policy,
+            "--record",
+            record.to_str().unwrap(),
+            "--max-steps",
+            "60",
+            "--unattended",
+            "go",
+        ]);
+        (child, record)
+    };
+    let mut runs = [start("a"), start("b")];
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    for (child, _) in &mut runs {
+        while child.try_wait().unwrap().is_none() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            panic!("a run did not end within two minutes");
+        }
+    }
+    let text = std::fs::read_to_string(w.ws.join("shared.txt")).unwrap();
+    for (who, (_, record)) in ["a", "b"].iter().zip(&runs) {
+        let calls: Vec<serde_json::Value> = common::jsonl(record)
+            .into_iter()
+            .filter(|l| l["tool"] == "edit_file")
+            .collect();
+        assert_eq!(calls.len(), EDITS, "{who}'s record");
+        for (i, call) in calls.iter().enumerate() {
+            assert_eq!(call["outcome"], "succeeded", "{who} {i}: {call}");
+        }
+        let missing: Vec<usize> = (0..EDITS)
+            .filter(|i| !text.contains(&format!("{who}-edited-{i}\n")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{who}'s edits lost: {missing:?}\n{text}"
+        );
+    }
+}

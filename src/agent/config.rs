@@ -85,6 +85,9 @@ pub struct RecordSpec {
     pub path: Option<PathBuf>,
     /// What it keeps of each call's arguments.
     pub arguments: Option<RecordArguments>,
+    /// The environment variable whose value is the key that signs the record's lines (else the
+    /// key file in the user's state folder: see [`crate::seal`]).
+    pub key_env: Option<String>,
 }
 
 /// `record: PATH` or `record: {path, arguments}`.
@@ -99,6 +102,7 @@ fn record_spec<'de, D: Deserializer<'de>>(de: D) -> Result<RecordSpec, D::Error>
             Ok(RecordSpec {
                 path: Some(PathBuf::from(path)),
                 arguments: None,
+                key_env: None,
             })
         }
         fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RecordSpec, A::Error> {

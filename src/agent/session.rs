@@ -659,7 +659,7 @@ impl Session {
     }
 
     fn ended(&self, how: &str) -> std::io::Result<()> {
-        self.recorder.append(&EventRecord {
+        self.recorder.append_end(&EventRecord {
             run_id: self.run_id.clone(),
             time_ms: now_ms(),
             event: "run_ended",

@@ -160,7 +160,7 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     // Pre-tool hooks get the policy input, as in every entry point.
     let explaining = hooks.as_ref().map(|_| gate.with_explain(true));
     let record = gate.host_files().record().to_path_buf();
-    let recorder = Recorder::open_waiting(&record)
+    let recorder = Recorder::open_waiting(&record, super::signing(built.config()))
         .with_context(|| format!("cannot open the execution record {}", record.display()))?;
     let run_id = format!("claude-{}", input.session_id);
     injected_panic();
@@ -245,13 +245,17 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     };
     if judged.is_empty() {
         recorder
-            .append(&line(None, None, None))
+            .append_end(&line(None, None, None))
             .context("cannot write the execution record")?;
     }
-    for (tool, arguments, a) in &judged {
-        recorder
-            .append(&line(Some(tool.clone()), Some(arguments), Some(a)))
-            .context("cannot write the execution record")?;
+    for (i, (tool, arguments, a)) in judged.iter().enumerate() {
+        let line = line(Some(tool.clone()), Some(arguments), Some(a));
+        if i + 1 == judged.len() {
+            recorder.append_end(&line)
+        } else {
+            recorder.append(&line)
+        }
+        .context("cannot write the execution record")?;
     }
     let mut stdout = super::out::Stdout::plain();
     serde_json::to_writer(&mut stdout, &output)?;

@@ -20,7 +20,6 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use reasonix::agent::serve::{Asks, Gated, NoModel, Quiet};
 use reasonix::agent::{Always, Answer, Session};
-use reasonix::lease::Leases;
 use reasonix::record::{EventRecord, Recorder, now_ms};
 use reasonix::{Mode, Posture};
 
@@ -125,7 +124,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
     let recorder = Arc::new(
-        Recorder::open(&record)
+        Recorder::open(&record, super::signing(config))
             .with_context(|| format!("cannot open the execution record {}", record.display()))?,
     );
     // Nobody answers: a connect that needs a person stays unstarted (the posture has turned
@@ -148,7 +147,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Arc::new(NoModel),
         approver,
         Arc::clone(&recorder),
-        Leases::new(),
+        super::leases(&workspace),
         Arc::new(Quiet),
         1,
         config.result_bytes.unwrap_or(DEFAULT_RESULT_BYTES),
@@ -213,7 +212,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Err(e) => e.clone(),
     };
     recorder
-        .append(&event("run_ended", how))
+        .append_end(&event("run_ended", how))
         .context("cannot write the execution record")?;
     let _ = std::io::stderr().flush();
     served.map_err(anyhow::Error::msg)?;

@@ -20,6 +20,7 @@ mod import;
 mod mcp;
 mod out;
 mod policy;
+mod record;
 mod render;
 mod rewind;
 mod run;
@@ -82,6 +83,12 @@ enum Command {
     /// Undo what the file tools of earlier runs changed, as their execution record tells it;
     /// or list the points a record can go back to.
     Rewind(rewind::RewindArgs),
+    /// Check an execution record: its hash chain and signatures, naming the first line that
+    /// fails (`reasonix record verify R.jsonl`).
+    Record {
+        #[command(subcommand)]
+        command: record::RecordCommand,
+    },
     /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
@@ -186,6 +193,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Rewind(args) => rewind::run(args),
         Command::Policy { command } => policy::run(command),
+        Command::Record { command } => record::run(command),
         Command::Hook { command } => hook::run(command),
         Command::Mcp { command } => mcp::run(command),
         Command::Sandbox { command } => sandbox::run(command),
@@ -894,6 +902,28 @@ pub fn warn_lines(text: &str) {
 }
 
 /// A warning on stderr for a person: `reasonix` in bold yellow.
+/// The lease manager of `workspace`, across processes (`.reasonix/leases/`), or within this
+/// process only (said on stderr) where its lock folder cannot be made.
+pub(crate) fn leases(workspace: &Path) -> std::sync::Arc<reasonix::lease::Leases> {
+    reasonix::lease::Leases::for_workspace(workspace).unwrap_or_else(|e| {
+        warn(&format!(
+            "the lease folder {} cannot be made ({e}): leases hold within this process only, so another reasonix on this workspace could overwrite its edits",
+            workspace.join(reasonix::lease::LOCK_DIR).display()
+        ));
+        reasonix::lease::Leases::new()
+    })
+}
+
+/// How the record's lines are signed under these settings (`record.key_env`, else the key file
+/// in the user's state folder); said on stderr when they will not be.
+pub(crate) fn signing(config: &RunConfig) -> reasonix::seal::Signing {
+    let signing = reasonix::seal::Signing::resolve(config.record.key_env.as_deref());
+    if let reasonix::seal::Signing::Unsigned(why) = &signing {
+        warn(why);
+    }
+    signing
+}
+
 pub fn warn(text: &str) {
     let style = anstyle::Style::new()
         .bold()

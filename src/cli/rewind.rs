@@ -18,7 +18,9 @@
 //! only with `--force`.
 //!
 //! Exit status: 0 every change in range restored (or the list shown), 1 some file was left
-//! alone or could not be restored, 2 a usage or configuration error (no such record or call).
+//! alone or could not be restored (a shell command whose effects were never observed
+//! included), 2 a usage or configuration error (no such record or call), or a record that does
+//! not verify (issue 28: see [`reasonix::seal`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -74,6 +76,39 @@ pub struct RewindArgs {
     /// List the points the record can go back to: call id, tool, paths.
     #[arg(long)]
     list: bool,
+    /// Rewind a record none of whose lines is signed although a record key exists (one
+    /// written without the key, or forged): by default it is refused.
+    #[arg(long)]
+    unsigned: bool,
+}
+
+/// Whether a rewind may act on a record (issue 28): it refuses one that does not verify — a
+/// line changed, removed, moved, inserted, or appended without the key — and an unsigned one
+/// while a key exists, unless `--unsigned`. A record whose last writer never closed it (killed,
+/// crashed, or its tail cut) is taken with a warning: nothing after its last line claims to be
+/// part of it, so what is missing can only be a point rewind does not see.
+fn trusted(text: &str, key: Option<&reasonix::seal::Key>, unsigned: bool) -> anyhow::Result<()> {
+    let report = reasonix::seal::verify(text.as_bytes(), key);
+    match &report.failure {
+        Some(f) if f.incomplete => super::warn(&format!(
+            "the record is incomplete at {f}; what its lines say is rewound, and a call after them is found only by its note"
+        )),
+        Some(f) => bail!(
+            "the execution record does not verify at {f} (`reasonix record verify` says more); a rewind trusts only a record that does"
+        ),
+        None => {}
+    }
+    if key.is_some() && report.signed == 0 && report.unchecked == 0 && !unsigned {
+        bail!(
+            "no line of the record is signed, though a record key exists: it was written without the key, or forged (--unsigned rewinds it all the same)"
+        );
+    }
+    if report.signed == 0 && report.unchecked == 0 {
+        super::warn("the record is unsigned: its chain was checked, its authorship cannot be");
+    } else if report.unchecked > 0 {
+        super::warn("the record's signatures were not checked: no record key here");
+    }
+    Ok(())
 }
 
 /// `--last`: undoing nothing is not a rewind.
@@ -102,6 +137,9 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         explain: false,
         dry_run: false,
     })?;
+    // The key the record is checked with, taken before this rewind's own line could make one.
+    let key = super::record::key(None, built.config().record.key_env.as_deref())?;
+    let signing = (!args.list && !args.dry_run).then(|| super::signing(built.config()));
     let gate = built.gate;
     let workspace = gate.roots().workspace().to_path_buf();
     let record = gate.host_files().record().to_path_buf();
@@ -111,16 +149,17 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
     let store = Store::beside(&record);
     // The record is locked while files go back, so no run writes it meanwhile; a dry run and a
     // listing only read it.
-    let recorder = if args.list || args.dry_run {
-        None
-    } else {
-        Some(
-            Recorder::open(&record)
+    let recorder = match signing {
+        None => None,
+        Some(signing) => Some(
+            Recorder::open(&record, signing)
                 .with_context(|| format!("cannot rewind with the record {}", record.display()))?,
-        )
+        ),
     };
     let text = std::fs::read_to_string(&record)
         .with_context(|| format!("cannot read {}", record.display()))?;
+    trusted(&text, key.as_ref(), args.unsigned)
+        .with_context(|| format!("{}: nothing was rewound", record.display()))?;
     let interrupted = store.interrupted()?;
     let ledger = Ledger::parse(&text)
         .with_context(|| format!("{}", record.display()))?
@@ -178,7 +217,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         // clap requires one of --to, --last or --list.
         (None, None) => bail!("say how far back: --to CALL_ID or --last N"),
     };
-    let bounds = |p: &Path| gate.changeable(p);
+    let bounds = |p: &Path, restore: reasonix::rewind::Restore<'_>| gate.restorable(p, restore);
     let report = rewind(&ledger, &store, &target, args.force, args.dry_run, &bounds)
         .with_context(|| format!("cannot rewind {}", record.display()))?;
     if let (Some((run, call)), true) = (&report.to, report.runs_with_call > 1) {
@@ -209,7 +248,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
     if let Some(recorder) = &recorder {
         let (to_run, to_call) = report.to.clone().unzip();
         recorder
-            .append(&RewindRecord {
+            .append_end(&RewindRecord {
                 run_id: run_id(),
                 time_ms: now_ms(),
                 event: "rewind",
@@ -242,11 +281,13 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         record.display()
     );
     note(&summary);
-    Ok(if report.left.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(
+        if report.left.is_empty() && report.not_restorable.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }
 
 /// One line of the account: the path (or command), the call, and what was done or why not.

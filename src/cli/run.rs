@@ -43,7 +43,6 @@ use reasonix::agent::{
     SessionError, Terminal,
 };
 use reasonix::gate::Judgement;
-use reasonix::lease::Leases;
 use reasonix::record::{
     Approval, EvidenceRecord, Outcome, PlanDecision, PlanRecord, Recorder, Reviewer,
 };
@@ -202,7 +201,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let provider = provider(&args, config)?;
     let recorder = Arc::new(
-        Recorder::open(&record)
+        Recorder::open(&record, super::signing(config))
             .with_context(|| format!("cannot open the execution record {}", record.display()))?,
     );
     let approver: Arc<dyn Approver> = Arc::new(Prompt);
@@ -247,13 +246,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         (gate, None)
     };
+    let leases = super::leases(gate.roots().workspace());
     let terminal = Arc::new(Screen::default());
     let session = Session::new(
         Arc::new(gate),
         provider,
         approver,
         Arc::clone(&recorder),
-        Leases::new(),
+        leases,
         terminal.clone(),
         args.max_steps
             .or(config.max_steps)

@@ -130,6 +130,11 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
         SandboxCommand::Exec(args) if args.observe || args.read_only => observe(&args),
         SandboxCommand::Exec(args) => {
             let plan = plan(&args.plan, true)?;
+            // Taken only for a command that will run.
+            let _lease = match plan.refusal() {
+                None => Some(workspace_lease(&args)?),
+                Some(_) => None,
+            };
             let timeout = args.timeout_ms.map(Duration::from_millis);
             // The user's own command, typed at a terminal: no gate judges it, the jail applies.
             match danger::exec_unjudged(&plan, &args.command, timeout, Capture::Inherit) {
@@ -160,12 +165,28 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The workspace held exclusively while a command runs and its changes land, as a bash writer
+/// of a run holds it: across processes too, so that a `reasonix run` or `mcp serve` on the same
+/// workspace never edits a file under it (issue 28, item 8).
+fn workspace_lease(args: &ExecArgs) -> anyhow::Result<reasonix::lease::Lease> {
+    let workspace = super::workspace(args.plan.workspace.as_deref())?;
+    let leases = super::leases(&workspace);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    Ok(runtime.block_on(leases.acquire(reasonix::lease::Need::Workspace)))
+}
+
 /// `sandbox exec --observe` (or `--read-only`): the command on an overlay, its changes judged
 /// by the policy (the gate every entry point builds, under the unattended posture: nobody is
 /// asked mid-command), then landed all or none — or on a read-only workspace; either way what a
 /// rule protects from reading is covered, as for a bash call.
 fn observe(args: &ExecArgs) -> anyhow::Result<ExitCode> {
     let plan = plan(&args.plan, true)?;
+    let _lease = match plan.refusal() {
+        None => Some(workspace_lease(args)?),
+        Some(_) => None,
+    };
     let workspace = super::workspace(args.plan.workspace.as_deref())?;
     let fleet = super::FleetArgs::default();
     let built = super::gate(super::GateSpec {

@@ -50,6 +50,50 @@ pub fn ip_literal(host: &str) -> Option<IpAddr> {
     bare.parse().ok()
 }
 
+/// The one spelling of a host that every judge (YAML, Rego, the address check), the record and
+/// the connection use (issue 28): lowercase, no final dot, a name in IDNA's ASCII form
+/// (`bücher.example` is `xn--bcher-kva.example`), every numeric IPv4 spelling (`3221225986`,
+/// `0xc0000202`, `0300.0.02.02`, `192.0.514`) as its dotted quad, an IPv6 literal in its
+/// shortest form and one that carries an IPv4 address (`::ffff:a.b.c.d`) as that address.
+/// Parsed by the WHATWG host parser (the `url` crate, with `idna`), as a browser would.
+///
+/// # Errors
+///
+/// What is not a host: empty, a character no host has (`/`, `@`, `%`, a space, a control
+/// character), a name IDNA refuses, a number too large for an IPv4 address, an empty label.
+pub fn canonical_host(raw: &str) -> Result<String, String> {
+    let v6 = |ip: std::net::Ipv6Addr| match ip.to_ipv4_mapped() {
+        Some(v4) => v4.to_string(),
+        None => ip.to_string(),
+    };
+    if let Some(inner) = raw.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return inner
+            .parse()
+            .map(v6)
+            .map_err(|_| format!("{raw:?} is not an IPv6 address"));
+    }
+    if let Ok(ip) = raw.parse::<std::net::Ipv6Addr>() {
+        return Ok(v6(ip));
+    }
+    let odd = raw
+        .chars()
+        .find(|c| c.is_control() || c.is_whitespace() || "/\\@?#%:[]<>^|\"`{}".contains(*c));
+    if raw.is_empty() || odd.is_some() {
+        return Err(format!("{raw:?} is not a host name"));
+    }
+    match url::Host::parse(raw).map_err(|e| format!("{raw:?} is not a host name: {e}"))? {
+        url::Host::Ipv4(ip) => Ok(ip.to_string()),
+        url::Host::Ipv6(ip) => Ok(v6(ip)),
+        url::Host::Domain(name) => {
+            let name = name.strip_suffix('.').unwrap_or(&name);
+            if name.is_empty() || name.split('.').any(str::is_empty) {
+                return Err(format!("{raw:?} has an empty label"));
+            }
+            Ok(name.to_owned())
+        }
+    }
+}
+
 impl Allowlist {
     /// Compiles the entries (`sandbox.network`: host and port each); one whose host is not a
     /// valid glob is refused with its text.
@@ -120,6 +164,47 @@ mod tests {
             (host, port.parse().unwrap())
         }))
         .unwrap()
+    }
+
+    /// Issue 28, item 2: each spelling of one host is one value; what is no host is refused.
+    #[test]
+    fn every_spelling_of_a_host_has_one_canonical_form() {
+        let rows: &[(&str, &str)] = &[
+            ("VM", "vm"),
+            ("vm.", "vm"),
+            ("Vm.Example.COM.", "vm.example.com"),
+            ("3221225986", "192.0.2.2"),
+            ("0xc0000202", "192.0.2.2"),
+            ("0XC0.0.2.2", "192.0.2.2"),
+            ("0300.0.02.02", "192.0.2.2"),
+            ("192.0.514", "192.0.2.2"),
+            ("192.0.2.2.", "192.0.2.2"),
+            ("[::ffff:192.0.2.2]", "192.0.2.2"),
+            ("::FFFF:c000:202", "192.0.2.2"),
+            ("[0:0::1]", "::1"),
+            ("bücher.example", "xn--bcher-kva.example"),
+            ("BÜCHER.example", "xn--bcher-kva.example"),
+            // The legitimate twin: a plain name is as it was.
+            ("index.crates.io", "index.crates.io"),
+        ];
+        for (raw, want) in rows {
+            assert_eq!(canonical_host(raw).as_deref(), Ok(*want), "{raw}");
+        }
+        for raw in [
+            "",
+            ".",
+            "a..b",
+            "evil.com/x",
+            "user@host",
+            "ho st",
+            "h%41st",
+            "4294967296",
+            "0x1.0x2.0x3.0x4.5",
+            "[1.2.3.4]",
+            "a\nb",
+        ] {
+            assert!(canonical_host(raw).is_err(), "{raw:?} was taken");
+        }
     }
 
     #[test]

@@ -268,6 +268,8 @@ fn destination(head: &Head) -> Result<(String, u16, Option<String>), String> {
         if host.is_empty() || host == "[]" {
             return Err(format!("CONNECT {:?}: the host is empty", head.target));
         }
+        let host =
+            hosts::canonical_host(&host).map_err(|e| format!("CONNECT {:?}: {e}", head.target))?;
         return Ok((host, port, None));
     }
     let url = reqwest::Url::parse(&head.target).map_err(|_| {
@@ -285,8 +287,8 @@ fn destination(head: &Head) -> Result<(String, u16, Option<String>), String> {
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("{:?} names no host", head.target))?
-        .to_owned();
+        .ok_or_else(|| format!("{:?} names no host", head.target))?;
+    let host = hosts::canonical_host(host).map_err(|e| format!("{:?}: {e}", head.target))?;
     let port = url.port_or_known_default().unwrap_or(80);
     let mut origin = url.path().to_owned();
     if let Some(q) = url.query() {
@@ -389,10 +391,12 @@ async fn handle(mut client: TcpStream, shared: Arc<Shared>, live: Arc<Live>) {
         },
     };
     let mut refused = Vec::new();
+    // Read for each connection: an address added or changed since counts at once.
+    let own = address::own_addresses();
     let chosen = addresses
         .iter()
         .copied()
-        .find(|a| match address::special(a.ip()) {
+        .find(|a| match address::refused(a.ip(), &own) {
             Some(what) if shared.allowlist.names_ip(a.ip(), port).is_none() => {
                 refused.push(format!("{} (a {what})", a.ip()));
                 false
@@ -510,12 +514,74 @@ mod tests {
         }
     }
 
+    /// Records each host it is asked about, and refuses them all.
+    struct Recording(Mutex<Vec<String>>);
+
+    impl Judge for Recording {
+        fn judge(&self, host: &str, _port: u16) -> Judged {
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push(host.to_owned());
+            }
+            Judged {
+                verdict: "deny".into(),
+                allowed: false,
+                reasons: vec!["a test".into()],
+                rules: Vec::new(),
+            }
+        }
+    }
+
+    /// Issue 28, item 2: the judge, the record and (were it allowed) the connection see one
+    /// spelling of the host, whatever the client wrote; what is no host is not judged at all.
+    #[test]
+    fn the_judge_and_the_record_see_the_canonical_host() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let judge = Arc::new(Recording(Mutex::new(Vec::new())));
+        let proxy = Proxy::start(listener, judge.clone(), Allowlist::default()).unwrap();
+        let ask = |target: &str| {
+            let mut s = std::net::TcpStream::connect(at).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(format!("CONNECT {target} HTTP/1.1\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            answer
+        };
+        for target in [
+            "VM.:80",
+            "3221225986:80",
+            "0xc0000202:80",
+            "[::ffff:c000:202]:80",
+        ] {
+            assert!(ask(target).starts_with("HTTP/1.1 403"), "{target}");
+        }
+        assert!(ask("vm/..:80").starts_with("HTTP/1.1 400"));
+        let seen = judge.0.lock().unwrap().clone();
+        assert_eq!(seen, ["vm", "192.0.2.2", "192.0.2.2", "192.0.2.2"]);
+        let hosts: Vec<String> = proxy.stop().into_iter().map(|c| c.host).collect();
+        assert_eq!(hosts[..4], ["vm", "192.0.2.2", "192.0.2.2", "192.0.2.2"]);
+    }
+
     #[test]
     fn destinations_are_read_from_connect_and_absolute_form() {
         type Expected<'a> = Option<(&'a str, u16, Option<&'a str>)>;
         let rows: &[(&str, &str, Expected)] = &[
             ("CONNECT", "github.com:443", Some(("github.com", 443, None))),
-            ("CONNECT", "[::1]:8443", Some(("[::1]", 8443, None))),
+            ("CONNECT", "[::1]:8443", Some(("::1", 8443, None))),
+            (
+                "CONNECT",
+                "GitHub.COM.:443",
+                Some(("github.com", 443, None)),
+            ),
+            ("CONNECT", "3221225986:80", Some(("192.0.2.2", 80, None))),
+            ("CONNECT", "evil.com/x:80", None),
+            (
+                "GET",
+                "http://0xc0000202:81/",
+                Some(("192.0.2.2", 81, Some("/"))),
+            ),
             ("CONNECT", "127.0.0.1:80", Some(("127.0.0.1", 80, None))),
             (
                 "GET",

@@ -532,6 +532,61 @@ impl Gate {
         self.mode
     }
 
+    /// Whether `reasonix rewind` may carry out `restore` at `path` (issue 28): the path must be
+    /// [`Gate::changeable`], and the restore is judged as the file tool's call it is —
+    /// `write_file {path, content}` or `delete_file {path}` — under the interactive posture, so
+    /// that an ask comes back as one. A deny refuses it. An ask by a rule (`git-internals` on
+    /// `.git/**`, `ci-workflows`) refuses it too: the person who runs a rewind asked for the
+    /// workspace back, not for that file, and a forged record must not reach it; only an ask
+    /// of the fallback alone (`defaults.writer`) is the rewind's own.
+    ///
+    /// # Errors
+    ///
+    /// Why the restore may not happen, in words.
+    pub fn restorable(
+        &self,
+        path: &Path,
+        restore: crate::rewind::Restore<'_>,
+    ) -> Result<(), String> {
+        self.changeable(path)?;
+        let shown = path.display().to_string();
+        let (tool, call) = match restore {
+            crate::rewind::Restore::Delete => (
+                "delete_file",
+                serde_json::json!({"name": "delete_file", "arguments": {"path": shown}}),
+            ),
+            crate::rewind::Restore::Write { content } => (
+                "write_file",
+                serde_json::json!({"name": "write_file", "arguments": {"path": shown, "content": content.unwrap_or("")}}),
+            ),
+        };
+        let judgement = self
+            .with_posture(Posture::Interactive)
+            .admit_text(&call.to_string());
+        let a = judgement.admission();
+        let reasons = a.reasons.join("; ");
+        match judgement {
+            Judgement::Allowed(_) => Ok(()),
+            Judgement::Refused(_) => Err(format!("the gate denies the {tool} it is: {reasons}")),
+            Judgement::Ask(_) => {
+                let rules: Vec<&str> = a
+                    .rules
+                    .iter()
+                    .filter(|r| r.decision == crate::policy::Decision::Ask && r.decisive)
+                    .map(|r| r.id.as_str())
+                    .collect();
+                if rules.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the policy asks about the {tool} it is (rule {}: {reasons}); a rewind does not restore what a rule asks about — restore it by hand if you mean to",
+                        rules.join(", ")
+                    ))
+                }
+            }
+        }
+    }
+
     /// Whether the host lets anything change `path` (absolute, resolved) at all, whatever any
     /// policy says: it must lie beneath a root open for writing (by components) and must be
     /// none of the host's own files nor a folder that holds one — the sandbox stage's rules for

@@ -56,6 +56,7 @@ pub const FIELDS: &[Field] = &[
     Field { name: "result_bytes", rule: Rule::Lower, default: Some("16384"), why: "more of each result goes to the provider" },
     Field { name: "record.path", rule: Rule::Output, default: Some(".reasonix/record.jsonl"), why: "Reasonix appends text the model chose to this file, outside any jail" },
     Field { name: "record.arguments", rule: Rule::Trust, default: Some("full"), why: "decides what the execution record keeps of each call" },
+    Field { name: "record.key_env", rule: Rule::Trust, default: None, why: "names the environment variable whose value signs the execution record" },
     Field { name: "mcp_servers.*", rule: Rule::Trust, default: None, why: "starts a program (with the environment given) or reaches a URL" },
     Field { name: "hooks.pre_tool", rule: Rule::Trust, default: None, why: "starts programs on every call" },
     Field { name: "hooks.post_tool", rule: Rule::Trust, default: None, why: "starts programs on every call" },
@@ -115,7 +116,7 @@ policies: [builtin:default]
 data: [d.json]
 max_steps: 3
 result_bytes: 10
-record: {path: r.jsonl, arguments: digest}
+record: {path: r.jsonl, arguments: digest, key_env: K}
 mcp_servers: {time: {command: uvx}}
 hooks: {pre_tool: [{tools: ['*'], command: [x]}], post_tool: []}
 bundle: {url: https://x}
@@ -141,7 +142,7 @@ decision_logs: {file: d.jsonl, url: https://x, batch: 1, flush_ms: 1, buffer: b,
             }
         }
         walk("", &value, &mut leaves);
-        assert_eq!(leaves.len(), 26, "{leaves:?}");
+        assert_eq!(leaves.len(), 27, "{leaves:?}");
         for leaf in &leaves {
             assert!(row(leaf).is_some(), "{leaf} has no row");
         }

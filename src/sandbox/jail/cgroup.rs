@@ -65,6 +65,7 @@ pub fn available_memory(keep: bool) -> Option<PathBuf> {
         if !p.join("cgroup.procs").exists() {
             return false;
         }
+        reclaim(p);
         match Cgroup::make(p).and_then(|cg| cg.limit_memory(64 << 20).map(|()| cg)) {
             Ok(cg) => {
                 tried(cg, true, keep);
@@ -169,6 +170,7 @@ pub fn available(keep: bool) -> Option<PathBuf> {
         if !p.join("cgroup.procs").exists() {
             return false;
         }
+        reclaim(p);
         match Cgroup::create(p, 1) {
             Ok(cg) => {
                 tried(cg, false, keep);
@@ -177,6 +179,45 @@ pub fn available(keep: bool) -> Option<PathBuf> {
             Err(_) => false,
         }
     })
+}
+
+/// Reclaims the run cgroups under `parent` whose owner is gone (issue 28, item 9): a Reasonix
+/// killed with `SIGKILL` or crashed never removed them, and what its command left running in
+/// them (a background process of a run without a PID namespace) still runs there. Every
+/// process in each is killed and the cgroup removed, as its owner would have on drop. Its owner
+/// is the pid in its name (`reasonix-<pid>-<n>`); a pid that is alive again as someone else's
+/// process keeps its cgroups until that process is gone too, which errs on the side of leaving
+/// a cgroup rather than killing a live run's processes. Returns the cgroups it removed.
+pub fn reclaim(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("reasonix-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let alive = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None) {
+            Ok(()) => true,
+            Err(e) => e != nix::errno::Errno::ESRCH,
+        };
+        if alive || !e.path().is_dir() {
+            continue;
+        }
+        let path = e.path();
+        // Dropping it kills what is in it and removes it.
+        drop(Cgroup { path: path.clone() });
+        if !path.exists() {
+            removed.push(path);
+        }
+    }
+    removed
 }
 
 /// One run's cgroup; removed on drop after every process in it is killed.

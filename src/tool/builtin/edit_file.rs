@@ -99,6 +99,22 @@ impl Tool for EditFile {
             _ => {}
         }
         let edited = text.replace(old.as_str(), &new);
+        // Under the lease, across processes too, nothing else that leases writes this file
+        // meanwhile; a writer that does not lease would make this edit lose its change, so the
+        // file must still be the one read (issue 28, item 8).
+        let read = crate::record::sha256(text.as_bytes());
+        let mut now = Vec::new();
+        path.open_read()
+            .map_err(|e| ToolError::io("open", &name, e))?
+            .take(MAX_BYTES + 1)
+            .read_to_end(&mut now)
+            .map_err(|e| ToolError::io("read", &name, e))?;
+        if crate::record::sha256(&now) != read {
+            return Err(ToolError::Refused(format!(
+                "{} changed while this edit was being made (something else wrote it); nothing was written: read it again and redo the edit",
+                shown(path)
+            )));
+        }
         path.write_atomic(edited.as_bytes())
             .map_err(|e| ToolError::io("write", &name, e))?;
         Ok(Output::text(format!(

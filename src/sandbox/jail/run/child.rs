@@ -35,7 +35,23 @@ pub struct Jailed {
     _egress: Option<(std::os::fd::OwnedFd, crate::egress::Proxy)>,
     not_enforced: Vec<String>,
     reaped: Option<ExitStatus>,
+    /// Holds the thread the process was forked from (see [`spawn`]); declared last, so that it
+    /// goes after the process is killed.
+    _keeper: std::sync::mpsc::Sender<()>,
 }
+
+/// A borrowed plan handed to the thread that forks a long-lived process (see [`spawn`]).
+struct PlanRef(*const Plan);
+
+// SAFETY: the plan is only read through it, while `spawn` waits; `Plan` is shared between
+// threads everywhere else too (an `Arc<Plan>` in a session).
+unsafe impl Send for PlanRef {}
+
+/// What [`PlanRef`]'s `Send` rests on: a plan may be read from several threads at once.
+const _: () = {
+    const fn shared<T: Sync>() {}
+    shared::<Plan>();
+};
 
 impl std::fmt::Debug for Jailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,11 +85,36 @@ pub(crate) fn spawn(
         },
         _ => shape,
     };
-    let streams = Streams {
-        stdin: Stdio::piped(),
-        stdout: Stdio::piped(),
-        stderr: Stdio::piped(),
-    };
+    let (argv, extra, shape) = (argv.to_vec(), extra.to_vec(), shape.clone());
+    // The process dies with the thread that forks it (`PR_SET_PDEATHSIG`), and the caller's
+    // thread may end before the process should (a runtime's blocking thread, idle for a while):
+    // it is forked from a thread of its own, which lives until this value is dropped.
+    let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
+    let (keep, kept) = std::sync::mpsc::channel::<()>();
+    let plan = PlanRef(plan as *const Plan);
+    let keeper = std::thread::Builder::new()
+        .name("reasonix-jailed".into())
+        .spawn(move || {
+            let plan = plan;
+            // SAFETY: `spawn` below waits for this thread's answer before it returns, and this
+            // thread does not touch the plan after answering (nor once the answer is dropped by
+            // a panic), so the borrow it came from outlives every use.
+            let plan = unsafe { &*plan.0 };
+            let streams = Streams {
+                stdin: Stdio::piped(),
+                stdout: Stdio::piped(),
+                stderr: Stdio::piped(),
+            };
+            let _ = started_tx.send(start(plan, &argv, &extra, streams, None, &shape));
+            // Until the `Jailed` is dropped: its sender then goes, and `recv` fails.
+            let _ = kept.recv();
+        })
+        .map_err(|source| RunError::Setup {
+            what: "thread to start a long-lived process from",
+            source,
+        })?;
+    let answer = started_rx.recv();
+    drop(keeper);
     let Start {
         child,
         pgid,
@@ -84,8 +125,12 @@ pub(crate) fn spawn(
         egress,
         writes: _,
         upper: _,
-    } = start(plan, argv, extra, streams, None, shape)?;
+    } = answer.map_err(|_| RunError::Setup {
+        what: "thread to start a long-lived process from",
+        source: std::io::Error::other("it ended without an answer"),
+    })??;
     Ok(Jailed {
+        _keeper: keep,
         child,
         pgid,
         cgroups: Some(cgroups),

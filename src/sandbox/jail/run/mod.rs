@@ -11,6 +11,15 @@
 //!
 //! With namespaces, the child std forked is the launcher and the command its child
 //! ([`namespace`]); without, the child std forked execs the command itself.
+//!
+//! # When Reasonix itself dies
+//!
+//! Each process of the chain dies with the one before it (`PR_SET_PDEATHSIG`, set and then
+//! checked against a parent that may already be gone, so there is no window between fork and
+//! `prctl`): a `kill -9` of Reasonix kills the launcher, the launcher's death kills the command,
+//! and with a PID namespace everything the command started dies with it. Without one, what the
+//! command left in the background lives on in the run's cgroups until the next Reasonix that
+//! probes the jail reclaims the cgroups whose owner is gone (`cgroup::reclaim`).
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -700,6 +709,24 @@ fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
     }
 }
 
+/// Makes the calling child die with the process that forked it (`PR_SET_PDEATHSIG`, `SIGKILL`),
+/// then checks that this process is still its parent: had it died between the fork and the
+/// `prctl`, the signal would never come, and the child would run on with no gate behind it
+/// (`kill -9` of Reasonix during a run; issue 28, item 9). Between fork and exec: system calls
+/// only.
+///
+/// The signal follows the *thread* that forked, not the process: a run is started and waited
+/// for on one thread, and a long-lived [`Jailed`] process is started from a thread that lives
+/// as long as it does (`child::spawn`).
+fn die_with(starter: Pid) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
+    if nix::unistd::getppid() != starter {
+        return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+    }
+    Ok(())
+}
+
 /// Where a started process's standard streams go.
 struct Streams {
     stdin: Stdio,
@@ -959,7 +986,10 @@ fn start(
         ),
         None => None,
     };
+    // The process that starts the run: the child dies with it (issue 28, item 9).
+    let starter = nix::unistd::getpid();
     let hook = move || -> std::io::Result<()> {
+        die_with(starter)?;
         if !jailed {
             return Ok(());
         }

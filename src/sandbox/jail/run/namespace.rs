@@ -479,6 +479,9 @@ struct Launch<'a> {
     confine: &'a dyn Fn() -> io::Result<()>,
     /// The error that stopped it before exec (0: it exec'd).
     error: c_int,
+    /// A pidfd of the launcher (-1 where the kernel has none): how the command tells that the
+    /// launcher is gone, which `getppid` cannot say from inside a new PID namespace.
+    launcher: c_int,
 }
 
 /// The command's process: first in its namespaces, it dies with the launcher, lays out its
@@ -491,6 +494,19 @@ extern "C" fn command(arg: *mut c_void) -> c_int {
     let started = (|| -> io::Result<()> {
         nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
             .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+        // Had the launcher died before the prctl (killed with Reasonix while suspended in the
+        // clone), no signal would come: its pidfd, readable once it has exited, says so.
+        if launch.launcher >= 0 {
+            let mut gone = libc::pollfd {
+                fd: launch.launcher,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one live `pollfd` on this stack, with no timeout.
+            if unsafe { libc::poll(&mut gone, 1, 0) } != 0 {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
         launch.ns.enter()?;
         (launch.confine)()?;
         Err(launch.exec.exec())
@@ -511,11 +527,15 @@ pub(super) fn launch(
     exec: &Exec,
     confine: &dyn Fn() -> io::Result<()>,
 ) -> io::Result<()> {
+    // SAFETY: pidfd_open with integer arguments only; the descriptor it returns is close-on-exec
+    // and closed with every other one by `relay`.
+    let launcher = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as c_uint) };
     let mut launch = Launch {
         ns,
         exec,
         confine,
         error: 0,
+        launcher: c_int::try_from(launcher).unwrap_or(-1),
     };
     let flags = launch.ns.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     // The top of the stack, 16-byte aligned as the ABI asks.
