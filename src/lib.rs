@@ -93,6 +93,7 @@ pub mod lease;
 pub mod mcp;
 pub mod policy;
 pub mod record;
+pub mod report;
 pub mod rewind;
 pub mod sandbox;
 pub mod settings;

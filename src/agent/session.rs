@@ -68,8 +68,9 @@ use crate::gate::{Admission, Admitted, Gate, Judgement, Mode, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
     self, ARGUMENTS_BOUND, AdmissionRecord, Approval, ApproverKind, AttemptRecord, CallRecord,
-    EventRecord, EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord, Receipt,
-    Recorder, Reviewer, SnapshotFile, now_ms, sha256,
+    EventRecord, EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord,
+    RESULT_EXCERPT_BOUND, Receipt, Recorder, Reviewer, RunStartRecord, SnapshotFile, now_ms,
+    sha256,
 };
 use crate::rewind::{self, Kept, Store};
 use crate::text::{Keep, shorten};
@@ -484,11 +485,14 @@ impl Session {
         tracing::info!(run_id = %self.run_id, "run started");
         self.recorder
             .set_policy_revision(self.gate.policy_revision());
-        self.recorder.append(&EventRecord {
+        self.recorder.append(&RunStartRecord {
             run_id: self.run_id.clone(),
             time_ms: now_ms(),
             event: "run_started",
             detail: format!("{} — {}", self.provider.describe(), prompt),
+            provider: self.provider.describe(),
+            task: prompt.to_owned(),
+            posture: self.gate.posture(),
         })?;
         self.messages.push(Message::User(prompt.to_owned()));
         for step in 0..self.max_steps {
@@ -1014,12 +1018,7 @@ impl Session {
                 RecordArguments::Digest => None,
             },
             arguments_sha256: sha256(j.call.arguments.as_bytes()),
-            admission: AdmissionRecord {
-                verdict: j.admission.verdict,
-                stage: j.admission.stage,
-                rules: j.admission.rules.clone(),
-                reasons: j.admission.reasons.clone(),
-            },
+            admission: AdmissionRecord::of(&j.admission),
             approval: j.approval,
             approver: j.approver.as_ref().map(|(by, _)| *by),
             approval_note: j.approver.as_ref().and_then(|(_, note)| note.clone()),
@@ -1032,6 +1031,12 @@ impl Session {
             duration_ms: ran.map_or(0, |r| r.duration_ms),
             result_bytes: full.len(),
             result_sha256: sha256(full.as_bytes()),
+            result_excerpt: match self.record_arguments {
+                RecordArguments::Full if !full.is_empty() => {
+                    Some(shorten(full, RESULT_EXCERPT_BOUND, Keep::HeadAndTail).into_owned())
+                }
+                _ => None,
+            },
             receipts: ran.map(|r| r.receipts.clone()).unwrap_or_default(),
             snapshot: ran.map(|r| r.changed.clone()).unwrap_or_default(),
             annotations: j.admission.annotations.clone(),

@@ -21,6 +21,7 @@ mod mcp;
 mod out;
 mod policy;
 mod render;
+mod report;
 mod rewind;
 mod run;
 mod sandbox;
@@ -82,6 +83,9 @@ enum Command {
     /// Undo what the file tools of earlier runs changed, as their execution record tells it;
     /// or list the points a record can go back to.
     Rewind(rewind::RewindArgs),
+    /// Show a run's execution record (or a decision log) to a person: one self-contained HTML
+    /// page (`-o report.html`) or the header and counts as text (`--summary`).
+    Report(report::ReportArgs),
     /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
@@ -185,6 +189,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Rewind(args) => rewind::run(args),
+        Command::Report(args) => report::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Hook { command } => hook::run(command),
         Command::Mcp { command } => mcp::run(command),
