@@ -98,6 +98,7 @@ pub mod rewind;
 pub mod sandbox;
 pub mod settings;
 pub mod shell;
+pub mod telemetry;
 pub mod text;
 pub mod tool;
 pub mod vocab;
