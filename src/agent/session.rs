@@ -1598,7 +1598,7 @@ fn telemetry_of_call(j: &Decided, ran: Option<&Ran>, record: &CallRecord) {
         .iter()
         .filter(|r| matches!(r, Receipt::File { .. } | Receipt::RefusedChange { .. }))
         .count();
-    t::record_admission(&j.span, &j.admission);
+    j.admission.record_on(&j.span);
     j.span.record("reasonix.outcome", record.outcome.as_str());
     j.span.record("reasonix.observed_changes", observed as u64);
     let name = |v: serde_json::Result<serde_json::Value>| {

@@ -599,14 +599,14 @@ impl Gate {
                     let a = judgement.admission();
                     laps.report(a.verdict.as_str(), a.stage.as_str());
                 }
-                crate::telemetry::record_admission(&span, judgement.admission());
+                judgement.admission().record_on(&span);
                 judgement
             }
             Err(Invalid { id, tool, message }) => {
                 laps.report("invalid", Stage::Validate.as_str());
                 let mut a = Admission::invalid(id, tool, &message, self.posture);
                 a.policy_revision = current.session.policy_revision.clone();
-                crate::telemetry::record_admission(&span, &a);
+                a.record_on(&span);
                 Judgement::Refused(a)
             }
         }

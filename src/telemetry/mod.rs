@@ -288,7 +288,7 @@ static LAYER: OnceLock<OtelLayer> = OnceLock::new();
 /// A place in the subscriber for the OpenTelemetry layer, set up with the logs before the
 /// settings are read and filled by [`Telemetry::install`] once they are. Filter it with
 /// [`slot_wants`]: while export is off no callsite is enabled for it, so it costs nothing.
-/// Attributes are span fields, declared empty and recorded ([`record_admission`]), so nothing
+/// Attributes are span fields, declared empty and recorded, so nothing
 /// needs the bridge's span extensions.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Slot;
@@ -423,28 +423,5 @@ pub fn provider_retry(fault: &str) {
     if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
         i.retries
             .add(1, &[KeyValue::new("error.type", fault.to_owned())]);
-    }
-}
-
-/// Records the `reasonix.*` attributes of an admission on `span`, which declares them (the
-/// gate's `call` span, a run's `execute_tool` span): tool, verdict, stage, the rules that
-/// decided (comma-separated), posture, policy revision.
-pub fn record_admission(span: &tracing::Span, a: &crate::gate::Admission) {
-    if span.is_disabled() {
-        return;
-    }
-    let decisive: Vec<&str> = a
-        .rules
-        .iter()
-        .filter(|r| r.decisive)
-        .map(|r| r.id.as_str())
-        .collect();
-    span.record("reasonix.tool", a.tool.as_deref().unwrap_or(""));
-    span.record("reasonix.verdict", a.verdict.as_str());
-    span.record("reasonix.stage", a.stage.as_str());
-    span.record("reasonix.rules", decisive.join(",").as_str());
-    span.record("reasonix.posture", a.posture.as_str());
-    if let Some(r) = &a.policy_revision {
-        span.record("reasonix.policy_revision", r.as_str());
     }
 }
