@@ -56,6 +56,27 @@ impl Leased {
     /// (`before`: the rewind store keeps their previous state) — see [`effects::settle`].
     pub fn execute_with(self, ask: Asker<'_>, before: &mut dyn FnMut(&[ConfinedPath])) -> Executed {
         let Leased { parts, lease } = self;
+        // The jail run's span (OpenTelemetry export: `process.*` attributes), for a call that
+        // starts a process.
+        let span = match &parts.admission.sandbox {
+            Some(plan) => {
+                let bash = parts.tool.name() == "bash";
+                tracing::info_span!(
+                    "jail.run",
+                    "process.executable.name" = if bash { "bash" } else { "" },
+                    "process.command_line" = if bash {
+                        parts.arguments.str("command").unwrap_or("")
+                    } else {
+                        ""
+                    },
+                    "process.exit.code" = tracing::field::Empty,
+                    "reasonix.jail.mode" = ?plan.mode,
+                    "reasonix.jail.run" = plan.run.unwrap_or(""),
+                )
+            }
+            None => tracing::Span::none(),
+        };
+        let running = span.enter();
         let invocation = Invocation::new(
             parts.tool.name().to_owned(),
             parts.arguments,
@@ -70,6 +91,10 @@ impl Leased {
             parts.changes,
         );
         let mut result = parts.tool.execute(&invocation);
+        if let Ok(Some(code)) = result.as_ref().map(|o| o.exit_code) {
+            span.record("process.exit.code", code);
+        }
+        drop(running);
         // Observe ─► judge ─► commit | discard: the output tells what became of the changes.
         let settled = match &mut result {
             Ok(output) => output.observed.take().map(|observed| {

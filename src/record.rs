@@ -173,7 +173,33 @@ pub struct AdmissionRecord {
     pub rules: Vec<RuleHit>,
     /// Why.
     pub reasons: Vec<String>,
+    /// What the bash analysis flagged as hazards (`{id, detail}`), for a bash call; left out
+    /// when there are none. `reasonix report` shows them beside the verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hazards: Vec<serde_json::Value>,
 }
+
+impl AdmissionRecord {
+    /// The record's account of what the gate concluded.
+    pub fn of(a: &crate::gate::Admission) -> AdmissionRecord {
+        AdmissionRecord {
+            verdict: a.verdict,
+            stage: a.stage,
+            rules: a.rules.clone(),
+            reasons: a.reasons.clone(),
+            hazards: a
+                .bash
+                .as_ref()
+                .and_then(|b| b.get("hazards"))
+                .and_then(|h| h.as_array())
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// The most bytes of a call's result a record line keeps as its `result_excerpt`.
+pub const RESULT_EXCERPT_BOUND: usize = 2048;
 
 /// One call, as recorded.
 #[derive(Clone, Debug, Serialize)]
@@ -223,6 +249,10 @@ pub struct CallRecord {
     pub result_bytes: usize,
     /// sha256 of the whole result.
     pub result_sha256: String,
+    /// The result's head and tail, at most [`RESULT_EXCERPT_BOUND`] bytes, as the model saw
+    /// them (left out under `record.arguments: digest`, and for an empty result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_excerpt: Option<String>,
     /// What was observed of its effects.
     pub receipts: Vec<Receipt>,
     /// For a file tool: each path whose state it changed, before and after, and whether the
@@ -337,6 +367,26 @@ pub struct EventRecord {
     pub event: &'static str,
     /// What happened.
     pub detail: String,
+}
+
+/// The first line of a run (`event: run_started`): besides the [`EventRecord`] fields, the
+/// provider, the task and the posture on their own, for `reasonix report`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunStartRecord {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u128,
+    /// `run_started`.
+    pub event: &'static str,
+    /// The provider and the task, in words: `PROVIDER — TASK`.
+    pub detail: String,
+    /// The provider (its model and address, or the script).
+    pub provider: String,
+    /// The task, as the prompt gave it.
+    pub task: String,
+    /// The posture: `interactive`, `unattended` or `strict`.
+    pub posture: crate::Posture,
 }
 
 /// One attempt at a model's answer that failed before the answer was whole: nothing of it was

@@ -7,6 +7,7 @@
 //! | module | what it is on the path |
 //! |---|---|
 //! | `text`, `vocab` | leaves: cutting and showing text; the words every stage shares |
+//! | `telemetry` | a leaf: OpenTelemetry export (the exporter, its queue, the metrics); the stages record onto their spans |
 //! | `call` | parse |
 //! | `shell` | classify's engine for bash |
 //! | `egress` | the egress proxy the jail runs for a run with `network` rules, and the `sandbox.network` entries the policy stage reads as allows for `network_connect` |
@@ -24,6 +25,7 @@
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
 //! | `decisions` | after the record: each decision, in OPA's decision-log shape, to a file or a collector |
+//! | `report` | after the record: a record or a decision log shown to a person (HTML page, summary) |
 //! | `agent` | the loop that drives it all |
 //! | `settings` | before any gate is built: the layers of settings and what a project may decide (it reads the settings format the agent's config module defines) |
 //!
@@ -34,6 +36,7 @@ use std::path::{Path, PathBuf};
 const ORDER: &[&str] = &[
     "text",
     "vocab",
+    "telemetry",
     "call",
     "shell",
     "egress",
@@ -54,6 +57,7 @@ const ORDER: &[&str] = &[
     "record",
     "decisions",
     "rewind",
+    "report",
     "agent",
     "settings",
 ];

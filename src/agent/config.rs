@@ -38,6 +38,15 @@
 //!   buffer_bytes: 10485760           # the buffer's bound; the oldest batches go first
 //!   mask: [/input/arguments/content] # JSON pointers removed before a decision leaves
 //!   token_env: COLLECTOR_TOKEN       # a bearer token for the collector, from the environment
+//! otel:                              # OpenTelemetry traces and metrics (crate::telemetry)
+//!   endpoint: http://collector:4318  # OTLP/HTTP base URL; OTEL_EXPORTER_OTLP_ENDPOINT wins
+//!   headers: {authorization: Bearer x}   # OTEL_EXPORTER_OTLP_HEADERS adds to them
+//!   service_name: reasonix           # OTEL_SERVICE_NAME wins
+//!   resource_attributes: {deployment.environment: ci}   # OTEL_RESOURCE_ATTRIBUTES wins
+//!   queue: 4096                      # spans waiting to be sent; past it they are dropped, counted
+//!   batch: 512                       # spans per request
+//!   flush_ms: 5000                   # send (and export metrics) at least this often
+//!   metrics: true                    # export metrics too
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -151,6 +160,8 @@ pub struct RunConfig {
     pub bundle: Option<crate::bundle::BundleSpec>,
     /// Decision logs (`crate::decisions`); `--decision-log` sets the file.
     pub decision_logs: Option<crate::decisions::DecisionLogSpec>,
+    /// OpenTelemetry export (`crate::telemetry`); the `OTEL_*` variables win.
+    pub otel: Option<crate::telemetry::OtelSpec>,
 }
 
 impl RunConfig {

@@ -387,12 +387,7 @@ impl Servers {
             server: name.to_owned(),
             tool: connect_name(name),
             arguments: connect_arguments(server, self.connect_gate.roots().workspace()),
-            admission: AdmissionRecord {
-                verdict: c.admission.verdict,
-                stage: c.admission.stage,
-                rules: c.admission.rules.clone(),
-                reasons: c.admission.reasons.clone(),
-            },
+            admission: AdmissionRecord::of(&c.admission),
             approval: c.approval,
             outcome,
             failure,

@@ -68,8 +68,9 @@ use crate::gate::{Admission, Admitted, Gate, Judgement, Mode, Verdict};
 use crate::lease::{Leases, Need};
 use crate::record::{
     self, ARGUMENTS_BOUND, AdmissionRecord, Approval, ApproverKind, AttemptRecord, CallRecord,
-    EventRecord, EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord, Receipt,
-    Recorder, Reviewer, SnapshotFile, now_ms, sha256,
+    EventRecord, EvidenceRecord, FileState, Outcome, PLAN_BOUND, PlanDecision, PlanRecord,
+    RESULT_EXCERPT_BOUND, Receipt, Recorder, Reviewer, RunStartRecord, SnapshotFile, now_ms,
+    sha256,
 };
 use crate::rewind::{self, Kept, Store};
 use crate::text::{Keep, shorten};
@@ -204,6 +205,8 @@ pub struct Session {
     hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
     decisions: Option<Arc<crate::decisions::DecisionLog>>,
     servers: Option<Servers>,
+    /// The run's span while it runs (the root of its trace when OpenTelemetry export is on).
+    span: tracing::Span,
 }
 
 /// What the current attempt at an answer has brought so far.
@@ -226,6 +229,10 @@ struct Decided {
     runnable: Option<Admitted>,
     /// The sha256 of the arguments a hook put in place of the model's, when one did.
     replaced_sha256: Option<String>,
+    /// The call's span (`execute_tool`), from its judgement to its record line.
+    span: tracing::Span,
+    /// How long the gate took to judge it.
+    admitted_in: std::time::Duration,
 }
 
 /// What running one call produced.
@@ -298,6 +305,7 @@ impl Session {
             plan_approved: false,
             goal: None,
             rounds: 0,
+            span: tracing::Span::none(),
         }
     }
 
@@ -473,6 +481,7 @@ impl Session {
                 self.store.clone(),
                 Arc::clone(&self.approver),
                 note,
+                j.span.clone(),
             )
             .await,
         )
@@ -481,14 +490,35 @@ impl Session {
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
     /// fails.
     pub async fn run(&mut self, prompt: &str) -> Result<End, SessionError> {
+        self.span = tracing::info_span!(
+            parent: None,
+            "run",
+            "reasonix.run_id" = %self.run_id,
+            "reasonix.posture" = ?self.gate.posture(),
+            "reasonix.outcome" = tracing::field::Empty,
+        );
+        let ended = self.run_steps(prompt).await;
+        let how = match &ended {
+            Ok(end) => format!("{end:?}"),
+            Err(e) => format!("error: {e}"),
+        };
+        self.span.record("reasonix.outcome", how.as_str());
+        self.span = tracing::Span::none();
+        ended
+    }
+
+    async fn run_steps(&mut self, prompt: &str) -> Result<End, SessionError> {
         tracing::info!(run_id = %self.run_id, "run started");
         self.recorder
             .set_policy_revision(self.gate.policy_revision());
-        self.recorder.append(&EventRecord {
+        self.recorder.append(&RunStartRecord {
             run_id: self.run_id.clone(),
             time_ms: now_ms(),
             event: "run_started",
             detail: format!("{} — {}", self.provider.describe(), prompt),
+            provider: self.provider.describe(),
+            task: prompt.to_owned(),
+            posture: self.gate.posture(),
         })?;
         self.messages.push(Message::User(prompt.to_owned()));
         for step in 0..self.max_steps {
@@ -679,6 +709,25 @@ impl Session {
                 .filter(|t| t.name != crate::egress::CONNECT_TOOL)
                 .collect(),
         };
+        let described = self.provider.describe();
+        let model = described
+            .split_once(" at ")
+            .map_or(described.as_str(), |(m, _)| m);
+        let chat = tracing::info_span!(
+            parent: &self.span,
+            "chat",
+            "otel.name" = format!("chat {model}"),
+            "otel.kind" = "client",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.provider.name" = if described.starts_with("script ") { "script" } else { "openai" },
+            "gen_ai.request.model" = model,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "reasonix.step" = step,
+            "reasonix.retries" = tracing::field::Empty,
+        );
+        let mut retries = 0u32;
         let mut stream = self.provider.stream(request);
         let mut answer = Partial::default();
         while let Some(event) = stream.next().await {
@@ -706,8 +755,17 @@ impl Session {
                     }
                     call.arguments.push_str(&arguments);
                 }
-                Event::Finish(_) | Event::Usage { .. } => {}
+                Event::Finish(reason) => {
+                    chat.record("gen_ai.response.finish_reasons", reason.as_str());
+                }
+                Event::Usage { prompt, completion } => {
+                    chat.record("gen_ai.usage.input_tokens", prompt);
+                    chat.record("gen_ai.usage.output_tokens", completion);
+                }
                 Event::AttemptFailed(failed) => {
+                    retries += 1;
+                    chat.record("reasonix.retries", retries);
+                    crate::telemetry::provider_retry(failed.fault.kind());
                     // Nothing of a failed attempt is kept: the next one starts from nothing.
                     let void = std::mem::take(&mut answer);
                     self.terminal
@@ -772,9 +830,10 @@ impl Session {
                 let store = self.store.clone();
                 let note = self.note_for(&j.call);
                 let approver = Arc::clone(&self.approver);
+                let span = j.span.clone();
                 async move {
                     match admitted {
-                        Some(a) => Some(run_one(a, leases, store, approver, note).await),
+                        Some(a) => Some(run_one(a, leases, store, approver, note, span).await),
                         None => None,
                     }
                 }
@@ -863,6 +922,9 @@ impl Session {
             duration_ms = record.duration_ms as u64,
             "call ended"
         );
+        if crate::telemetry::on() {
+            telemetry_of_call(j, ran, &record);
+        }
         self.end_call(j, ran, &record)?;
         let mut content = told;
         for ran in &record.post_tool {
@@ -1014,12 +1076,7 @@ impl Session {
                 RecordArguments::Digest => None,
             },
             arguments_sha256: sha256(j.call.arguments.as_bytes()),
-            admission: AdmissionRecord {
-                verdict: j.admission.verdict,
-                stage: j.admission.stage,
-                rules: j.admission.rules.clone(),
-                reasons: j.admission.reasons.clone(),
-            },
+            admission: AdmissionRecord::of(&j.admission),
             approval: j.approval,
             approver: j.approver.as_ref().map(|(by, _)| *by),
             approval_note: j.approver.as_ref().and_then(|(_, note)| note.clone()),
@@ -1032,6 +1089,12 @@ impl Session {
             duration_ms: ran.map_or(0, |r| r.duration_ms),
             result_bytes: full.len(),
             result_sha256: sha256(full.as_bytes()),
+            result_excerpt: match self.record_arguments {
+                RecordArguments::Full if !full.is_empty() => {
+                    Some(shorten(full, RESULT_EXCERPT_BOUND, Keep::HeadAndTail).into_owned())
+                }
+                _ => None,
+            },
             receipts: ran.map(|r| r.receipts.clone()).unwrap_or_default(),
             snapshot: ran.map(|r| r.changed.clone()).unwrap_or_default(),
             annotations: j.admission.annotations.clone(),
@@ -1123,6 +1186,27 @@ impl Session {
             name: call.name.clone(),
             arguments: RawArguments::Text(call.arguments.clone()),
         };
+        let span = tracing::info_span!(
+            parent: &self.span,
+            "execute_tool",
+            "otel.name" = format!("execute_tool {}", crate::text::visible(&call.name)),
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = %crate::text::visible(&call.name),
+            "gen_ai.tool.call.id" = %crate::text::visible(&call.id),
+            "reasonix.tool" = tracing::field::Empty,
+            "reasonix.verdict" = tracing::field::Empty,
+            "reasonix.stage" = tracing::field::Empty,
+            "reasonix.rules" = tracing::field::Empty,
+            "reasonix.posture" = tracing::field::Empty,
+            "reasonix.policy_revision" = tracing::field::Empty,
+            "reasonix.outcome" = tracing::field::Empty,
+            "reasonix.observed_changes" = tracing::field::Empty,
+            "reasonix.approval" = tracing::field::Empty,
+            "reasonix.approver" = tracing::field::Empty,
+        );
+        // The gate's own `call` span (and its stages) nest under this one.
+        let entered = span.enter();
+        let began = std::time::Instant::now();
         let judgement = match &self.hooks {
             Some((hooks, explaining)) => {
                 let j = explaining.admit(&proposed);
@@ -1130,6 +1214,8 @@ impl Session {
             }
             None => self.gate.admit(&proposed),
         };
+        let admitted_in = began.elapsed();
+        drop(entered);
         let time_ms = now_ms();
         let (admission, approval, approver, runnable) = match judgement {
             Judgement::Refused(admission) => (admission, None, None, None),
@@ -1168,6 +1254,8 @@ impl Session {
             approver,
             runnable,
             replaced_sha256,
+            span,
+            admitted_in,
         }
     }
 }
@@ -1221,6 +1309,7 @@ async fn run_one(
     store: Store,
     approver: Arc<dyn Approver>,
     (run_id, call_id, tool): (String, String, String),
+    span: tracing::Span,
 ) -> Ran {
     let leased = admitted.lease(&leases).await;
     let admission = leased.admission().clone();
@@ -1233,6 +1322,8 @@ async fn run_one(
         Vec::new()
     };
     let job = move || {
+        // The jail run's span is a child of the call's.
+        let _call = span.enter();
         let paths: Vec<String> = changes
             .iter()
             .map(|p| p.absolute().display().to_string())
@@ -1495,5 +1586,42 @@ fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
             ),
             code => (Outcome::Succeeded, code, output.text.clone()),
         },
+    }
+}
+
+/// What OpenTelemetry export says of an ended call: the `reasonix.*` attributes of its span,
+/// and the metrics. (Its jail run is a child span of its own, made where it runs.)
+fn telemetry_of_call(j: &Decided, ran: Option<&Ran>, record: &CallRecord) {
+    use crate::telemetry as t;
+    let observed = record
+        .receipts
+        .iter()
+        .filter(|r| matches!(r, Receipt::File { .. } | Receipt::RefusedChange { .. }))
+        .count();
+    j.admission.record_on(&j.span);
+    j.span.record("reasonix.outcome", record.outcome.as_str());
+    j.span.record("reasonix.observed_changes", observed as u64);
+    let name = |v: serde_json::Result<serde_json::Value>| {
+        v.ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    if let Some(a) = &j.approval {
+        let answer = name(serde_json::to_value(a));
+        let by = j.approver.as_ref().map_or("session".to_owned(), |(by, _)| {
+            name(serde_json::to_value(by))
+        });
+        j.span.record("reasonix.approval", answer.as_str());
+        j.span.record("reasonix.approver", by.as_str());
+        t::ask_answered(&answer, &by);
+    }
+    t::call_judged(
+        &j.call.name,
+        j.admission.verdict.as_str(),
+        Some(record.outcome.as_str()),
+        j.admitted_in,
+    );
+    if let (Some(ran), Some(_)) = (ran, &j.admission.sandbox) {
+        t::jail_ran(&j.call.name, ran.duration_ms, record.outcome.as_str());
     }
 }

@@ -85,6 +85,15 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let built = super::gate(spec)?;
     let decisions = super::decision_log(&built, &args.fleet)?;
+    let telemetry = super::telemetry(built.config())?;
+    // The batch's span: the root of its trace when OpenTelemetry export is on.
+    let batch = tracing::info_span!(
+        parent: None,
+        "check",
+        "reasonix.posture" = ?posture,
+        "reasonix.calls" = tracing::field::Empty,
+    );
+    let entered = batch.enter();
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()
     {
@@ -134,6 +143,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                       line: Option<usize>,
                       connect: bool|
      -> std::io::Result<Judged> {
+        let began = reasonix::telemetry::on().then(std::time::Instant::now);
         let mut admission = match text {
             Ok(text) => {
                 let mut a = match (&hooks, reasonix::Call::parse(text)) {
@@ -171,6 +181,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 a
             }
         };
+        if let Some(began) = began {
+            reasonix::telemetry::call_judged(
+                admission.tool.as_deref().unwrap_or(""),
+                admission.verdict.as_str(),
+                match admission.verdict {
+                    Verdict::Invalid => Some("invalid"),
+                    Verdict::Deny => Some("blocked"),
+                    _ => None,
+                },
+                began.elapsed(),
+            );
+        }
         // Logged as judged, input and all; logged when written, so in input order.
         let logged = decisions.as_ref().map(|_| {
             let logged = admission.clone();
@@ -257,6 +279,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(log) = &decisions {
         log.close();
     }
+    drop(entered);
+    drop(batch);
+    super::telemetry_end(telemetry);
     match written {
         Ok(()) => {}
         // The reader went away (`check … | head -1`): stop quietly.
@@ -489,7 +514,10 @@ fn judge_all(
         return batch.iter().map(one).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
+    // Each thread's calls belong to the batch's span (its trace, when export is on).
+    let parent = tracing::Span::current();
     let work = || {
+        let _in_batch = parent.enter();
         let mut done = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

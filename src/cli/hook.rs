@@ -234,12 +234,7 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         tool,
         arguments: arguments.map(|s| shorten(s, ARGUMENTS_BOUND, Keep::Head).into_owned()),
         arguments_sha256: arguments.map(|s| sha256(s.as_bytes())),
-        admission: a.map(|a| AdmissionRecord {
-            verdict: a.verdict,
-            stage: a.stage,
-            rules: a.rules.clone(),
-            reasons: a.reasons.clone(),
-        }),
+        admission: a.map(AdmissionRecord::of),
         decision,
         reason: output.specific.reason.clone(),
     };

@@ -22,6 +22,7 @@ mod out;
 mod policy;
 mod record;
 mod render;
+mod report;
 mod rewind;
 mod run;
 mod sandbox;
@@ -89,6 +90,9 @@ enum Command {
         #[command(subcommand)]
         command: record::RecordCommand,
     },
+    /// Show a run's execution record (or a decision log) to a person: one self-contained HTML
+    /// page (`-o report.html`) or the header and counts as text (`--summary`).
+    Report(report::ReportArgs),
     /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
@@ -192,6 +196,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Rewind(args) => rewind::run(args),
+        Command::Report(args) => report::run(args),
         Command::Policy { command } => policy::run(command),
         Command::Record { command } => record::run(command),
         Command::Hook { command } => hook::run(command),
@@ -233,9 +238,12 @@ fn chain(e: &anyhow::Error) -> String {
 }
 
 /// The tracing subscriber: stderr, no colour unless stderr is a terminal and `NO_COLOR` is
-/// unset. `-v`/`-q` win over `RUST_LOG`.
+/// unset. `-v`/`-q` win over `RUST_LOG`. Beside it, an empty slot that [`telemetry`] fills with
+/// the OpenTelemetry layer once the settings are read (the stderr filter does not apply to it).
 fn logs(verbose: u8, quiet: bool) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     let filter = match (quiet, verbose) {
         (true, _) => EnvFilter::new("off"),
         (false, 0) => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
@@ -244,13 +252,50 @@ fn logs(verbose: u8, quiet: bool) {
         (false, _) => EnvFilter::new("trace"),
     };
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    // Only fails when a subscriber is already set, which nothing else here does.
-    let _ = tracing_subscriber::fmt()
+    // The crate's spans only, and only while export is on: off, the callsites are disabled for
+    // this layer (interest `never`, asked again when export starts), so they cost nothing.
+    let slot = reasonix::telemetry::Slot.with_filter(tracing_subscriber::filter::filter_fn(
+        reasonix::telemetry::slot_wants,
+    ));
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_env_filter(filter)
         .with_ansi(colour)
         .with_target(false)
+        .with_filter(filter);
+    // Only fails when a subscriber is already set, which nothing else here does.
+    let _ = tracing_subscriber::registry()
+        .with(slot)
+        .with(stderr)
         .try_init();
+}
+
+/// Starts OpenTelemetry export when the `OTEL_*` variables or the settings' `otel:` section
+/// configure it, and puts its layer into the subscriber: the crate's spans (not its log events)
+/// become OTel spans. `None` when nothing configures it.
+pub fn telemetry(config: &RunConfig) -> anyhow::Result<Option<reasonix::telemetry::Telemetry>> {
+    let Some(t) = reasonix::telemetry::Telemetry::start(config.otel.as_ref())
+        .map_err(anyhow::Error::msg)
+        .context("OpenTelemetry export (otel: in reasonix.yaml, OTEL_* variables)")?
+    else {
+        return Ok(None);
+    };
+    t.install();
+    Ok(Some(t))
+}
+
+/// Ends OpenTelemetry export: sends what waits, and says on stderr how many spans were dropped
+/// (the queue was full, or the collector did not take them).
+pub fn telemetry_end(t: Option<reasonix::telemetry::Telemetry>) {
+    let Some(t) = t else { return };
+    let sent = t.shutdown();
+    if sent.dropped > 0 {
+        warn(&format!(
+            "OpenTelemetry: {} span(s) dropped ({} sent): the queue was full or the collector did not take them",
+            sent.dropped, sent.exported
+        ));
+    } else {
+        tracing::info!(spans = sent.exported, "OpenTelemetry export done");
+    }
 }
 
 /// What `--version` prints: the version, the commit, the build profile, and what the jail can

@@ -298,6 +298,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         session = session.decisions(Arc::clone(log));
     }
 
+    // Before the async runtime: the exporter's HTTP client is a blocking one.
+    let telemetry = super::telemetry(config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -307,6 +309,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // What the collector could not take now stays buffered for the next run.
         log.close();
     }
+    super::telemetry_end(telemetry);
     terminal.finish_line();
     let summary = terminal.summary();
     let where_ = format!("record: {}", record.display());

@@ -638,6 +638,12 @@ impl Gate {
             "call",
             id = %crate::text::visible(call.id.as_deref().unwrap_or("")),
             tool = %crate::text::visible(&call.name),
+            "reasonix.tool" = tracing::field::Empty,
+            "reasonix.verdict" = tracing::field::Empty,
+            "reasonix.stage" = tracing::field::Empty,
+            "reasonix.rules" = tracing::field::Empty,
+            "reasonix.posture" = tracing::field::Empty,
+            "reasonix.policy_revision" = tracing::field::Empty,
         );
         let _entered = span.enter();
         let mut laps = Laps::start();
@@ -648,12 +654,14 @@ impl Gate {
                     let a = judgement.admission();
                     laps.report(a.verdict.as_str(), a.stage.as_str());
                 }
+                judgement.admission().record_on(&span);
                 judgement
             }
             Err(Invalid { id, tool, message }) => {
                 laps.report("invalid", Stage::Validate.as_str());
                 let mut a = Admission::invalid(id, tool, &message, self.posture);
                 a.policy_revision = current.session.policy_revision.clone();
+                a.record_on(&span);
                 Judgement::Refused(a)
             }
         }
@@ -666,26 +674,48 @@ impl Gate {
         current: &Current,
         laps: &mut Laps,
     ) -> Result<Judgement, Invalid> {
-        let targeted = target::target(&self.registry, call)?;
+        // A span per stage: a child of the call's span (OpenTelemetry export; nothing otherwise).
+        macro_rules! stage {
+            ($name:literal, $e:expr) => {{
+                let _stage = tracing::debug_span!($name).entered();
+                $e
+            }};
+        }
+        let targeted = stage!("gate.target", target::target(&self.registry, call)?);
         laps.lap(0);
-        let validated = validate::validate(&self.registry, &targeted.call, targeted.via)?;
+        let validated = stage!(
+            "gate.validate",
+            validate::validate(&self.registry, &targeted.call, targeted.via)?
+        );
         laps.lap(1);
-        let classified = classify::classify(validated, &current.policy)?;
+        let classified = stage!(
+            "gate.classify",
+            classify::classify(validated, &current.policy)?
+        );
         laps.lap(2);
-        let resolved = resolve::resolve(classified, &self.roots);
+        let resolved = stage!("gate.resolve", resolve::resolve(classified, &self.roots));
         laps.lap(3);
-        let ruled = judge::judge(
-            resolved,
-            &current.policy,
-            &current.session,
-            self.explain || self.inputs,
+        let ruled = stage!(
+            "gate.policy",
+            judge::judge(
+                resolved,
+                &current.policy,
+                &current.session,
+                self.explain || self.inputs,
+            )
         );
         laps.lap(4);
-        let confined = confine::confine(ruled, &self.protected, &self.jail);
+        let confined = stage!(
+            "gate.sandbox",
+            confine::confine(ruled, &self.protected, &self.jail)
+        );
         laps.lap(5);
-        let planned = plan::plan(confined, self.mode);
+        let planned = stage!("gate.plan", plan::plan(confined, self.mode));
         laps.lap(6);
-        let approved = approve::approve(planned, self.posture, current.policy.defaults());
+        let approved = stage!(
+            "gate.approve",
+            approve::approve(planned, self.posture, current.policy.defaults())
+        );
         laps.lap(7);
         Ok(self.seal(approved, current))
     }

@@ -141,6 +141,29 @@ pub struct Admission {
 }
 
 impl Admission {
+    /// Records its `reasonix.*` attributes on `span`, which declares them (the gate's `call`
+    /// span, a run's `execute_tool` span), for OpenTelemetry export ([`crate::telemetry`]):
+    /// tool, verdict, stage, the rules that decided (comma-separated), posture, policy revision.
+    pub fn record_on(&self, span: &tracing::Span) {
+        if span.is_disabled() {
+            return;
+        }
+        let decisive: Vec<&str> = self
+            .rules
+            .iter()
+            .filter(|r| r.decisive)
+            .map(|r| r.id.as_str())
+            .collect();
+        span.record("reasonix.tool", self.tool.as_deref().unwrap_or(""));
+        span.record("reasonix.verdict", self.verdict.as_str());
+        span.record("reasonix.stage", self.stage.as_str());
+        span.record("reasonix.rules", decisive.join(",").as_str());
+        span.record("reasonix.posture", self.posture.as_str());
+        if let Some(r) = &self.policy_revision {
+            span.record("reasonix.policy_revision", r.as_str());
+        }
+    }
+
     /// The admission of input that is not even a call (a line that is not UTF-8): `invalid`.
     pub fn unreadable(why: String, posture: Posture) -> Admission {
         Admission::invalid(None, None, &why, posture)

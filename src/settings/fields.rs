@@ -69,6 +69,14 @@ pub const FIELDS: &[Field] = &[
     Field { name: "decision_logs.buffer", rule: Rule::Output, default: Some(".reasonix/decision-logs"), why: "Reasonix writes batches of decisions to this folder" },
     Field { name: "decision_logs.buffer_bytes", rule: Rule::Trust, default: Some("10485760"), why: "a smaller buffer loses decisions the collector has not taken" },
     Field { name: "decision_logs.mask", rule: Rule::Trust, default: None, why: "removes fields from the decisions your collector sees" },
+    Field { name: "otel.endpoint", rule: Rule::Trust, default: None, why: "every decision, with its tool, rules and paths, is sent to this URL" },
+    Field { name: "otel.headers", rule: Rule::Trust, default: None, why: "headers (credentials) sent to the collector" },
+    Field { name: "otel.service_name", rule: Rule::Trust, default: Some("reasonix"), why: "names this machine's telemetry in your collector" },
+    Field { name: "otel.resource_attributes", rule: Rule::Trust, default: None, why: "labels this machine's telemetry in your collector" },
+    Field { name: "otel.queue", rule: Rule::Trust, default: Some("4096"), why: "a smaller queue drops spans your collector would have had" },
+    Field { name: "otel.batch", rule: Rule::Trust, default: Some("512"), why: "shapes what is sent to the collector" },
+    Field { name: "otel.flush_ms", rule: Rule::Trust, default: Some("5000"), why: "shapes what is sent to the collector" },
+    Field { name: "otel.metrics", rule: Rule::Trust, default: Some("true"), why: "decides what your collector sees" },
     Field { name: "mcpServers.*", rule: Rule::Trust, default: None, why: "starts a program (with the environment given) or reaches a URL" },
 ];
 
@@ -121,6 +129,7 @@ mcp_servers: {time: {command: uvx}}
 hooks: {pre_tool: [{tools: ['*'], command: [x]}], post_tool: []}
 bundle: {url: https://x}
 decision_logs: {file: d.jsonl, url: https://x, batch: 1, flush_ms: 1, buffer: b, buffer_bytes: 1, mask: [/input/x], token_env: T}
+otel: {endpoint: http://c:4318, headers: {a: b}, service_name: s, resource_attributes: {k: v}, queue: 1, batch: 1, flush_ms: 1, metrics: false}
 "#;
         let config: crate::agent::config::RunConfig = yaml_serde::from_str(example).unwrap();
         drop(config);
@@ -142,7 +151,7 @@ decision_logs: {file: d.jsonl, url: https://x, batch: 1, flush_ms: 1, buffer: b,
             }
         }
         walk("", &value, &mut leaves);
-        assert_eq!(leaves.len(), 27, "{leaves:?}");
+        assert_eq!(leaves.len(), 35, "{leaves:?}");
         for leaf in &leaves {
             assert!(row(leaf).is_some(), "{leaf} has no row");
         }

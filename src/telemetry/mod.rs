@@ -1,0 +1,427 @@
+//! OpenTelemetry export: the gate's decisions as traces and metrics, sent over OTLP/HTTP
+//! (protobuf) to a team's collector. Off unless configured; it reads what the stages concluded
+//! and never changes a verdict, and it never makes a call wait: finished spans go into a bounded
+//! queue ([`queue`]) that a thread of its own sends, and a span that finds the queue full is
+//! dropped and counted, the count said at exit — the shape of the decision logs' uploader
+//! ([`crate::decisions`]).
+//!
+//! Configured the way every OTel SDK is: `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `…_METRICS_ENDPOINT`), `OTEL_EXPORTER_OTLP_HEADERS`,
+//! `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_SDK_DISABLED`; and the `otel:` section
+//! of the settings ([`OtelSpec`]), a user-layer setting that an untrusted project file may not
+//! set (it sends the gate's decisions to a URL). A variable wins over the section.
+//!
+//! What is sent:
+//!
+//! - **a trace per run** (`run` span) and **per `check` batch** (`check` span);
+//! - in a run, **a span per call** (`execute_tool {tool}`), with the gate's `call` span as its
+//!   child and under it **a span per gate stage** (`gate.target`, `gate.validate`, …,
+//!   `gate.approve`), and **the jail run** (`jail.run`, with `process.*` attributes); in a
+//!   `check` batch the gate's `call` span is the call's span, with its stages;
+//! - **provider requests** as `chat {model}` spans with `gen_ai.*` attributes;
+//! - `reasonix.*` attributes for the rest: tool, verdict, stage, the rules that decided, policy
+//!   revision, outcome, observed changes count;
+//! - **metrics**: `reasonix.calls` (by tool, verdict and outcome), `reasonix.admission.duration`
+//!   and `reasonix.jail.duration` (histograms, ms), `reasonix.asks.answered` (by answer and who
+//!   answered), `reasonix.provider.retries`.
+//!
+//! - `queue.rs`: the bounded span queue and its sending thread.
+
+mod queue;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Histogram, MeterProvider as _};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use serde::Deserialize;
+
+/// The most spans waiting to be sent; past it a span is dropped and counted.
+pub const DEFAULT_QUEUE: usize = 4096;
+/// Spans per request.
+pub const DEFAULT_BATCH: usize = 512;
+/// Send at least this often while spans wait, and export metrics this often, in ms.
+pub const DEFAULT_FLUSH_MS: u64 = 5_000;
+
+/// The `otel:` section of `reasonix.yaml`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OtelSpec {
+    /// The collector's OTLP/HTTP base URL (`http://collector:4318`); traces go to
+    /// `/v1/traces`, metrics to `/v1/metrics`. `OTEL_EXPORTER_OTLP_ENDPOINT` wins.
+    pub endpoint: Option<String>,
+    /// Headers sent with each request (`OTEL_EXPORTER_OTLP_HEADERS` adds to them).
+    pub headers: Option<BTreeMap<String, String>>,
+    /// `service.name` (`OTEL_SERVICE_NAME` wins; default `reasonix`).
+    pub service_name: Option<String>,
+    /// More resource attributes (`OTEL_RESOURCE_ATTRIBUTES` wins on a shared key).
+    pub resource_attributes: Option<BTreeMap<String, String>>,
+    /// The most spans waiting to be sent (default [`DEFAULT_QUEUE`]).
+    pub queue: Option<usize>,
+    /// Spans per request (default [`DEFAULT_BATCH`]).
+    pub batch: Option<usize>,
+    /// Send at least this often, in ms (default [`DEFAULT_FLUSH_MS`]).
+    pub flush_ms: Option<u64>,
+    /// Export metrics too (default true).
+    pub metrics: Option<bool>,
+}
+
+static ON: AtomicBool = AtomicBool::new(false);
+static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+static TRACER: OnceLock<opentelemetry_sdk::trace::SdkTracer> = OnceLock::new();
+
+/// Whether export is on in this process: the cheap test every producer makes first.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+struct Instruments {
+    calls: Counter<u64>,
+    admission: Histogram<f64>,
+    jail: Histogram<f64>,
+    asks: Counter<u64>,
+    retries: Counter<u64>,
+}
+
+/// Export, while it is on: shut it down with [`Telemetry::shutdown`] to send what waits and
+/// learn what was dropped.
+pub struct Telemetry {
+    traces: SdkTracerProvider,
+    metrics: Option<SdkMeterProvider>,
+    queue: queue::Stats,
+}
+
+/// What export did, said at exit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Spans the collector took.
+    pub exported: u64,
+    /// Spans dropped: the queue was full, or the collector refused or could not be reached.
+    pub dropped: u64,
+}
+
+/// Whether the environment or `spec` turns export on.
+pub fn configured(spec: Option<&OtelSpec>) -> bool {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return false;
+    }
+    spec.is_some_and(|s| s.endpoint.is_some())
+        || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+}
+
+fn signal_url(spec: &OtelSpec, signal_var: &str, path: &str) -> Option<String> {
+    let set = |k: &str| std::env::var(k).ok().is_some_and(|v| !v.trim().is_empty());
+    if set(signal_var) || set("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        return None; // the exporter reads the variables itself
+    }
+    spec.endpoint
+        .as_ref()
+        .map(|e| format!("{}/{path}", e.trim_end_matches('/')))
+}
+
+/// The resource: `service.name` and the attributes, variables first.
+fn resource(spec: &OtelSpec) -> Resource {
+    let env = Resource::builder().build();
+    let mut attrs: Vec<KeyValue> = spec
+        .resource_attributes
+        .iter()
+        .flatten()
+        .filter(|(k, _)| env.get(&opentelemetry::Key::from((*k).clone())).is_none())
+        .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+        .collect();
+    attrs.push(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    let service = std::env::var("OTEL_SERVICE_NAME")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| spec.service_name.clone())
+        .unwrap_or_else(|| "reasonix".to_owned());
+    Resource::builder()
+        .with_attributes(attrs)
+        .with_service_name(service)
+        .build()
+}
+
+impl Telemetry {
+    /// Starts export when the environment or `spec` configures it; `Ok(None)` when nothing does.
+    /// Call it outside any async runtime (the HTTP client is a blocking one, used only on the
+    /// exporter's own threads).
+    pub fn start(spec: Option<&OtelSpec>) -> Result<Option<Telemetry>, String> {
+        if !configured(spec) {
+            return Ok(None);
+        }
+        let spec = spec.cloned().unwrap_or_default();
+        let headers: std::collections::HashMap<String, String> = spec
+            .headers
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let resource = resource(&spec);
+        let mut builder = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_headers(headers.clone());
+        if let Some(url) = signal_url(&spec, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces") {
+            builder = builder.with_endpoint(url);
+        }
+        let exporter = builder
+            .build()
+            .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;
+        let (processor, stats) = queue::QueueProcessor::start(
+            exporter,
+            &resource,
+            spec.queue.unwrap_or(DEFAULT_QUEUE).max(1),
+            spec.batch.unwrap_or(DEFAULT_BATCH).max(1),
+            Duration::from_millis(spec.flush_ms.unwrap_or(DEFAULT_FLUSH_MS).max(1)),
+        )
+        .map_err(|e| format!("cannot start the span exporter's thread: {e}"))?;
+        let traces = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .with_resource(resource.clone())
+            .build();
+        let metrics = if spec.metrics.unwrap_or(true) {
+            let mut builder = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_headers(headers);
+            if let Some(url) =
+                signal_url(&spec, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "v1/metrics")
+            {
+                builder = builder.with_endpoint(url);
+            }
+            let exporter = builder
+                .build()
+                .map_err(|e| format!("cannot set up the OTLP metric exporter: {e}"))?;
+            let reader = PeriodicReader::builder(exporter)
+                .with_interval(Duration::from_millis(
+                    spec.flush_ms.unwrap_or(DEFAULT_FLUSH_MS).max(100),
+                ))
+                .build();
+            Some(
+                SdkMeterProvider::builder()
+                    .with_reader(reader)
+                    .with_resource(resource)
+                    .build(),
+            )
+        } else {
+            None
+        };
+        let meter = match &metrics {
+            Some(m) => m.meter("reasonix"),
+            None => opentelemetry::global::meter("reasonix"),
+        };
+        let _ = INSTRUMENTS.set(Instruments {
+            calls: meter
+                .u64_counter("reasonix.calls")
+                .with_description("Calls judged, by tool, verdict and outcome")
+                .build(),
+            admission: meter
+                .f64_histogram("reasonix.admission.duration")
+                .with_unit("ms")
+                .with_description("Time from a proposed call to its verdict")
+                .build(),
+            jail: meter
+                .f64_histogram("reasonix.jail.duration")
+                .with_unit("ms")
+                .with_description("Time a call ran in the jail")
+                .build(),
+            asks: meter
+                .u64_counter("reasonix.asks.answered")
+                .with_description("Asks answered, by answer and by whom")
+                .build(),
+            retries: meter
+                .u64_counter("reasonix.provider.retries")
+                .with_description("Provider attempts that failed and were retried or given up")
+                .build(),
+        });
+        let _ = TRACER.set(traces.tracer("reasonix"));
+        ON.store(true, Ordering::Relaxed);
+        Ok(Some(Telemetry {
+            traces,
+            metrics,
+            queue: stats,
+        }))
+    }
+
+    /// Fills the [`Slot`] with the layer that makes the crate's spans OTel spans (the `run`,
+    /// `check`, `execute_tool`, `chat` and gate `call` spans, and what they record), and has
+    /// every callsite's interest asked again.
+    pub fn install(&self) {
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(self.traces.tracer("reasonix"))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false);
+        let _ = LAYER.set(layer);
+        tracing::callsite::rebuild_interest_cache();
+    }
+    /// Sends what waits (a few seconds at most) and stops: what was exported and dropped.
+    pub fn shutdown(self) -> Sent {
+        ON.store(false, Ordering::Relaxed);
+        tracing::callsite::rebuild_interest_cache();
+        let _ = self.traces.force_flush();
+        let _ = self.traces.shutdown();
+        if let Some(m) = &self.metrics {
+            let _ = m.shutdown();
+        }
+        self.queue.sent()
+    }
+}
+
+type OtelLayer = tracing_opentelemetry::OpenTelemetryLayer<
+    tracing_subscriber::Registry,
+    opentelemetry_sdk::trace::SdkTracer,
+>;
+
+static LAYER: OnceLock<OtelLayer> = OnceLock::new();
+
+/// A place in the subscriber for the OpenTelemetry layer, set up with the logs before the
+/// settings are read and filled by [`Telemetry::install`] once they are. Filter it with
+/// [`slot_wants`]: while export is off no callsite is enabled for it, so it costs nothing.
+/// Attributes are span fields, declared empty and recorded, so nothing
+/// needs the bridge's span extensions.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Slot;
+
+/// Whether the slot wants this callsite: the crate's spans (not its log events), while export
+/// is on.
+pub fn slot_wants(m: &tracing::Metadata<'_>) -> bool {
+    on() && LAYER.get().is_some() && m.is_span() && m.target().starts_with("reasonix")
+}
+
+impl tracing_subscriber::Layer<tracing_subscriber::Registry> for Slot {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_new_span(attrs, id, ctx);
+        }
+    }
+    fn on_record(
+        &self,
+        span: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_record(span, values, ctx);
+        }
+    }
+    fn on_follows_from(
+        &self,
+        span: &tracing::span::Id,
+        follows: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_follows_from(span, follows, ctx);
+        }
+    }
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_event(event, ctx);
+        }
+    }
+    fn on_enter(
+        &self,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_enter(id, ctx);
+        }
+    }
+    fn on_exit(
+        &self,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_exit(id, ctx);
+        }
+    }
+    fn on_close(
+        &self,
+        id: tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_close(id, ctx);
+        }
+    }
+    fn on_id_change(
+        &self,
+        old: &tracing::span::Id,
+        new: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
+    ) {
+        if let Some(l) = LAYER.get() {
+            l.on_id_change(old, new, ctx);
+        }
+    }
+}
+
+/// A finished call, for the `reasonix.calls` counter and the admission histogram.
+pub fn call_judged(tool: &str, verdict: &str, outcome: Option<&str>, admission: Duration) {
+    if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
+        let attrs = [
+            KeyValue::new("reasonix.tool", tool.to_owned()),
+            KeyValue::new("reasonix.verdict", verdict.to_owned()),
+            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none").to_owned()),
+        ];
+        i.calls.add(1, &attrs);
+        i.admission
+            .record(admission.as_secs_f64() * 1000.0, &attrs[..2]);
+    }
+}
+
+/// A jail run's duration, for the jail histogram.
+pub fn jail_ran(tool: &str, ms: u128, outcome: &str) {
+    if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
+        i.jail.record(
+            ms as f64,
+            &[
+                KeyValue::new("reasonix.tool", tool.to_owned()),
+                KeyValue::new("reasonix.outcome", outcome.to_owned()),
+            ],
+        );
+    }
+}
+
+/// An ask that someone answered: the answer, and who.
+pub fn ask_answered(answer: &str, by: &str) {
+    if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
+        i.asks.add(
+            1,
+            &[
+                KeyValue::new("reasonix.approval", answer.to_owned()),
+                KeyValue::new("reasonix.approver", by.to_owned()),
+            ],
+        );
+    }
+}
+
+/// A provider attempt that failed.
+pub fn provider_retry(fault: &str) {
+    if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
+        i.retries
+            .add(1, &[KeyValue::new("error.type", fault.to_owned())]);
+    }
+}
