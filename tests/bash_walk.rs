@@ -412,6 +412,10 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("writes", "benign", "tar -xPf a.tar", "ask"),
     ("writes", "benign", "tar -xf a.tar -C src", "allow"),
     ("writes", "benign", "sort -o link/out README.md", "deny"),
+    // A device as a program's output changes no file: never denied as a write outside the
+    // workspace (`sort -o` still asks for its hazard, as it did before options wrote paths).
+    ("writes", "benign", "sort -o /dev/null README.md", "ask"),
+    ("writes", "benign", "sort -o /dev/stdout README.md", "ask"),
     ("writes", "default", "tar -xf a.tar -C out", "ask"),
     ("writes", "default", "script -q log.txt", "ask"),
     ("writes", "default", "script -q -c ls log.txt", "ask"),

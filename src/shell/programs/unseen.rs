@@ -249,7 +249,7 @@ pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
         .iter()
         .filter(|f| f.role() == Role::Writes && fixed(f))
         .filter_map(|f| f.value)
-        .filter(|v| !v.is_empty() && *v != "-")
+        .filter(|v| !v.is_empty() && *v != "-" && !crate::shell::walk::is_device(v))
         .map(str::to_owned)
         .collect();
     if matches!(command.basename(), "tar" | "gtar") {

@@ -21,6 +21,8 @@ mod dialect;
 mod expand;
 mod inner;
 mod redirects;
+
+pub(crate) use redirects::is_device;
 mod scope;
 mod state;
 mod words;

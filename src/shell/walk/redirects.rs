@@ -287,8 +287,9 @@ pub(super) fn is_descriptor(text: &str) -> bool {
     digits || named
 }
 
-/// Device files that are harmless to redirect to or from.
-fn is_device(path: &str) -> bool {
+/// Device files that are harmless to redirect to or from, or to name as a program's output
+/// (`curl -o /dev/null`, `sort -o /dev/stdout`): no file changes.
+pub(crate) fn is_device(path: &str) -> bool {
     matches!(
         path,
         "/dev/null"
