@@ -115,7 +115,7 @@ fn check(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("check_10000_calls");
     group.sample_size(10);
-    group.measurement_time(Duration::from_secs(40));
+    group.measurement_time(Duration::from_secs(20));
     group.bench_function("export_off", |b| b.iter(|| run(false)));
     group.bench_function("export_on", |b| b.iter(|| run(true)));
     group.finish();

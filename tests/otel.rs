@@ -304,7 +304,10 @@ fn a_run_is_one_trace_with_a_span_per_call_its_stages_and_its_jail_run() {
         let tool = line["tool"].as_str().unwrap();
         let span = spans
             .iter()
-            .find(|s| s.attrs.get("gen_ai.tool.call.id").map(String::as_str) == Some(id))
+            .find(|s| {
+                s.name.starts_with("execute_tool")
+                    && s.attrs.get("gen_ai.tool.call.id").map(String::as_str) == Some(id)
+            })
             .unwrap_or_else(|| panic!("no span for {id}"));
         assert_eq!(span.parent, run.id, "{id}");
         assert_eq!(span.name, format!("execute_tool {tool}"));
@@ -372,7 +375,10 @@ fn a_run_is_one_trace_with_a_span_per_call_its_stages_and_its_jail_run() {
     // The secret read was denied by its rule.
     let denied = spans
         .iter()
-        .find(|s| s.attrs.get("gen_ai.tool.call.id").map(String::as_str) == Some("call_3_0"))
+        .find(|s| {
+            s.name.starts_with("execute_tool")
+                && s.attrs.get("gen_ai.tool.call.id").map(String::as_str) == Some("call_3_0")
+        })
         .unwrap();
     assert_eq!(denied.attrs["reasonix.rules"], "no-secrets");
 
@@ -451,7 +457,10 @@ fn a_check_batch_is_one_trace_with_a_span_per_call_from_the_user_settings() {
     assert_eq!(calls.len(), 41);
     assert!(calls.iter().all(|c| c.name == "call"));
     assert!(calls.iter().all(|c| children(&spans, c).len() == 8));
-    let env = calls.iter().find(|c| c.attrs["id"] == "env").unwrap();
+    let env = calls
+        .iter()
+        .find(|c| c.attrs["gen_ai.tool.call.id"] == "env")
+        .unwrap();
     assert_eq!(env.attrs["reasonix.verdict"], "deny");
     assert_eq!(env.attrs["reasonix.rules"], "no-secrets");
 }

@@ -1206,6 +1206,7 @@ impl Session {
         );
         // The gate's own `call` span (and its stages) nest under this one.
         let entered = span.enter();
+        let otel = crate::telemetry::parent(crate::telemetry::context_of(&span));
         let began = std::time::Instant::now();
         let judgement = match &self.hooks {
             Some((hooks, explaining)) => {
@@ -1215,6 +1216,7 @@ impl Session {
             None => self.gate.admit(&proposed),
         };
         let admitted_in = began.elapsed();
+        drop(otel);
         drop(entered);
         let time_ms = now_ms();
         let (admission, approval, approver, runnable) = match judgement {

@@ -94,6 +94,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         "reasonix.calls" = tracing::field::Empty,
     );
     let entered = batch.enter();
+    // The gate's spans on this thread (and the judging threads) belong to the batch.
+    let in_batch = reasonix::telemetry::parent(reasonix::telemetry::context_of(&batch));
     if args.format == Format::Text
         && let Some(notice) = built.chosen.default_notice()
     {
@@ -279,6 +281,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(log) = &decisions {
         log.close();
     }
+    drop(in_batch);
     drop(entered);
     drop(batch);
     super::telemetry_end(telemetry);
@@ -516,8 +519,10 @@ fn judge_all(
     let next = std::sync::atomic::AtomicUsize::new(0);
     // Each thread's calls belong to the batch's span (its trace, when export is on).
     let parent = tracing::Span::current();
+    let otel_parent = reasonix::telemetry::context_of(&parent);
     let work = || {
         let _in_batch = parent.enter();
+        let _otel = reasonix::telemetry::parent(otel_parent.clone());
         let mut done = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

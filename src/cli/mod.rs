@@ -252,11 +252,9 @@ fn logs(verbose: u8, quiet: bool) {
         (false, _) => EnvFilter::new("trace"),
     };
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    // The crate's spans only, and only while export is on: off, the callsites are disabled for
-    // this layer (interest `never`, asked again when export starts), so they cost nothing.
-    let slot = reasonix::telemetry::Slot.with_filter(tracing_subscriber::filter::filter_fn(
-        reasonix::telemetry::slot_wants,
-    ));
+    // OpenTelemetry's bridge: the crate's spans only, and only while export is on (off, its
+    // callsites are disabled for it, so they cost nothing).
+    let otel = reasonix::telemetry::bridge();
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
@@ -264,7 +262,7 @@ fn logs(verbose: u8, quiet: bool) {
         .with_filter(filter);
     // Only fails when a subscriber is already set, which nothing else here does.
     let _ = tracing_subscriber::registry()
-        .with(slot)
+        .with(otel)
         .with(stderr)
         .try_init();
 }

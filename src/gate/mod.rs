@@ -638,12 +638,6 @@ impl Gate {
             "call",
             id = %crate::text::visible(call.id.as_deref().unwrap_or("")),
             tool = %crate::text::visible(&call.name),
-            "reasonix.tool" = tracing::field::Empty,
-            "reasonix.verdict" = tracing::field::Empty,
-            "reasonix.stage" = tracing::field::Empty,
-            "reasonix.rules" = tracing::field::Empty,
-            "reasonix.posture" = tracing::field::Empty,
-            "reasonix.policy_revision" = tracing::field::Empty,
         );
         let _entered = span.enter();
         let mut laps = Laps::start();
@@ -654,14 +648,14 @@ impl Gate {
                     let a = judgement.admission();
                     laps.report(a.verdict.as_str(), a.stage.as_str());
                 }
-                judgement.admission().record_on(&span);
+                laps.export(judgement.admission());
                 judgement
             }
             Err(Invalid { id, tool, message }) => {
                 laps.report("invalid", Stage::Validate.as_str());
                 let mut a = Admission::invalid(id, tool, &message, self.posture);
                 a.policy_revision = current.session.policy_revision.clone();
-                a.record_on(&span);
+                laps.export(&a);
                 Judgement::Refused(a)
             }
         }
@@ -674,12 +668,9 @@ impl Gate {
         current: &Current,
         laps: &mut Laps,
     ) -> Result<Judgement, Invalid> {
-        // A span per stage: a child of the call's span (OpenTelemetry export; nothing otherwise).
+        // Each stage as its lap names it (OpenTelemetry export makes a span of each).
         macro_rules! stage {
-            ($name:literal, $e:expr) => {{
-                let _stage = tracing::debug_span!($name).entered();
-                $e
-            }};
+            ($name:literal, $e:expr) => {{ $e }};
         }
         let targeted = stage!("gate.target", target::target(&self.registry, call)?);
         laps.lap(0);
@@ -814,10 +805,15 @@ impl Gate {
     }
 }
 
-/// Each stage's duration for the `judged` event, measured only when debug logs are on.
+/// Each stage's duration for the `judged` event and OpenTelemetry's stage spans, measured only
+/// when debug logs or export are on.
 struct Laps {
     /// When the last stage ended; `None` when nobody listens.
     last: Option<Instant>,
+    /// When the first began, on the wall clock (for export; the epoch when export is off).
+    began: std::time::SystemTime,
+    /// Stages ended.
+    done: usize,
     /// Microseconds per stage: target, validate, classify, resolve, policy, sandbox, plan,
     /// approve.
     us: [u64; 8],
@@ -825,10 +821,47 @@ struct Laps {
 
 impl Laps {
     fn start() -> Laps {
+        let export = crate::telemetry::on();
         Laps {
-            last: tracing::enabled!(tracing::Level::DEBUG).then(Instant::now),
+            last: (export || tracing::enabled!(tracing::Level::DEBUG)).then(Instant::now),
+            began: if export {
+                std::time::SystemTime::now()
+            } else {
+                std::time::UNIX_EPOCH
+            },
+            done: 0,
             us: [0; 8],
         }
+    }
+
+    /// The stages' span names, in order.
+    const NAMES: [&'static str; 8] = [
+        "gate.target",
+        "gate.validate",
+        "gate.classify",
+        "gate.resolve",
+        "gate.policy",
+        "gate.sandbox",
+        "gate.plan",
+        "gate.approve",
+    ];
+
+    /// With OpenTelemetry export on: the call's span and a child per stage that ran, with the
+    /// admission's `reasonix.*` attributes (under the span the caller made current: a run's
+    /// `execute_tool`, a `check` batch).
+    fn export(&self, a: &Admission) {
+        let Some(last) = self.last.filter(|_| crate::telemetry::on()) else {
+            return;
+        };
+        let mut us = self.us;
+        // The stage that found an invalid call ran too, without a lap: it ended now.
+        if self.done < us.len() {
+            us[self.done] = u64::try_from(last.elapsed().as_micros()).unwrap_or(u64::MAX);
+        }
+        let ran = (self.done + 1).min(us.len());
+        let stages: Vec<(&'static str, u64)> =
+            Self::NAMES.iter().copied().zip(us).take(ran).collect();
+        crate::telemetry::gate_spans(self.began, &stages, a.attributes());
     }
 
     fn on(&self) -> bool {
@@ -841,11 +874,12 @@ impl Laps {
             let now = Instant::now();
             self.us[i] = u64::try_from(now.duration_since(last).as_micros()).unwrap_or(u64::MAX);
             self.last = Some(now);
+            self.done = i + 1;
         }
     }
 
     fn report(&self, verdict: &str, stage: &str) {
-        if self.on() {
+        if self.on() && tracing::enabled!(tracing::Level::DEBUG) {
             let [
                 target,
                 validate,

@@ -141,6 +141,33 @@ pub struct Admission {
 }
 
 impl Admission {
+    /// Its `reasonix.*` attributes for OpenTelemetry export ([`crate::telemetry`]): tool,
+    /// verdict, stage, the rules that decided (comma-separated), posture, policy revision, and
+    /// the call's id as `gen_ai.tool.call.id`.
+    pub fn attributes(&self) -> Vec<opentelemetry::KeyValue> {
+        use opentelemetry::KeyValue;
+        let decisive: Vec<&str> = self
+            .rules
+            .iter()
+            .filter(|r| r.decisive)
+            .map(|r| r.id.as_str())
+            .collect();
+        let mut out = vec![
+            KeyValue::new("reasonix.tool", self.tool.clone().unwrap_or_default()),
+            KeyValue::new("reasonix.verdict", self.verdict.as_str()),
+            KeyValue::new("reasonix.stage", self.stage.as_str()),
+            KeyValue::new("reasonix.rules", decisive.join(",")),
+            KeyValue::new("reasonix.posture", self.posture.as_str()),
+        ];
+        if let Some(r) = &self.policy_revision {
+            out.push(KeyValue::new("reasonix.policy_revision", r.clone()));
+        }
+        if let Some(id) = &self.id {
+            out.push(KeyValue::new("gen_ai.tool.call.id", id.clone()));
+        }
+        out
+    }
+
     /// Records its `reasonix.*` attributes on `span`, which declares them (the gate's `call`
     /// span, a run's `execute_tool` span), for OpenTelemetry export ([`crate::telemetry`]):
     /// tool, verdict, stage, the rules that decided (comma-separated), posture, policy revision.

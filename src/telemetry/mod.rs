@@ -252,17 +252,12 @@ impl Telemetry {
         }))
     }
 
-    /// Fills the [`Slot`] with the layer that makes the crate's spans OTel spans (the `run`,
-    /// `check`, `execute_tool`, `chat` and gate `call` spans, and what they record), and has
-    /// every callsite's interest asked again.
+    /// Hands the bridge ([`bridge`]) the SDK's tracer, and has every callsite's interest
+    /// asked again: the crate's spans now become OTel spans.
     pub fn install(&self) {
-        let layer = tracing_opentelemetry::layer()
-            .with_tracer(self.traces.tracer("reasonix"))
-            .with_location(false)
-            .with_threads(false)
-            .with_target(false)
-            .with_tracked_inactivity(false);
-        let _ = LAYER.set(layer);
+        let _ = BOXED.set(opentelemetry::global::BoxedTracer::new(Box::new(
+            self.traces.tracer("reasonix"),
+        )));
         tracing::callsite::rebuild_interest_cache();
     }
     /// Sends what waits (a few seconds at most) and stops: what was exported and dropped.
@@ -278,107 +273,170 @@ impl Telemetry {
     }
 }
 
-type OtelLayer = tracing_opentelemetry::OpenTelemetryLayer<
-    tracing_subscriber::Registry,
-    opentelemetry_sdk::trace::SdkTracer,
->;
+/// The tracer the `tracing` bridge is built with when the logs are set up, before the settings
+/// are read: it hands each span to the SDK's tracer once export has started
+/// ([`Telemetry::install`]), and to a no-op tracer before. The bridge's layer sits in the
+/// subscriber from the start, filtered by [`bridge_wants`], so its span extensions (the OTel
+/// context of a `tracing` span) are reachable.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LateTracer;
 
-static LAYER: OnceLock<OtelLayer> = OnceLock::new();
+static BOXED: OnceLock<opentelemetry::global::BoxedTracer> = OnceLock::new();
+static NOOP: std::sync::LazyLock<opentelemetry::global::BoxedTracer> =
+    std::sync::LazyLock::new(|| {
+        opentelemetry::global::BoxedTracer::new(Box::new(
+            opentelemetry::trace::noop::NoopTracer::new(),
+        ))
+    });
 
-/// A place in the subscriber for the OpenTelemetry layer, set up with the logs before the
-/// settings are read and filled by [`Telemetry::install`] once they are. Filter it with
-/// [`slot_wants`]: while export is off no callsite is enabled for it, so it costs nothing.
-/// Attributes are span fields, declared empty and recorded, so nothing
-/// needs the bridge's span extensions.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Slot;
+impl opentelemetry::trace::Tracer for LateTracer {
+    type Span = opentelemetry::global::BoxedSpan;
 
-/// Whether the slot wants this callsite: the crate's spans (not its log events), while export
-/// is on.
-pub fn slot_wants(m: &tracing::Metadata<'_>) -> bool {
-    on() && LAYER.get().is_some() && m.is_span() && m.target().starts_with("reasonix")
-}
-
-impl tracing_subscriber::Layer<tracing_subscriber::Registry> for Slot {
-    fn on_new_span(
+    fn build_with_context(
         &self,
-        attrs: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_new_span(attrs, id, ctx);
-        }
-    }
-    fn on_record(
-        &self,
-        span: &tracing::span::Id,
-        values: &tracing::span::Record<'_>,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_record(span, values, ctx);
-        }
-    }
-    fn on_follows_from(
-        &self,
-        span: &tracing::span::Id,
-        follows: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_follows_from(span, follows, ctx);
-        }
-    }
-    fn on_event(
-        &self,
-        event: &tracing::Event<'_>,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_event(event, ctx);
-        }
-    }
-    fn on_enter(
-        &self,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_enter(id, ctx);
-        }
-    }
-    fn on_exit(
-        &self,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_exit(id, ctx);
-        }
-    }
-    fn on_close(
-        &self,
-        id: tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_close(id, ctx);
-        }
-    }
-    fn on_id_change(
-        &self,
-        old: &tracing::span::Id,
-        new: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, tracing_subscriber::Registry>,
-    ) {
-        if let Some(l) = LAYER.get() {
-            l.on_id_change(old, new, ctx);
-        }
+        builder: opentelemetry::trace::SpanBuilder,
+        parent_cx: &opentelemetry::Context,
+    ) -> Self::Span {
+        BOXED
+            .get()
+            .unwrap_or(&NOOP)
+            .build_with_context(builder, parent_cx)
     }
 }
 
-/// A finished call, for the `reasonix.calls` counter and the admission histogram.
+/// The bridge's layer: the crate's `tracing` spans (`run`, `check`, `chat`, `execute_tool`,
+/// `jail.run`) become OTel spans while export is on. The gate's own spans (a call's judgement
+/// and its stages) are made apart, cheaply ([`gate_spans`]).
+pub fn bridge<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer as _;
+    tracing_opentelemetry::layer()
+        .with_tracer(LateTracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
+        .with_filter(tracing_subscriber::filter::filter_fn(bridge_wants))
+}
+
+/// Whether the bridge wants this callsite: the crate's spans (not its log events, not the
+/// gate's `call` span), while export is on. Off, no callsite is enabled for it (interest is
+/// asked again when export starts and ends), so it costs nothing.
+pub fn bridge_wants(m: &tracing::Metadata<'_>) -> bool {
+    on() && m.is_span() && m.target().starts_with("reasonix") && m.name() != "call"
+}
+
+thread_local! {
+    /// The OTel span the gate's spans on this thread belong to (a run's `execute_tool`, a
+    /// `check` batch).
+    static PARENT: std::cell::RefCell<Option<opentelemetry::trace::SpanContext>> =
+        const { std::cell::RefCell::new(None) };
+    /// Span ids: a xorshift state per thread, seeded at random.
+    static IDS: std::cell::Cell<u64> = std::cell::Cell::new({
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(0x9e37_79b9_7f4a_7c15);
+        h.finish() | 1
+    });
+}
+
+fn span_id() -> opentelemetry::trace::SpanId {
+    IDS.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        opentelemetry::trace::SpanId::from(x.max(1))
+    })
+}
+
+/// Restores the thread's previous parent when dropped.
+pub struct Parent(Option<opentelemetry::trace::SpanContext>);
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        PARENT.with(|p| *p.borrow_mut() = previous);
+    }
+}
+
+/// The OTel span context of a `tracing` span, while export is on.
+pub fn context_of(span: &tracing::Span) -> Option<opentelemetry::trace::SpanContext> {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if !on() || span.is_disabled() {
+        return None;
+    }
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    sc.is_valid().then_some(sc)
+}
+
+/// Makes `parent` the span the gate's spans on this thread belong to, until the guard drops.
+pub fn parent(parent: Option<opentelemetry::trace::SpanContext>) -> Parent {
+    Parent(PARENT.with(|p| std::mem::replace(&mut *p.borrow_mut(), parent)))
+}
+
+/// The gate's spans of one judgement, made directly as span data and queued in one message: the
+/// `call` span (from `start`, as long as the stages took) and under it a span per stage that
+/// ran (`stage_us`, in order), under the thread's [`parent`]. Nothing without one.
+pub fn gate_spans(
+    start: std::time::SystemTime,
+    stages: &[(&'static str, u64)],
+    attributes: Vec<KeyValue>,
+) {
+    use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
+    use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+    if !on() {
+        return;
+    }
+    let Some(parent) = PARENT.with(|p| p.borrow().clone()) else {
+        return;
+    };
+    let scope =
+        SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
+    let context = |id| {
+        SpanContext::new(
+            parent.trace_id(),
+            id,
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        )
+    };
+    let data = |id, parent_id, name: &'static str, start, end, attributes| SpanData {
+        span_context: context(id),
+        parent_span_id: parent_id,
+        parent_span_is_remote: false,
+        span_kind: SpanKind::Internal,
+        name: std::borrow::Cow::Borrowed(name),
+        start_time: start,
+        end_time: end,
+        attributes,
+        dropped_attributes_count: 0,
+        events: SpanEvents::default(),
+        links: SpanLinks::default(),
+        status: Status::Unset,
+        instrumentation_scope: scope.clone(),
+    };
+    let call = span_id();
+    let mut spans = Vec::with_capacity(stages.len() + 1);
+    let mut at = start;
+    for (name, us) in stages {
+        let end = at + Duration::from_micros(*us);
+        spans.push(data(span_id(), call, name, at, end, Vec::new()));
+        at = end;
+    }
+    spans.push(data(call, parent.span_id(), "call", start, at, attributes));
+    queue::push(spans);
+}
+
+static SCOPE: OnceLock<opentelemetry::InstrumentationScope> = OnceLock::new();
+
+/// A finished call, for the `reasonix.calls` counter/// A finished call, for the `reasonix.calls` counter and the admission histogram.
 pub fn call_judged(tool: &str, verdict: &str, outcome: Option<&str>, admission: Duration) {
     if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
         let attrs = [

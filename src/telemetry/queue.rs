@@ -17,6 +17,8 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 enum Message {
     Span(Box<SpanData>),
+    /// Spans made apart (the gate's), queued together.
+    Spans(Vec<SpanData>),
     /// Send what waits, then answer.
     Flush(SyncSender<()>),
     /// Send what waits, then stop.
@@ -51,6 +53,21 @@ impl Stats {
     }
 }
 
+static DIRECT: std::sync::OnceLock<(SyncSender<Message>, Arc<Counts>)> = std::sync::OnceLock::new();
+
+/// Queues spans made apart (the gate's) in one message, without waiting: when the queue is
+/// full they are dropped and counted.
+pub fn push(spans: Vec<SpanData>) {
+    let Some((tx, counts)) = DIRECT.get() else {
+        return;
+    };
+    let n = spans.len() as u64;
+    match tx.try_send(Message::Spans(spans)) {
+        Ok(()) => counts.queued.fetch_add(n, Ordering::Relaxed),
+        Err(_) => counts.full.fetch_add(n, Ordering::Relaxed),
+    };
+}
+
 /// The span processor: never blocks `on_end`.
 #[derive(Debug)]
 pub struct QueueProcessor {
@@ -77,6 +94,7 @@ impl QueueProcessor {
             .name("reasonix-otel".into())
             .spawn(move || send_loop(exporter, rx, batch, flush, &thread_counts))?;
         let control = tx.clone();
+        let _ = DIRECT.set((tx.clone(), Arc::clone(&counts)));
         Ok((
             QueueProcessor {
                 tx,
@@ -140,6 +158,13 @@ fn send_loop<E: SpanExporter>(
                     since = Instant::now();
                 }
             }
+            Ok(Message::Spans(spans)) => {
+                waiting.extend(spans);
+                if waiting.len() >= batch {
+                    send(&mut waiting);
+                    since = Instant::now();
+                }
+            }
             Ok(Message::Flush(done)) => {
                 send(&mut waiting);
                 since = Instant::now();
@@ -147,8 +172,12 @@ fn send_loop<E: SpanExporter>(
             }
             Ok(Message::Stop(done)) => {
                 // Spans queued before the stop are still in the channel: take them too.
-                while let Ok(Message::Span(span)) = rx.try_recv() {
-                    waiting.push(*span);
+                while let Ok(m) = rx.try_recv() {
+                    match m {
+                        Message::Span(span) => waiting.push(*span),
+                        Message::Spans(spans) => waiting.extend(spans),
+                        _ => {}
+                    }
                     if waiting.len() >= batch {
                         send(&mut waiting);
                     }
