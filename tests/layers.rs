@@ -51,6 +51,7 @@ const ORDER: &[&str] = &[
     "hooks",
     "lease",
     "execute",
+    "seal",
     "record",
     "decisions",
     "rewind",
