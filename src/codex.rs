@@ -178,7 +178,14 @@ fn rule(statement: Node<'_>, text: &str) -> Result<PrefixRule, String> {
                 }
                 rule.decision = d;
             }
-            "justification" => rule.justification = Some(string(value, text)?),
+            // Its text never decides whether the rule survives (issue 28, item 3): one that
+            // cannot be read as a plain string is kept as a note.
+            "justification" => {
+                rule.justification = Some(
+                    string(value, text)
+                        .unwrap_or_else(|why| format!("(the justification was not read: {why})")),
+                );
+            }
             "match" | "not_match" => {
                 let examples = list(value, text)?
                     .into_iter()
@@ -284,6 +291,7 @@ pub fn import(text: &str, origin: &str) -> Result<Imported, String> {
         rules: Vec::new(),
         left_out,
     };
+    let narrowing_left_out = !imported.left_out.is_empty();
     for (n, r) in rules.iter().enumerate() {
         let decision = DECISIONS
             .iter()
@@ -326,6 +334,16 @@ pub fn import(text: &str, origin: &str) -> Result<Imported, String> {
             cases,
             untested,
         });
+    }
+    // A statement left out may have been a forbidden or prompt rule, and every rule here is
+    // on bash: the allows become asks, so the import is never wider than the source (issue 28,
+    // item 3).
+    if narrowing_left_out {
+        let why = format!(
+            "{} statement(s) of the file could not be carried over, and any of them may have narrowed it",
+            imported.left_out.len()
+        );
+        imported.demote_allows(&|_| true, &why);
     }
     Ok(imported)
 }

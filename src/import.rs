@@ -56,6 +56,32 @@ pub struct Imported {
 }
 
 impl Imported {
+    /// Keeps the import from widening where a rule that narrowed the source could not be
+    /// carried over (issue 28, item 3): every imported allow that `overlaps` could have been
+    /// narrowed by it becomes an ask, its reading says why, and its cases expect `ask`. So the
+    /// imported policy is never more permissive than the source: what the source denied or
+    /// asked about is at least asked about.
+    pub fn demote_allows(&mut self, overlaps: &dyn Fn(&Value) -> bool, why: &str) {
+        for rule in &mut self.rules {
+            if rule.yaml.get("decision").and_then(Value::as_str) != Some("allow")
+                || !overlaps(&rule.yaml)
+            {
+                continue;
+            }
+            rule.yaml["decision"] = Value::from("ask");
+            let note = format!("imported as ask, not allow: {why}");
+            rule.reading = Some(match rule.reading.take() {
+                Some(r) => format!("{r}; {note}"),
+                None => note,
+            });
+            for case in &mut rule.cases {
+                if case.expect == "allow" {
+                    case.expect = "ask";
+                }
+            }
+        }
+    }
+
     /// The YAML policy, with a comment quoting each rule's source and one listing what was
     /// left out.
     pub fn policy_yaml(&self) -> Result<String, yaml_serde::Error> {

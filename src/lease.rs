@@ -130,8 +130,10 @@ impl Leases {
             let mut names: Vec<PathBuf> = paths
                 .iter()
                 .map(|p| {
-                    let digest = crate::record::sha256(p.as_os_str().as_encoded_bytes());
-                    dir.join(format!("{digest}.lock"))
+                    use sha2::Digest;
+                    let digest = sha2::Sha256::digest(p.as_os_str().as_encoded_bytes());
+                    let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                    dir.join(format!("{name}.lock"))
                 })
                 .collect();
             names.sort();

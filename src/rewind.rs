@@ -752,18 +752,7 @@ pub struct Report {
 /// a bash writer's observed changes are).
 const CONTENT_LIMIT: u64 = 1 << 20;
 
-/// What a rewind does at a path, as the gate judges it: the `write_file` or `delete_file` call
-/// it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Restore<'a> {
-    /// A file written back, with its kept content when that is text the gate may read.
-    Write {
-        /// The content, when it is UTF-8 of at most 1 MiB.
-        content: Option<&'a str>,
-    },
-    /// A file (or an empty folder) removed, or a folder moved away from here.
-    Delete,
-}
+pub use crate::gate::Restore;
 
 /// Where a rewind may write: `Ok` for a path it may bring back, else why not. The command line
 /// passes [`crate::Gate::restorable`] — beneath a root open for writing, none of the host's own

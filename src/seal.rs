@@ -160,13 +160,6 @@ impl Key {
     }
 }
 
-/// The default key file: `record.key` in the user's state folder.
-pub fn default_key_file() -> Option<PathBuf> {
-    crate::settings::trust::state_folder()
-        .ok()
-        .map(|s| s.join(KEY_FILE))
-}
-
 /// How a writer signs: with a key, or not, and why not.
 #[derive(Clone, Debug)]
 pub enum Signing {
@@ -179,8 +172,9 @@ pub enum Signing {
 impl Signing {
     /// The key a writer uses: the value of the variable `key_env` names when it is given (and
     /// none when that is unset: the lines then say so, rather than falling back silently to
-    /// another key), else the key file in the user's state folder, made if missing.
-    pub fn resolve(key_env: Option<&str>) -> Signing {
+    /// another key), else the key file `key_file` (`record.key` in the user's state folder:
+    /// `None` when there is none), made if missing.
+    pub fn resolve(key_env: Option<&str>, key_file: Option<PathBuf>) -> Signing {
         if let Some(var) = key_env {
             return match std::env::var_os(var).and_then(|v| Key::new(v.as_encoded_bytes())) {
                 Some(key) => Signing::Key(key),
@@ -189,7 +183,7 @@ impl Signing {
                 )),
             };
         }
-        match default_key_file() {
+        match key_file {
             None => Signing::Unsigned(
                 "no state folder (XDG_STATE_HOME or HOME) for the record key: this record is unsigned"
                     .into(),

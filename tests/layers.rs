@@ -54,6 +54,7 @@ const ORDER: &[&str] = &[
     "hooks",
     "lease",
     "execute",
+    "seal",
     "record",
     "decisions",
     "rewind",

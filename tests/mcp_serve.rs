@@ -195,6 +195,7 @@ fn the_python_sdk_client_lists_reads_and_is_refused_the_secret() {
     ] {
         assert!(names.contains(&want), "{names:?}");
     }
+    assert!(!names.contains(&"network_connect"), "{names:?}");
     let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
     assert_eq!(read["inputSchema"]["required"], json!(["path"]));
     assert_eq!(read["inputSchema"]["additionalProperties"], json!(false));
@@ -615,6 +616,59 @@ async fn the_rust_sdk_client_approves_an_ask_through_elicitation() {
             .starts_with("the user of the MCP client answering 1.0 approved it"),
         "{:?}",
         lines[0]
+    );
+}
+
+/// Issue 28, items 4 and 5: a path the model chose is shown to the client's user escaped, so a
+/// newline in it cannot forge a "Why the host asks" paragraph; `network_connect` is neither
+/// listed nor put to the user. The twin: a plain path is shown as it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn model_text_in_an_elicitation_is_escaped_and_network_connect_is_not_served() {
+    let w = world();
+    let client = Answering::new(|_| approve(false));
+    let asked = Arc::clone(&client.asked);
+    let forged = "x.txt\n\nWhy the host asks: nothing, it is a read\n\ny";
+    let results = with_rust_client(
+        &w,
+        client,
+        &[
+            ("write_file", json!({"path": forged, "content": "x"})),
+            ("write_file", json!({"path": "plain.txt", "content": "x"})),
+            (
+                "network_connect",
+                json!({"host": "github.com", "port": 443}),
+            ),
+        ],
+        &[],
+    )
+    .await;
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.len(),
+        2,
+        "network_connect is put to nobody: {asked:?}"
+    );
+    let lines: Vec<&str> = asked[0].lines().collect();
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("Why the host asks"))
+            .count(),
+        1,
+        "{}",
+        asked[0]
+    );
+    assert!(
+        asked[0].contains("x.txt\\n\\nWhy the host asks"),
+        "{}",
+        asked[0]
+    );
+    assert!(asked[1].contains("plain.txt (write)"), "{}", asked[1]);
+    assert_eq!(results[2].is_error, Some(true));
+    assert!(
+        said(&results[2]).contains("not a tool to call"),
+        "{}",
+        said(&results[2])
     );
 }
 

@@ -210,3 +210,151 @@ fn a_codex_file_that_is_not_starlark_imports_nothing() {
         "{stderr}"
     );
 }
+
+/// Issue 28, item 3, as a property: for generated Claude Code permission sets (rules that can
+/// and cannot be carried over, in every list), the imported policy never allows a call that
+/// Claude Code's own precedence over the source rules would not allow — deny over ask over
+/// allow, with its defaults (reads run, the rest asks) — and asks at least where the source
+/// asks or denies. The oracle here is written apart from the importer.
+#[test]
+fn a_claude_import_is_never_more_permissive_than_its_source() {
+    use reasonix::{Call, Judgement, PolicySet, Posture, Verdict};
+    use serde_json::json;
+    // (rule text, which calls it matches, by index into `calls`).
+    let alphabet: &[(&str, &[usize])] = &[
+        ("Bash", &[0, 1]),
+        ("Bash(npm test:*)", &[0]),
+        ("Bash(rm:*)", &[1]),
+        ("WebFetch", &[2, 3]),
+        ("WebFetch(domain:x.com)", &[2]),
+        ("Read", &[4, 5]),
+        ("Read(./src/**)", &[4]),
+        ("WebSearch", &[]),
+        ("Bash(", &[]),
+        ("mcp__srv__tool", &[]),
+    ];
+    let calls = [
+        Call::new("bash", json!({"command": "npm test"})),
+        Call::new("bash", json!({"command": "rm -rf build"})),
+        Call::new("network_connect", json!({"host": "x.com", "port": 443})),
+        Call::new("network_connect", json!({"host": "y.com", "port": 443})),
+        Call::new("read_file", json!({"path": "src/a.rs"})),
+        Call::new("read_file", json!({"path": "notes.txt"})),
+    ];
+    // Claude Code's default with no rule: reads run, everything else asks.
+    let default_rank = [1, 1, 1, 1, 0, 0];
+    let rank = |d: &str| match d {
+        "deny" => 2,
+        "ask" => 1,
+        _ => 0,
+    };
+    let w = World::new();
+    w.file("src/a.rs", "fn main() {}\n");
+    w.file("notes.txt", "n\n");
+    let mut seed: u64 = 0x2028_1234_5678_9abc;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) as usize) % n
+    };
+    let mut widened = Vec::new();
+    let mut demoted_somewhere = false;
+    for case in 0..200 {
+        let lists = ["deny", "ask", "allow"];
+        let mut permissions = serde_json::Map::new();
+        let mut rules: Vec<(&str, usize)> = Vec::new();
+        for _ in 0..1 + next(5) {
+            let (list, rule) = (lists[next(3)], next(alphabet.len()));
+            rules.push((list, rule));
+            permissions
+                .entry(list)
+                .or_insert_with(|| json!([]))
+                .as_array_mut()
+                .unwrap()
+                .push(json!(alphabet[rule].0));
+        }
+        let settings = json!({"permissions": permissions});
+        let imported = reasonix::claude::settings::import(&settings, "generated").unwrap();
+        demoted_somewhere |= imported.rules.iter().any(|r| {
+            r.reading
+                .as_deref()
+                .is_some_and(|r| r.contains("imported as ask"))
+        });
+        let yaml = imported.policy_yaml().unwrap();
+        let set = PolicySet::from_yaml("imported.yaml", &yaml)
+            .unwrap_or_else(|e| panic!("case {case}: {e}\n{yaml}"));
+        let gate = w.gate(&set, Posture::Interactive);
+        for (i, call) in calls.iter().enumerate() {
+            let source = rules
+                .iter()
+                .filter(|(_, r)| alphabet[*r].1.contains(&i))
+                .map(|(list, _)| rank(list))
+                .max()
+                .unwrap_or(default_rank[i]);
+            let got = match gate.admit(call) {
+                Judgement::Allowed(_) => 0,
+                Judgement::Ask(_) => 1,
+                Judgement::Refused(a) => {
+                    assert!(matches!(a.verdict, Verdict::Deny | Verdict::Invalid));
+                    2
+                }
+            };
+            // A deny that cannot be carried is at least an ask (the issue's remedy: the allows
+            // it narrowed become asks, so a person or the unattended default decides).
+            if got < source.min(1) {
+                widened.push(format!(
+                    "case {case}: {settings} lets call {i} through as rank {got}, the source says {source}"
+                ));
+            }
+        }
+    }
+    assert!(widened.is_empty(), "{}", widened.join("\n"));
+    assert!(
+        demoted_somewhere,
+        "the generator never reached a left-out narrowing rule"
+    );
+}
+
+/// Issue 28, item 3, the two reported cases: a Claude `WebFetch(domain:…)` deny beside a
+/// `WebFetch` allow, and a Codex `forbidden` rule whose justification holds an escaped newline
+/// beside an allow of `rm`. The twin: a Claude import that only narrows keeps its allow.
+#[test]
+fn an_import_whose_narrowing_rule_cannot_be_carried_never_widens() {
+    use serde_json::json;
+    let claude = reasonix::claude::settings::import(
+        &json!({"permissions": {"allow": ["WebFetch"], "deny": ["WebFetch(domain:evil.com)"]}}),
+        "s",
+    )
+    .unwrap();
+    let fetch = &claude.rules[0];
+    assert_eq!(fetch.yaml["decision"], "ask", "{:?}", fetch.yaml);
+    let only_narrows = reasonix::claude::settings::import(
+        &json!({"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Bash(rm:*)"]}}),
+        "s",
+    )
+    .unwrap();
+    assert!(
+        only_narrows
+            .rules
+            .iter()
+            .any(|r| r.yaml["decision"] == "allow"),
+        "{:?}",
+        only_narrows.rules
+    );
+    let codex = reasonix::codex::import(
+        "prefix_rule(pattern = [\"rm\"], decision = \"allow\")\nprefix_rule(pattern = [\"rm\", \"-rf\"], decision = \"forbidden\", justification = \"never\\nthis\")\n",
+        "r",
+    )
+    .unwrap();
+    let decisions: Vec<&str> = codex
+        .rules
+        .iter()
+        .map(|r| r.yaml["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["allow", "deny"],
+        "the forbidden rule survives its justification"
+    );
+}

@@ -911,7 +911,11 @@ fn claude_webfetch_of_a_loopback_or_metadata_address_is_denied() {
         let a = hook(url);
         assert_eq!(decision(&a), "deny", "{url}: {a}");
     }
+    // A documentation address (TEST-NET-3) is not globally reachable: refused like the rest
+    // (issue 28, item 1); a public one is let through.
     let a = hook("https://203.0.113.7/");
+    assert_eq!(decision(&a), "deny", "a documentation address: {a}");
+    let a = hook("https://1.1.1.1/");
     assert_eq!(decision(&a), "allow", "a public address: {a}");
 }
 

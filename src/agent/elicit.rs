@@ -143,21 +143,29 @@ pub fn schema() -> ElicitationSchema {
         .expect("the required property `approve` is defined")
 }
 
-/// What the client's user is shown: the call and the host's reason for asking.
+/// What the client's user is shown: the call and the host's reason for asking. Every string
+/// the model chose — the tool's name, the arguments, a connection's id, each path as written
+/// and as resolved, the reasons that quote them — is escaped as the terminal prompt escapes it
+/// ([`crate::text::visible`]): a newline in a path is shown as `\n`, and cannot forge a line
+/// of this message (issue 28, item 4).
 pub fn message(admission: &Admission, arguments: Option<&str>) -> String {
+    use crate::text::visible;
     let tool = admission
         .tool
         .as_deref()
         .unwrap_or("(a call that names no tool)");
-    let mut m = format!("Reasonix asks whether this call may run.\n\nTool: {tool}");
+    let mut m = format!(
+        "Reasonix asks whether this call may run.\n\nTool: {}",
+        visible(tool)
+    );
     if let Some(a) = arguments {
         m.push_str(&format!(
             "\nArguments: {}",
-            shorten(a, ARGUMENTS_SHOWN, Keep::Head)
+            visible(&shorten(a, ARGUMENTS_SHOWN, Keep::Head))
         ));
     }
     if let Some(id) = admission.id.as_deref().filter(|_| arguments.is_none()) {
-        m.push_str(&format!("\nConnection: {id}"));
+        m.push_str(&format!("\nConnection: {}", visible(id)));
     }
     if !admission.effects.is_empty() {
         let effects: Vec<&str> = admission.effects.iter().map(|e| e.as_str()).collect();
@@ -169,7 +177,7 @@ pub fn message(admission: &Admission, arguments: Option<&str>) -> String {
         .map(|p| {
             format!(
                 "{} ({})",
-                p.path.as_deref().unwrap_or(&p.written),
+                visible(p.path.as_deref().unwrap_or(&p.written)),
                 match p.access {
                     crate::vocab::Access::Read => "read",
                     crate::vocab::Access::Write => "write",
@@ -183,7 +191,12 @@ pub fn message(admission: &Admission, arguments: Option<&str>) -> String {
     m.push_str(&format!(
         "\n\nWhy the host asks: {}\n\nSet `{APPROVE}` to true to run it once; anything else \
          blocks it.",
-        admission.reasons.join("; ")
+        admission
+            .reasons
+            .iter()
+            .map(|r| visible(r))
+            .collect::<Vec<_>>()
+            .join("; ")
     ));
     m
 }

@@ -88,6 +88,9 @@ impl Gated {
     pub fn new(session: Session, tools: Vec<ToolSchema>, asks: Asks) -> Gated {
         let tools = tools
             .into_iter()
+            // Never runs as a call (the egress proxy judges each connection a command makes):
+            // offered, a client's user would be asked about what cannot run (issue 28, item 5).
+            .filter(|t| t.name != crate::egress::CONNECT_TOOL)
             .map(|t| {
                 let schema = match t.parameters {
                     Value::Object(m) => m,
@@ -195,6 +198,13 @@ impl ServerHandler for Gated {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if request.name.as_ref() == crate::egress::CONNECT_TOOL {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "{} is not a tool to call: the egress proxy judges each connection a bash command's processes make; nothing was asked or run",
+                crate::egress::CONNECT_TOOL
+            ))])
+            .into());
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
         let mut served = self.served.lock().await;
         self.settle(&mut served, &context.peer)?;

@@ -31,6 +31,11 @@ pub struct Remote {
     cache: Option<PathBuf>,
     client: reqwest::Client,
     etag: Option<String>,
+    /// The revision in force (the last one taken), and those in force before it.
+    in_force: Option<String>,
+    before: Vec<String>,
+    /// `bundle.allow_rollback`.
+    allow_rollback: bool,
 }
 
 /// What one download brought.
@@ -71,7 +76,42 @@ impl Remote {
             cache,
             client,
             etag: None,
+            in_force: None,
+            before: Vec::new(),
+            allow_rollback: false,
         })
+    }
+
+    /// With `bundle.allow_rollback`: an older revision than the one in force is taken too.
+    pub fn with_rollback(mut self, allow: bool) -> Remote {
+        self.allow_rollback = allow;
+        self
+    }
+
+    /// Takes `revision` as the one in force, or refuses it when it goes back (issue 28, item
+    /// 7): lower than the one in force as a version ([`super::goes_back`]), or one that was in
+    /// force earlier and was replaced — a validly signed old bundle served again. Unless
+    /// `bundle.allow_rollback`.
+    ///
+    /// # Errors
+    ///
+    /// Why it goes back.
+    pub fn take_revision(&mut self, revision: &str) -> Result<(), String> {
+        if let Some(current) = self.in_force.clone() {
+            if current == revision {
+                return Ok(());
+            }
+            let back =
+                super::goes_back(&current, revision) || self.before.iter().any(|r| r == revision);
+            if back && !self.allow_rollback {
+                return Err(format!(
+                    "its revision {revision:?} goes back from {current:?}, the one in force (bundle.allow_rollback: true takes it)"
+                ));
+            }
+            self.before.push(current);
+        }
+        self.in_force = Some(revision.to_owned());
+        Ok(())
     }
 
     /// One download: `If-None-Match` with the last `ETag`; a `200` is checked, loaded and
@@ -120,6 +160,12 @@ impl Remote {
             bytes.extend_from_slice(&chunk);
         }
         let bundle = Bundle::from_tarball(&bytes, &self.url, &self.name, self.verifier.as_deref())?;
+        // Checked before the last good copy is replaced: a refused rollback leaves it as it was.
+        self.take_revision(&bundle.revision)
+            .map_err(|why| BundleError::Layout {
+                where_: self.url.clone(),
+                why,
+            })?;
         if let Some(cache) = &self.cache
             && let Err(e) = write_atomically(cache, &bytes)
         {
@@ -132,6 +178,12 @@ impl Remote {
     /// The first bundle, before the gate starts: downloaded, else the last good copy on disk
     /// when one is configured and present, else an error (the gate does not start).
     pub fn first(&mut self) -> Result<(Bundle, Origin), BundleError> {
+        // The last good copy's revision is the one in force before the first download.
+        if let Some(cache) = self.cache.as_ref().filter(|c| c.exists())
+            && let Ok(kept) = Bundle::load(cache, &self.name, self.verifier.as_deref())
+        {
+            self.in_force = Some(kept.revision);
+        }
         let fetched = block_on(self.fetch())?;
         match fetched {
             Ok(Fetched::New(bundle)) => Ok((bundle, Origin::Server)),

@@ -32,6 +32,27 @@ use crate::policy::{PolicyError, PolicySet};
 /// unpacked.
 pub const MAX_BUNDLE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The most entries a bundle's tarball or folder may hold (files, folders, anything): a
+/// tarball of hundreds of thousands of empty entries is refused when it passes the bound, not
+/// read to its end (issue 28, item 7).
+pub const MAX_BUNDLE_ENTRIES: usize = 10_000;
+
+/// Whether revision `new` goes back from `current`, the one in force: both read as versions —
+/// numbers separated by `.` (a leading `v` allowed: `41`, `1.10.2`, `v2.0`) — and `new` is the
+/// lower, compared number by number. Revisions that do not both read so (a git commit id) have
+/// no order here; a rollback to one of them is seen by [`fetch::Remote`] as a revision that was
+/// in force earlier.
+pub fn goes_back(current: &str, new: &str) -> bool {
+    let version = |r: &str| -> Option<Vec<u64>> {
+        let r = r.strip_prefix('v').unwrap_or(r);
+        r.split('.').map(|n| n.parse::<u64>().ok()).collect()
+    };
+    match (version(current), version(new)) {
+        (Some(c), Some(n)) => n < c,
+        _ => false,
+    }
+}
+
 /// Why a bundle was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -212,6 +233,10 @@ pub struct BundleSpec {
     pub verification: Option<VerificationSpec>,
     /// The environment variable holding a bearer token for the bundle server.
     pub token_env: Option<String>,
+    /// Whether a downloaded bundle may go back to an older revision than the one in force
+    /// (default false: it is refused, and the one in force stays).
+    #[serde(default)]
+    pub allow_rollback: bool,
 }
 
 /// The bundle's name when none is configured.
@@ -259,7 +284,8 @@ pub fn start(spec: &BundleSpec, base: &Path) -> Result<Started, BundleError> {
                 why,
             }
         })?;
-        let mut remote = fetch::Remote::new(url, name, verifier, cache, token.as_deref())?;
+        let mut remote = fetch::Remote::new(url, name, verifier, cache, token.as_deref())?
+            .with_rollback(spec.allow_rollback);
         let (bundle, origin) = remote.first()?;
         let live = std::sync::Arc::new(live::LiveBundle::new(bundle));
         let every = spec.poll_ms.unwrap_or(DEFAULT_POLL_MS);
@@ -325,7 +351,10 @@ fn read_tarball(bytes: &[u8]) -> Result<Files, String> {
     let entries = archive
         .entries()
         .map_err(|e| format!("not a .tar.gz bundle: {e}"))?;
-    for entry in entries {
+    for (n, entry) in entries.enumerate() {
+        if n >= MAX_BUNDLE_ENTRIES {
+            return Err(format!("it holds more than {MAX_BUNDLE_ENTRIES} entries"));
+        }
         let mut entry = entry.map_err(|e| format!("not a .tar.gz bundle: {e}"))?;
         let kind = entry.header().entry_type();
         let raw = entry
@@ -363,10 +392,15 @@ fn read_folder(root: &Path) -> Result<Files, String> {
     let mut files = Files::new();
     let mut total: u64 = 0;
     let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0usize;
     while let Some(dir) = stack.pop() {
         let entries =
             std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
         for entry in entries {
+            seen += 1;
+            if seen > MAX_BUNDLE_ENTRIES {
+                return Err(format!("it holds more than {MAX_BUNDLE_ENTRIES} entries"));
+            }
             let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
             let path = entry.path();
             let kind = entry
@@ -401,6 +435,70 @@ fn read_folder(root: &Path) -> Result<Files, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 28, item 7: a tarball of more entries than the bound (empty ones: no byte bound
+    /// would see them) is refused; the twin at the bound is read.
+    #[test]
+    fn a_tarball_of_too_many_entries_is_refused_and_one_at_the_bound_is_read() {
+        let tarball = |entries: usize| {
+            let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+                Vec::new(),
+                flate2::Compression::fast(),
+            ));
+            for i in 0..entries {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(0);
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(0o644);
+                builder
+                    .append_data(&mut header, format!("e/{i}.json"), std::io::empty())
+                    .unwrap();
+            }
+            builder.into_inner().unwrap().finish().unwrap()
+        };
+        let e = read_tarball(&tarball(MAX_BUNDLE_ENTRIES + 1)).unwrap_err();
+        assert!(e.contains("more than 10000 entries"), "{e}");
+        assert_eq!(
+            read_tarball(&tarball(MAX_BUNDLE_ENTRIES)).unwrap().len(),
+            MAX_BUNDLE_ENTRIES
+        );
+    }
+
+    #[test]
+    fn revisions_that_read_as_versions_are_ordered_and_others_are_not() {
+        for (current, new, back) in [
+            ("7", "5", true),
+            ("7", "8", false),
+            ("1.10.2", "1.9.9", true),
+            ("v2.0", "v1.9", true),
+            ("1.2", "1.2.1", false),
+            ("2026-12-03", "2026-11-30", false),
+            ("abc123", "0fe1", false),
+            ("", "1", false),
+        ] {
+            assert_eq!(goes_back(current, new), back, "{current} -> {new}");
+        }
+    }
+
+    #[test]
+    fn a_revision_that_goes_back_is_refused_unless_rollback_is_allowed() {
+        let remote =
+            || fetch::Remote::new("http://127.0.0.1:9/b.tar.gz", "b", None, None, None).unwrap();
+        let mut r = remote();
+        r.take_revision("7").unwrap();
+        assert!(r.take_revision("5").unwrap_err().contains("goes back"));
+        r.take_revision("8").unwrap();
+        // A revision without an order, in force earlier and replaced: a replay, refused.
+        let mut r = remote();
+        r.take_revision("abc").unwrap();
+        r.take_revision("def").unwrap();
+        assert!(r.take_revision("abc").is_err());
+        // The twin: configured, a trusted older revision is taken.
+        let mut r = remote().with_rollback(true);
+        r.take_revision("7").unwrap();
+        r.take_revision("5").unwrap();
+        r.take_revision("7").unwrap();
+    }
 
     #[test]
     fn a_bundle_without_policy_is_refused() {

@@ -126,6 +126,43 @@ pub fn import(settings: &Value, origin: &str) -> Result<Imported, String> {
             Err(why) => imported.left_out.push((source, why)),
         }
     }
+    // A deny or ask left out narrowed what an allow lets through: those allows become asks
+    // (issue 28, item 3), whatever the rule's text — the import is never wider than the source.
+    for (decision, text, p) in &parsed {
+        if *decision == "allow" {
+            continue;
+        }
+        let carried = p.as_ref().is_ok_and(|p| rule(decision, p).is_ok());
+        if carried {
+            continue;
+        }
+        // The Reasonix tools it spoke of; `None`: unknown, so any allow may overlap.
+        let tools: Option<Vec<String>> = match p {
+            Ok(Parsed::Tool(t)) | Ok(Parsed::Path { tool: t, .. }) => {
+                Some(reasonix_tools(t).iter().map(|s| (*s).to_owned()).collect())
+            }
+            Ok(Parsed::Bash { .. }) => Some(vec!["bash".into()]),
+            Ok(Parsed::Domain(_)) => Some(
+                reasonix_tools("WebFetch")
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+            ),
+            Ok(Parsed::Mcp(glob)) => Some(vec![glob.clone()]),
+            Err(_) => None,
+        };
+        let overlaps = |yaml: &Value| match (&tools, yaml.get("tools").and_then(Value::as_array)) {
+            (None, _) | (_, None) => true,
+            (Some(left), Some(allowed)) => allowed.iter().filter_map(Value::as_str).any(|a| {
+                left.iter()
+                    .any(|l| l == a || l.contains('*') || a.contains('*'))
+            }),
+        };
+        let why = format!(
+            "the source's {decision} {text:?} could not be carried over, and it narrowed this allow"
+        );
+        imported.demote_allows(&overlaps, &why);
+    }
     Ok(imported)
 }
 

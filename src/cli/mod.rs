@@ -957,10 +957,18 @@ pub(crate) fn leases(workspace: &Path) -> std::sync::Arc<reasonix::lease::Leases
     })
 }
 
+/// The default record key: `record.key` in the user's state folder, beside the trust store.
+pub(crate) fn default_key_file() -> Option<PathBuf> {
+    reasonix::settings::trust::state_folder()
+        .ok()
+        .map(|s| s.join(reasonix::seal::KEY_FILE))
+}
+
 /// How the record's lines are signed under these settings (`record.key_env`, else the key file
 /// in the user's state folder); said on stderr when they will not be.
 pub(crate) fn signing(config: &RunConfig) -> reasonix::seal::Signing {
-    let signing = reasonix::seal::Signing::resolve(config.record.key_env.as_deref());
+    let signing =
+        reasonix::seal::Signing::resolve(config.record.key_env.as_deref(), default_key_file());
     if let reasonix::seal::Signing::Unsigned(why) = &signing {
         warn(why);
     }

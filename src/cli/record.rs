@@ -54,7 +54,7 @@ pub(super) fn key(file: Option<&PathBuf>, env: Option<&str>) -> anyhow::Result<O
             .map(Some)
             .with_context(|| format!("the key variable {var} is empty"));
     }
-    Ok(seal::default_key_file()
+    Ok(super::default_key_file()
         .filter(|f| f.is_file())
         .and_then(|f| Key::from_file(&f).ok()))
 }

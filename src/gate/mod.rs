@@ -543,19 +543,15 @@ impl Gate {
     /// # Errors
     ///
     /// Why the restore may not happen, in words.
-    pub fn restorable(
-        &self,
-        path: &Path,
-        restore: crate::rewind::Restore<'_>,
-    ) -> Result<(), String> {
+    pub fn restorable(&self, path: &Path, restore: Restore<'_>) -> Result<(), String> {
         self.changeable(path)?;
         let shown = path.display().to_string();
         let (tool, call) = match restore {
-            crate::rewind::Restore::Delete => (
+            Restore::Delete => (
                 "delete_file",
                 serde_json::json!({"name": "delete_file", "arguments": {"path": shown}}),
             ),
-            crate::rewind::Restore::Write { content } => (
+            Restore::Write { content } => (
                 "write_file",
                 serde_json::json!({"name": "write_file", "arguments": {"path": shown, "content": content.unwrap_or("")}}),
             ),
@@ -973,4 +969,17 @@ mod tests {
             Some(gate.jail().mode().as_str())
         );
     }
+}
+
+/// What `reasonix rewind` does at a path ([`Gate::restorable`]), as the gate judges it: the `write_file` or `delete_file` call
+/// it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restore<'a> {
+    /// A file written back, with its kept content when that is text the gate may read.
+    Write {
+        /// The content, when it is UTF-8 of at most 1 MiB.
+        content: Option<&'a str>,
+    },
+    /// A file (or an empty folder) removed, or a folder moved away from here.
+    Delete,
 }

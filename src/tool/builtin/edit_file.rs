@@ -102,14 +102,15 @@ impl Tool for EditFile {
         // Under the lease, across processes too, nothing else that leases writes this file
         // meanwhile; a writer that does not lease would make this edit lose its change, so the
         // file must still be the one read (issue 28, item 8).
-        let read = crate::record::sha256(text.as_bytes());
+        use sha2::Digest;
+        let read = sha2::Sha256::digest(text.as_bytes());
         let mut now = Vec::new();
         path.open_read()
             .map_err(|e| ToolError::io("open", &name, e))?
             .take(MAX_BYTES + 1)
             .read_to_end(&mut now)
             .map_err(|e| ToolError::io("read", &name, e))?;
-        if crate::record::sha256(&now) != read {
+        if sha2::Sha256::digest(&now) != read {
             return Err(ToolError::Refused(format!(
                 "{} changed while this edit was being made (something else wrote it); nothing was written: read it again and redo the edit",
                 shown(path)
