@@ -496,6 +496,8 @@ const READS: &[(&str, &str, &str, Reading)] = &[
     ("dropped", "reads", "printf %s $'a\\x00q'r", Reading::Commands(&[&["printf", "%s", "ar"]])),
     ("dropped", "reads", "cat <<EOF\n  $(rm -rf src)\nEOF", Reading::NotUnderstood),
     ("dropped", "reads", "cat <<EOF\n$\\\n(rm -rf src)\nEOF", Reading::NotUnderstood),
+    ("dropped", "reads", "cat <<EOF\n$(r\\\nm -rf src)\nEOF", Reading::NotUnderstood),
+    ("dropped", "reads", "echo \"$(r\\\nm -rf src)\"", Reading::Reports(&["rm", "-rf", "src"])),
     ("state", "reads", "declare -a 'x=($(rm -rf src))'", Reading::NotUnderstood),
     ("state", "reads", "set -k; ls X=1", Reading::NotUnderstood),
     ("dash", "reads", "find . -exec sh -c 'wc -l \"$1\"' _ {} \\;", Reading::Reports(&["wc", "-l", "$1"])),

@@ -1108,7 +1108,8 @@ fn effect_mismatches(a: &Analysis, t: &Traced, ws: &Path, home: &Path, tmp: &Pat
         })
         .collect();
     if a.unnamed_reads.is_empty() {
-        for r in t.reads.iter().filter(|r| r.starts_with(ws)) {
+        // A folder opened is listed (`find` with no operand opens `.`): names, not contents.
+        for r in t.reads.iter().filter(|r| r.starts_with(ws) && !r.is_dir()) {
             if !requests.iter().any(|q| r.starts_with(q)) {
                 out.push(format!("read {} that no request names", r.display()));
             }

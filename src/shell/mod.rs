@@ -329,10 +329,14 @@ pub struct Analysis {
     /// Folders (or instruction files, `make -f F`) that a program obeying its folder runs in
     /// or reads: `git -C D`, `make -C D`, `npm --prefix D`, `env --chdir=D git`, `cd D && git`.
     /// Judged as paths the call acts on, resolved and confined like any other: a symbolic
-    /// link to a folder outside the workspace is not the workspace.
+    /// link to a folder outside the workspace is not the workspace. (Policies see them among
+    /// the call's paths.)
+    #[serde(skip)]
     pub run_folders: Vec<String>,
     /// Files and folders programs write through their options (`sort -o F`, `tar -cf F`,
-    /// `tar -x -C D`), judged as paths the call changes.
+    /// `tar -x -C D`), judged as paths the call changes. (Policies see them among the call's
+    /// paths.)
+    #[serde(skip)]
     pub written_paths: Vec<String>,
     /// What the script may do.
     pub effects: BTreeSet<Effect>,

@@ -239,6 +239,9 @@ pub fn has_glob(raw: &str) -> bool {
 /// asks it of text tree-sitter left as plain text, so that a `$(...)` the parse dropped (after
 /// blanks that start a here-document line, after a backslash-newline) is never read as text.
 pub fn unexpanded(raw: &str) -> Option<String> {
+    if !raw.contains(['$', '`']) {
+        return None;
+    }
     // A backslash-newline is removed before anything is expanded (`$\<newline>(id)` is
     // `$(id)`); any other backslash escapes the character after it.
     let mut chars: Vec<char> = Vec::with_capacity(raw.len());

@@ -239,7 +239,8 @@ pub fn tar_absolute(_: &Command, parsed: &Parsed) -> Option<String> {
 /// option with the role [`Role::Writes`] (`sort -o F`, `tar -g F`), the archive `tar` creates
 /// or updates (`-cf F`), and the folder it extracts into (`-x -C D`). They are judged as
 /// paths the call changes, resolved and confined (a `-f` that is a symbolic link to a file
-/// outside the workspace writes there).
+/// outside the workspace writes there). A device (`-o /dev/null`) is left to the option's
+/// hazard, as before.
 pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
     use super::spec::Role;
     let words = &command.words[1..];
@@ -255,7 +256,11 @@ pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
     if matches!(command.basename(), "tar" | "gtar") {
         let creates = parsed.has_any(&["-c", "-r", "-u", "-A", "--delete"]);
         if creates && let Some(f) = parsed.get("-f").filter(|f| fixed(f)) {
-            out.extend(f.value.filter(|v| *v != "-").map(str::to_owned));
+            out.extend(
+                f.value
+                    .filter(|v| *v != "-" && !v.starts_with("/dev/"))
+                    .map(str::to_owned),
+            );
         }
         if parsed.has("-x")
             && let Some(folder) = parsed.get("-C").filter(|f| fixed(f)).and_then(|f| f.value)

@@ -191,6 +191,14 @@ impl Walker<'_> {
                                     self.missed(text);
                                 }
                                 run = part.end_byte();
+                                if self.text(part).contains("\\\n") {
+                                    // `$(r\<newline>m x)`: bash joins the lines of an
+                                    // unquoted body first; tree-sitter reads two words.
+                                    self.problem(format!(
+                                        "a backslash-newline inside {:?} of a here-document",
+                                        self.text(part)
+                                    ));
+                                }
                                 let w = self.word(part);
                                 body.dynamic.extend(w.dynamic);
                             }

@@ -326,8 +326,24 @@ impl super::Walker<'_> {
     /// shell's own command line), attributes the pre-pass did not see (`command declare -n`),
     /// and builtins that run code they are given as an option (`mapfile -C`, `compgen -C`).
     pub(super) fn shell_state(&mut self, index: usize) {
+        const READ: &[&str] = &[
+            "set",
+            "shopt",
+            "declare",
+            "typeset",
+            "local",
+            "mapfile",
+            "readarray",
+            "compgen",
+            "history",
+            "fc",
+        ];
         let command = &self.out.commands[index];
-        let Some(name) = command.trusted_name().map(str::to_owned) else {
+        let Some(name) = command
+            .trusted_name()
+            .filter(|n| READ.contains(n) || SHELLS.contains(n))
+            .map(str::to_owned)
+        else {
             return;
         };
         let words = &command.words[1..];
