@@ -416,6 +416,7 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     // workspace (`sort -o` still asks for its hazard, as it did before options wrote paths).
     ("writes", "benign", "sort -o /dev/null README.md", "ask"),
     ("writes", "benign", "sort -o /dev/stdout README.md", "ask"),
+    ("writes", "benign", "sort -o /dev/sda README.md", "deny"),
     ("writes", "default", "tar -xf a.tar -C out", "ask"),
     ("writes", "default", "script -q log.txt", "ask"),
     ("writes", "default", "script -q -c ls log.txt", "ask"),
