@@ -1,6 +1,6 @@
 //! A proposed tool call, and the parse stage that reads it from a provider's envelope.
 //!
-//! The contract (DESIGN.md) is `{"id"?: str, "name": str, "arguments": object | str}`; a string
+//! The contract (docs/DESIGN.md) is `{"id"?: str, "name": str, "arguments": object | str}`; a string
 //! `arguments` holds JSON, as OpenAI-style providers send it. The OpenAI tool-call shape
 //! `{"id", "type": "function", "function": {"name", "arguments"}}` is accepted too, so a
 //! provider's output can be piped into `reasonix check` unchanged.

@@ -34,8 +34,8 @@
 //!
 //! # What the gate guarantees
 //!
-//! - **No effect without an admission.** A tool runs only through [`gate::Admitted::execute`],
-//!   and an [`gate::Admitted`] value can be made only by the [`Gate`].
+//! - **No effect without an admission.** A tool runs only through [`lease::Leased::execute`]:
+//!   a [`gate::Admitted`] value, which only the [`Gate`] can make, leased for what it writes.
 //! - **Validation before everything.** A call that does not parse, names an unknown tool or breaks
 //!   its tool's JSON Schema is `invalid`; it is never resolved, asked about or run.
 //! - **Fail closed.** What the gate cannot resolve or does not understand is never allowed.
@@ -61,12 +61,15 @@
 //! # The path every call takes
 //!
 //! ```text
-//! text ─► parse ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► plan ─► approve ─► execute
-//!         (call)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (plan    (posture)  (beneath
-//!                               paths)      `..`, `~`)        ask >                mode     the root)
-//!                                                             allow >              holds
-//!                                                             fallback)            writers)
+//! text ─► parse ─► target ─► validate ─► classify ─► resolve paths ─► policy ─► sandbox ─► plan ─► approve
+//!         (call)   (proxy)   (schema)    (effects,   (symlinks,        (deny >   (roots)    (plan    (posture)
+//!                                         paths)      `..`, `~`)        ask >                mode
+//!                                                                       allow >              holds
+//!                                                                       fallback)            writers)
+//!      ─► hooks ─► lease ─► execute ─► effects ─► record
 //! ```
+//!
+//! `docs/architecture.md` lists the stages once, with the module of each.
 //!
 //! The modules follow that path: [`call`], [`tool`], [`shell`], [`sandbox`], [`policy`], [`gate`];
 //! after it, [`record`] says what happened and [`rewind`] undoes what the file tools changed.

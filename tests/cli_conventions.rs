@@ -306,14 +306,15 @@ fn rust_log_chooses_the_logs_and_quiet_silences_them() {
     assert!(run(&["-vv", "check"], Some("off")).contains("judged"));
 }
 
-/// The README's walk-through, "Writing your first policy", run as a user copies it: from an
-/// empty folder to a passing `policy test`.
+/// The guide's walk-through, "Writing your first policy" (`docs/first-policy.md`), run as a
+/// user copies it: from an empty folder to a passing `policy test`.
 #[test]
-fn the_readme_walk_through_ends_in_a_passing_policy_test() {
+fn the_guides_walk_through_ends_in_a_passing_policy_test() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/first-policy.md"))
+            .unwrap();
     let section = readme
-        .split("## Writing your first policy\n")
+        .split("# Writing your first policy\n")
         .nth(1)
         .expect("the section");
     let block = section

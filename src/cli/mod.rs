@@ -3,7 +3,7 @@
 //!
 //! Settings come from one loader, [`reasonix::settings`], for every command: `settled` here.
 //!
-//! Exit status of `check` (DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
+//! Exit status of `check` (docs/DESIGN.md): 0 all allow, 10 some ask, 20 some deny, 30 some invalid,
 //! 2 usage or configuration error; of `run`: 0 finished (a goal met, an unreviewed plan handed
 //! in), 3 max steps, 4 provider failed, 5 a goal not met when the turns ran out, 6 the gate
 //! blocked the goal's check; of `rewind`: 0 every change in range restored, 1 some file left

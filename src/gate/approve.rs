@@ -1,4 +1,4 @@
-//! Stage 8, **approve**: the posture decides what an `ask` becomes.
+//! Stage 9, **approve**: the posture decides what an `ask` becomes.
 //!
 //! 1. `interactive`: an ask stays an ask; a person answers it (the agent's approver).
 //! 2. `unattended`: nobody can answer. An ask that a *rule* raised becomes `defaults.unattended`.

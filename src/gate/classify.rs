@@ -1,4 +1,4 @@
-//! Stage 3, **classify**: the tool names the call's effects and every path it touches with its
+//! Stage 4, **classify**: the tool names the call's effects and every path it touches with its
 //! role and access; a `bash` command is analysed with tree-sitter first. A call whose arguments
 //! match the schema but make no sense (an edit that changes nothing) is still invalid here.
 //!

@@ -1,4 +1,4 @@
-//! Stage 6, **sandbox**: whatever policy said, a call is refused when
+//! Stage 7, **sandbox**: whatever policy said, a call is refused when
 //!
 //! 1. a path it reads or writes (not a shell word that may name a file: the jail confines what
 //!    a command really opens) lies outside every root it may use, or did not resolve;

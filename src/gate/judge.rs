@@ -1,4 +1,4 @@
-//! Stage 5, **policy**: YAML rules and Rego modules vote on the resolved call; any deny > any
+//! Stage 6, **policy**: YAML rules and Rego modules vote on the resolved call; any deny > any
 //! ask > an allow that covers the whole call > the fallback, and what the analysis could not
 //! vouch for is capped at ask ([`crate::policy`]). The policy input document is built here, from
 //! what the earlier stages produced, never from the raw call: borrowed from them for Rego

@@ -17,10 +17,14 @@
 //! 7. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
 //!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
 //!    said. (This runs before approval so that nobody is asked about a call that could not run.)
-//! 7. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
+//! 8. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
 //!    denied until a plan is approved — before any prompt, lease or process; the gate's jail
 //!    then grants the workspace for reading only.
-//! 8. **approve** (`approve`): the posture decides what an `ask` becomes.
+//! 9. **approve** (`approve`): the posture decides what an `ask` becomes.
+//!
+//! After the gate come the pre-tool hooks ([`crate::hooks`]), the lease, the execution, a
+//! writer's observed effects ([`crate::effects`]) and the record: `docs/architecture.md` holds the
+//! whole list once, with the module of each stage.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
 //! one, and it is bound to the one tool that was judged; it runs only once leased

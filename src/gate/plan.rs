@@ -1,4 +1,4 @@
-//! Stage 7, **plan**: in plan mode, a call that is not read-only waits for an approved plan.
+//! Stage 8, **plan**: in plan mode, a call that is not read-only waits for an approved plan.
 //!
 //! 1. In `normal` mode nothing changes here.
 //! 2. In `plan` mode, a call the earlier stages would let run or ask about, and that is not

@@ -1,4 +1,4 @@
-//! Stage 4, **resolve**: each path the call touches is taken from the workspace, `~` expanded,
+//! Stage 5, **resolve**: each path the call touches is taken from the workspace, `~` expanded,
 //! `..` and every symlink followed the way the kernel would, a shell glob expanded as bash
 //! would, and the result placed in a root it may use — or the reason it may not.
 

@@ -1,4 +1,4 @@
-//! Stage 1b, **target**: a proxy is resolved first, then judged. A call of `use_capability
+//! Stage 2, **target**: a proxy is resolved first, then judged. A call of `use_capability
 //! {capability, arguments}` becomes the call of the tool it names, with those arguments, before
 //! validation: every later stage — its schema, its classification, its paths, the policy (where
 //! `tool` is the target and `target.via` the proxy), the sandbox — sees only the target. A rule

@@ -1,4 +1,4 @@
-//! Stage 2, **validate**: the tool must exist and the arguments must be a JSON object matching
+//! Stage 3, **validate**: the tool must exist and the arguments must be a JSON object matching
 //! its schema. Nothing after this stage sees an invalid call.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The YAML policy format (DESIGN.md), read with `yaml_serde`, the maintained serde_yaml fork.
+//! The YAML policy format (docs/DESIGN.md), read with `yaml_serde`, the maintained serde_yaml fork.
 //!
 //! Everything a rule says is checked while it is read, so an error carries the file, line and
 //! column `yaml_serde` reports: unknown keys (a misspelt `path:` would otherwise widen a deny

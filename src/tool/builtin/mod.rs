@@ -1,4 +1,4 @@
-//! The builtin tools, exactly as DESIGN.md names them. Read-only: `read_file`, `list_dir`,
+//! The builtin tools, exactly as docs/DESIGN.md names them. Read-only: `read_file`, `list_dir`,
 //! `glob`, `grep`. Writers: `write_file`, `edit_file`, `move_file`, `delete_file`, `bash`. And
 //! the capability proxy, `use_capability`, which the gate resolves to the tool it names.
 //!

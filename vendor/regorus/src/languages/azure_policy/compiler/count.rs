@@ -1,5 +1,7 @@
 // Copyright (c) Microsoft Corporation.
 // Licensed under the MIT License.
+// PATCH (reasonix, vendor/regorus/PATCHES.md #6): loops built here name what they iterate must be
+// (`requires`, `LoopRequires`); nothing else in this file differs from regorus 0.14.1.
 #![allow(clippy::pattern_type_mismatch)]
 
 //! `count` / `count.where` compilation and count-binding resolution.

@@ -1,0 +1,97 @@
+//! The README's tour, run exactly as written: every `sh` block of "A ten-minute tour" (but the
+//! one that installs the binary) runs with `bash` from the repository's root, with this build's
+//! `reasonix` first on `PATH`, and must end with the exit status its last comment gives
+//! (`# exit N`). The demo folder it copies the example workspace to is made private to the test.
+
+use std::path::Path;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The tour's blocks, in order, each with the status it promises.
+fn tour() -> Vec<(String, i32)> {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let section = readme
+        .split("\n## A ten-minute tour\n")
+        .nth(1)
+        .expect("the README has its tour")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut blocks = Vec::new();
+    for chunk in section.split("```sh\n").skip(1) {
+        let block = chunk.split("\n```").next().unwrap().to_owned();
+        if block.contains("cargo install") {
+            continue;
+        }
+        let status = block
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("# exit "))
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("a tour block without its `# exit N`:\n{block}"));
+        blocks.push((block, status));
+    }
+    blocks
+}
+
+#[test]
+fn every_command_of_the_readme_tour_does_what_it_says() {
+    let blocks = tour();
+    assert!(blocks.len() >= 6, "{} blocks", blocks.len());
+    let bin = Path::new(env!("CARGO_BIN_EXE_reasonix")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let demo = home.path().join("rx-demo");
+    for (block, status) in blocks {
+        let script = block.replace("/tmp/rx-demo", &demo.display().to_string());
+        let out = Command::new("timeout")
+            .args(["60", "bash", "-c", &script])
+            .current_dir(ROOT)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{block}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+        // What each block's comment says it shows.
+        if block.contains("hook claude") {
+            assert!(
+                stdout.contains(r#""permissionDecision":"deny""#),
+                "{stdout}"
+            );
+        }
+        if block.contains("mcp serve") {
+            assert!(
+                stdout.contains("no-secrets") && stdout.contains("# Notes"),
+                "{stdout}"
+            );
+        }
+        if block.contains("reasonix run") {
+            assert!(
+                stderr.contains("10 calls: 4 succeeded, 1 failed, 3 blocked, 2 invalid"),
+                "{stderr}"
+            );
+        }
+    }
+    assert!(
+        !Path::new(ROOT)
+            .join("examples/workspace/.reasonix")
+            .exists(),
+        "the tour left a record in the example workspace"
+    );
+}
