@@ -117,12 +117,7 @@ impl GateChanges {
         };
         let judgement = self.asking.admit_text(&call.to_string());
         let a = judgement.admission();
-        let rules: Vec<String> = a
-            .rules
-            .iter()
-            .filter(|r| r.decisive)
-            .map(|r| r.id.clone())
-            .collect();
+        let rules: Vec<String> = a.decisive_rules().map(str::to_owned).collect();
         let mut reasons = a.reasons.clone();
         let asking_rules: Vec<String> = a
             .rules

@@ -25,12 +25,7 @@ struct GateJudge {
 }
 
 fn rules(admission: &Admission) -> Vec<String> {
-    admission
-        .rules
-        .iter()
-        .filter(|r| r.decisive)
-        .map(|r| r.id.clone())
-        .collect()
+    admission.decisive_rules().map(str::to_owned).collect()
 }
 
 impl Judge for GateJudge {

@@ -141,17 +141,20 @@ pub struct Admission {
 }
 
 impl Admission {
+    /// The ids of the rules that decided it (those marked `decisive`), in order.
+    pub fn decisive_rules(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|r| r.decisive)
+            .map(|r| r.id.as_str())
+    }
+
     /// Its `reasonix.*` attributes for OpenTelemetry export ([`crate::telemetry`]): tool,
     /// verdict, stage, the rules that decided (comma-separated), posture, policy revision, and
     /// the call's id as `gen_ai.tool.call.id`.
     pub fn attributes(&self) -> Vec<opentelemetry::KeyValue> {
         use opentelemetry::KeyValue;
-        let decisive: Vec<&str> = self
-            .rules
-            .iter()
-            .filter(|r| r.decisive)
-            .map(|r| r.id.as_str())
-            .collect();
+        let decisive: Vec<&str> = self.decisive_rules().collect();
         let mut out = vec![
             KeyValue::new("reasonix.tool", self.tool.clone().unwrap_or_default()),
             KeyValue::new("reasonix.verdict", self.verdict.as_str()),
@@ -175,12 +178,7 @@ impl Admission {
         if span.is_disabled() {
             return;
         }
-        let decisive: Vec<&str> = self
-            .rules
-            .iter()
-            .filter(|r| r.decisive)
-            .map(|r| r.id.as_str())
-            .collect();
+        let decisive: Vec<&str> = self.decisive_rules().collect();
         span.record("reasonix.tool", self.tool.as_deref().unwrap_or(""));
         span.record("reasonix.verdict", self.verdict.as_str());
         span.record("reasonix.stage", self.stage.as_str());
