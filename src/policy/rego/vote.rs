@@ -365,8 +365,8 @@ mod tests {
         r
     }
 
-    /// vendor/regorus/PATCHES.md #1, #2, #4: a function is looked up in the module of its call
-    /// site, also after a call into another module (and from there within that module) has
+    /// A function is looked up in the module of its call site (the interpreter's module
+    /// bookkeeping, which an earlier patch to regorus changed and issue 31 dropped), also after a call into another module (and from there within that module) has
     /// returned, and through an import alias, an absolute path and a bracketed path. `f` and `h`
     /// are defined in both packages with different results, so a module path left stale by a
     /// call would pick the other package's function.

@@ -78,11 +78,6 @@ enum RuleValueMerge {
 
 type RuleValues = BTreeMap<Vec<Value>, (Value, Ref<Expr>)>;
 
-// PATCH (reasonix, vendor/regorus/PATCHES.md #5): what `get_extra_arg` found for a call
-// expression, by the expression's address: the expression (kept alive, so the address is not
-// reused while the entry exists), the module path it was looked up in, and the result.
-type ExtraArgs = BTreeMap<usize, (ExprRef, Rc<str>, Option<ExprRef>)>;
-
 // Path components in processed_paths are strings, and the ordinary processed marker uses
 // Undefined. This boolean key records an explicit data WITH replacement without colliding
 // with either.
@@ -126,8 +121,6 @@ pub struct Interpreter {
     rule_values: RuleValues,
     active_rules: Vec<Ref<Rule>>,
     builtins_cache: BTreeMap<(&'static str, Vec<Value>), Value>,
-    // PATCH (reasonix, vendor/regorus/PATCHES.md #5)
-    extra_args: ExtraArgs,
     no_rules_lookup: bool,
     execution_timer: ExecutionTimer,
 }
@@ -169,9 +162,6 @@ impl Clone for Interpreter {
             rule_values: BTreeMap::default(),
 
             builtins_cache: BTreeMap::default(),
-            // PATCH (reasonix, vendor/regorus/PATCHES.md #5): depends only on the compiled
-            // modules and functions, which the clone shares.
-            extra_args: self.extra_args.clone(),
             active_rules: Vec::default(),
             contexts: Vec::default(),
             current_module_path: String::default(),
@@ -252,7 +242,6 @@ impl Interpreter {
             rule_values: BTreeMap::default(),
             active_rules: Vec::default(),
             builtins_cache: BTreeMap::default(),
-            extra_args: ExtraArgs::default(),
             no_rules_lookup: false,
             traces: None,
             extensions: Map::default(),
@@ -292,7 +281,6 @@ impl Interpreter {
             rule_values: BTreeMap::default(),
             active_rules: Vec::default(),
             builtins_cache: BTreeMap::default(),
-            extra_args: ExtraArgs::default(),
             no_rules_lookup: false,
             traces: None,
 
@@ -352,36 +340,6 @@ impl Interpreter {
 
     pub fn set_functions(&mut self, functions: FunctionTable) {
         self.compiled_policy_mut().functions = functions;
-        // PATCH (reasonix, vendor/regorus/PATCHES.md #5)
-        self.extra_args.clear();
-    }
-
-    // PATCH (reasonix, vendor/regorus/PATCHES.md #5): `get_extra_arg` of a call expression in
-    // the current module, found once and then read from `extra_args` (it builds the function's
-    // path and looks it up in the function table, on every call statement evaluated). The
-    // answer depends only on the expression, the module path and the function table; the
-    // table is cleared when the functions or the modules are set.
-    fn extra_arg(&mut self, expr: &ExprRef) -> Option<ExprRef> {
-        let key = core::ptr::from_ref::<Expr>(expr.as_ref()) as usize;
-        if let Some((_, path, found)) = self.extra_args.get(&key) {
-            if path.as_ref() == self.current_module_path.as_str() {
-                return found.clone();
-            }
-        }
-        let found = get_extra_arg(
-            expr,
-            Some(self.current_module_path.as_str()),
-            &self.compiled_policy.functions,
-        );
-        self.extra_args.insert(
-            key,
-            (
-                expr.clone(),
-                self.current_module_path.as_str().into(),
-                found.clone(),
-            ),
-        );
-        found
     }
 
     pub(crate) fn set_modules(
@@ -389,8 +347,6 @@ impl Interpreter {
         modules: Rc<Vec<Ref<Module>>>,
         parser_contexts: Rc<Vec<ParserContext>>,
     ) {
-        // PATCH (reasonix, vendor/regorus/PATCHES.md #5)
-        self.extra_args.clear();
         let compiled_policy = self.compiled_policy_mut();
         compiled_policy.modules = modules;
         compiled_policy.parser_contexts = parser_contexts;
@@ -1226,10 +1182,18 @@ impl Interpreter {
                         fcn,
                         params,
                         ..
-                    } => {
-                        let extra_arg = self.extra_arg(expr);
-                        self.eval_call(call_span, expr, fcn, params, extra_arg, true)?
-                    }
+                    } => self.eval_call(
+                        call_span,
+                        expr,
+                        fcn,
+                        params,
+                        get_extra_arg(
+                            expr,
+                            Some(self.current_module_path.as_str()),
+                            &self.compiled_policy.functions,
+                        ),
+                        true,
+                    )?,
                     _ => self.eval_expr(expr)?,
                 };
 
@@ -1263,10 +1227,18 @@ impl Interpreter {
                         fcn,
                         params,
                         ..
-                    } => {
-                        let extra_arg = self.extra_arg(expr);
-                        self.eval_call(call_span, expr, fcn, params, extra_arg, false)?
-                    }
+                    } => self.eval_call(
+                        call_span,
+                        expr,
+                        fcn,
+                        params,
+                        get_extra_arg(
+                            expr,
+                            Some(self.current_module_path.as_str()),
+                            &self.compiled_policy.functions,
+                        ),
+                        false,
+                    )?,
                     _ => self.eval_expr(expr)?,
                 };
 
@@ -1661,7 +1633,11 @@ impl Interpreter {
             } = collection_expr.as_ref()
             {
                 // Handle walk(obj, output_param)
-                let extra_arg = self.extra_arg(&collection_expr);
+                let extra_arg = get_extra_arg(
+                    &collection_expr,
+                    Some(self.current_module_path.as_str()),
+                    &self.compiled_policy.functions,
+                );
                 // If there is an extra arg, ignore it while computing the loop value.
                 let params_slice: &[ExprRef] = if extra_arg.is_some() {
                     let (_, prefix) = params
@@ -2579,23 +2555,14 @@ impl Interpreter {
     }
 
     fn lookup_function_by_name(&self, path: &str) -> Option<(&Vec<Ref<Rule>>, &Ref<Module>)> {
-        // PATCH (reasonix, vendor/regorus/PATCHES.md #4): the absolute path is built with one
-        // allocation and no `format!`, and a path already absolute is not copied.
-        let absolute;
-        let path = if path.starts_with("data.") {
-            path
-        } else {
+        let mut path = path.to_owned();
+        if !path.starts_with("data.") {
             // `path` is already a canonical Rego path; its first component is an
             // identifier, so the separator here cannot flatten a string key.
-            let mut p = String::with_capacity(self.current_module_path.len() + 1 + path.len());
-            p.push_str(&self.current_module_path);
-            p.push('.');
-            p.push_str(path);
-            absolute = p;
-            absolute.as_str()
-        };
+            path = format!("{}.{}", self.current_module_path, path);
+        }
 
-        match self.compiled_policy.functions.get(path) {
+        match self.compiled_policy.functions.get(&path) {
             Some((f, _, m)) => Some((f, m)),
             _ => None,
         }
@@ -3868,16 +3835,7 @@ impl Interpreter {
     ) -> Result<Option<Ref<Module>>> {
         let previous_module = self.module.clone();
         if let Some(new_module) = &module {
-            // PATCH (reasonix, vendor/regorus/PATCHES.md #2): `current_module_path` is only ever
-            // set here, from `self.module`; when the module does not change (a call to a function
-            // of the caller's own module, and the return from it), neither does its path.
-            let same = previous_module
-                .as_ref()
-                .is_some_and(|m| core::ptr::eq(m.as_ref(), new_module.as_ref()));
-            if !same {
-                self.current_module_path =
-                    get_path_string(&new_module.package.refr, Some("data"))?;
-            }
+            self.current_module_path = get_path_string(&new_module.package.refr, Some("data"))?;
             self.current_module_index = self.find_module_index(new_module);
         }
         self.module = module;

@@ -40,13 +40,9 @@ fn is_identifier_component(component: &str) -> bool {
 }
 
 pub(crate) fn append_path_component(path: &str, component: &str) -> Result<String> {
-    // PATCH (reasonix, vendor/regorus/PATCHES.md #1): allocated once with room for the
-    // separator, instead of copied at its exact length and grown by the push that follows
-    // (this runs for each import lookup of each function call).
-    let mut out = String::with_capacity(path.len() + component.len() + 5);
-    out.push_str(path);
-    append_path_component_to(&mut out, component)?;
-    Ok(out)
+    let mut path = path.to_string();
+    append_path_component_to(&mut path, component)?;
+    Ok(path)
 }
 
 fn append_path_component_to(path: &mut String, component: &str) -> Result<()> {
@@ -153,22 +149,21 @@ pub(crate) fn get_rule_path_components(refr: &Expr) -> Result<Vec<PathComponent>
 }
 
 pub fn get_path_string(refr: &Expr, document: Option<&str>) -> Result<String> {
-    // PATCH (reasonix, vendor/regorus/PATCHES.md #1): the components are appended to one
-    // String as they are found, instead of being copied into a Vec and each appended to a
-    // fresh copy of the path (this runs on every function call and module switch).
-    fn collect_simple(refr: &Expr, path: &mut String) -> Result<()> {
+    fn collect_simple(refr: &Expr, components: &mut Vec<PathComponent>) -> Result<()> {
         match refr {
             Expr::Var { span, .. } => {
-                append_path_component_to(path, span.text())?;
+                components.push(PathComponent::String(span.text().to_string()));
             }
             Expr::RefDot { refr, field, .. } => {
-                collect_simple(refr, path)?;
-                append_path_component_to(path, field.0.text())?;
+                collect_simple(refr, components)?;
+                components.push(PathComponent::String(field.0.text().to_string()));
             }
             Expr::RefBrack { refr, index, .. } => {
-                collect_simple(refr, path)?;
+                collect_simple(refr, components)?;
                 if let Expr::String { value, .. } = index.as_ref() {
-                    append_path_component_to(path, value.as_string()?.as_ref())?;
+                    components.push(PathComponent::String(
+                        value.as_string()?.as_ref().to_string(),
+                    ));
                 }
             }
             _ => bail!("internal error: not a simple ref {refr:?}"),
@@ -176,10 +171,14 @@ pub fn get_path_string(refr: &Expr, document: Option<&str>) -> Result<String> {
         Ok(())
     }
 
-    let document = document.unwrap_or_default();
-    let mut path = String::with_capacity(document.len() + 48);
-    path.push_str(document);
-    collect_simple(refr, &mut path)?;
+    let mut components = Vec::new();
+    collect_simple(refr, &mut components)?;
+    let mut path = document.unwrap_or_default().to_string();
+    for component in components {
+        if let PathComponent::String(component) = component {
+            path = append_path_component(&path, &component)?;
+        }
+    }
     Ok(path)
 }
 
