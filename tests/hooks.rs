@@ -291,3 +291,93 @@ fn a_hook_runs_in_the_jail_and_cannot_write_the_workspace_or_see_host_processes(
     assert!(reasons(&v).contains("nothing failed"), "{v}");
     assert!(planted.exists());
 }
+
+/// Issue 31: the hooks are the gate's last stage, not a step each entry point may take. A gate
+/// built with hooks runs them from `admit` itself, and every gate made from it (another
+/// registry, posture, explain setting, egress asker) keeps them; the only way to judge without
+/// them says so on every verdict they would have judged.
+#[test]
+fn a_gate_built_with_hooks_runs_them_in_every_admission_and_every_gate_made_from_it() {
+    use reasonix::hooks::{HookSpec, Hooks, HooksSpec};
+    use reasonix::{Gate, HostFiles, Judgement, PolicySet, Posture, Registry, Stage, Verdict};
+    use std::sync::Arc;
+    let w = World::new();
+    w.file(
+        "hooks/deny.py",
+        &format!(
+            "import json, sys\nreq = json.load(sys.stdin)\nassert 'input' in req and req['input'] is not None\n{}\n",
+            answer(json!({"decision": "deny", "reason": "the hook says no"}))
+        ),
+    );
+    let spec = HooksSpec {
+        pre_tool: vec![HookSpec {
+            tools: vec!["bash".into()],
+            command: vec![PYTHON.into(), "hooks/deny.py".into()],
+            timeout_ms: Some(5000),
+        }],
+        post_tool: Vec::new(),
+    };
+    let policy = PolicySet::embedded_default();
+    let ws = w.ws.clone();
+    let gate = Gate::builder(Registry::with_builtins(), &policy, &ws)
+        .hooks(Some(Arc::new(Hooks::new(&spec).unwrap())))
+        .host_files(HostFiles::for_workspace(&ws))
+        .build()
+        .unwrap();
+    let ls = r#"{"name":"bash","arguments":{"command":"ls"}}"#;
+    let made = [
+        ("the gate", gate.with_explain(false)),
+        (
+            "with_registry",
+            gate.with_registry(Registry::with_builtins()).unwrap(),
+        ),
+        ("with_posture", gate.with_posture(Posture::Unattended)),
+        ("with_explain", gate.with_explain(true)),
+    ];
+    for (name, g) in &made {
+        let judged = g.admit_text(ls);
+        let a = judged.admission();
+        assert_eq!(
+            (a.verdict, a.stage),
+            (Verdict::Deny, Stage::Hook),
+            "{name}: {a:?}"
+        );
+        assert!(
+            a.reasons.iter().any(|r| r.contains("the hook says no")),
+            "{name}: {a:?}"
+        );
+        // The hook got the policy input; the verdict keeps it only where it was asked for.
+        assert_eq!(a.input.is_some(), *name == "with_explain", "{name}");
+    }
+    // A tool the hook does not name is not touched.
+    let list = r#"{"name":"list_dir","arguments":{"path":"."}}"#;
+    assert!(matches!(gate.admit_text(list), Judgement::Allowed(_)));
+    // Judging without them is named, and every verdict they would have judged says so.
+    let without = gate.leaving_out_hooks();
+    let judged = without.admit_text(ls);
+    assert_eq!(
+        judged.admission().verdict,
+        Verdict::Allow,
+        "{:?}",
+        judged.admission()
+    );
+    assert!(
+        judged
+            .admission()
+            .reasons
+            .iter()
+            .any(|r| r.contains("pre-tool hooks left out")),
+        "{:?}",
+        judged.admission()
+    );
+    let listed = without.admit_text(list);
+    assert!(
+        !listed
+            .admission()
+            .reasons
+            .iter()
+            .any(|r| r.contains("left out")),
+        "{:?}",
+        listed.admission()
+    );
+}

@@ -202,7 +202,6 @@ pub struct Session {
     plan_approved: bool,
     goal: Option<Goal>,
     rounds: usize,
-    hooks: Option<(Arc<crate::hooks::Hooks>, Arc<Gate>)>,
     decisions: Option<Arc<crate::decisions::DecisionLog>>,
     servers: Option<Servers>,
     /// The run's span while it runs (the root of its trace when OpenTelemetry export is on).
@@ -297,7 +296,6 @@ impl Session {
             run_id: record::run_id(),
             record_arguments: RecordArguments::Full,
             call_ids: HashSet::new(),
-            hooks: None,
             decisions: None,
             servers: None,
             store,
@@ -340,6 +338,11 @@ impl Session {
              until a plan is approved. Look around, then hand in your plan with {SUBMIT_PLAN}. \
              Once it is approved, carry it out."
         ));
+        // The hooks the planning gate runs run after the plan too (hooks only narrow).
+        let then = match (self.gate.hooks(), then.hooks()) {
+            (Some(hooks), None) => Arc::new(then.with_hooks(Arc::clone(hooks))),
+            _ => then,
+        };
         self.planning = Some(Planning { reviewer, then });
         Ok(self)
     }
@@ -369,13 +372,18 @@ impl Session {
         }
     }
 
-    /// Pre-tool hooks run on every admitted call, after the gate and before the approver and
-    /// the lease ([`crate::hooks`]).
+    /// The session's gates judge with `hooks` as their hooks stage ([`Gate::with_hooks`]):
+    /// the pre-tool ones run on every admitted call, after the gate's other stages and before
+    /// the approver and the lease, and the post-tool ones once a call has ended
+    /// ([`crate::hooks`]). A gate built with hooks ([`crate::gate::GateBuilder::hooks`]) needs
+    /// no call to this.
     pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Session {
-        if !hooks.is_empty() {
-            // Hooks receive the policy input: their gate attaches it.
-            let explaining = Arc::new(self.gate.with_explain(true));
-            self.hooks = Some((hooks, explaining));
+        self.gate = asking(
+            Arc::new(self.gate.with_hooks(Arc::clone(&hooks))),
+            &self.approver,
+        );
+        if let Some(planning) = &mut self.planning {
+            planning.then = Arc::new(planning.then.with_hooks(hooks));
         }
         self
     }
@@ -398,9 +406,6 @@ impl Session {
     pub fn answer_asks(&mut self, approver: Arc<dyn Approver>, posture: crate::policy::Posture) {
         self.approver = approver;
         self.gate = asking(Arc::new(self.gate.with_posture(posture)), &self.approver);
-        if let Some((_, explaining)) = &mut self.hooks {
-            *explaining = Arc::new(self.gate.with_explain(true));
-        }
     }
 
     /// The posture of the session's gate now.
@@ -1016,10 +1021,6 @@ impl Session {
                     if let Some(servers) = &mut self.servers {
                         servers.set_writes(crate::sandbox::jail::Writes::Direct);
                     }
-                    // The hooks judge with the session's gate: the normal one from now on.
-                    if let Some((_, explaining)) = &mut self.hooks {
-                        *explaining = Arc::new(self.gate.with_explain(true));
-                    }
                     self.plan_approved = true;
                 }
             }
@@ -1038,7 +1039,7 @@ impl Session {
         exit_code: Option<i32>,
         told: &str,
     ) -> Vec<crate::hooks::PostToolRan> {
-        let Some((hooks, _)) = &self.hooks else {
+        let Some(hooks) = self.gate.hooks() else {
             return Vec::new();
         };
         let name = j.admission.tool.as_deref().unwrap_or(&j.call.name);
@@ -1173,9 +1174,6 @@ impl Session {
         if let Some(planning) = &mut self.planning {
             planning.then = rebuilt(&planning.then)?;
         }
-        if let Some((_, explaining)) = &mut self.hooks {
-            *explaining = Arc::new(self.gate.with_explain(true));
-        }
         Ok(())
     }
 
@@ -1208,13 +1206,8 @@ impl Session {
         let entered = span.enter();
         let otel = crate::telemetry::parent(crate::telemetry::context_of(&span));
         let began = std::time::Instant::now();
-        let judgement = match &self.hooks {
-            Some((hooks, explaining)) => {
-                let j = explaining.admit(&proposed);
-                hooks.pre_tool(explaining, &proposed, j)
-            }
-            None => self.gate.admit(&proposed),
-        };
+        // The gate's last stage runs the pre-tool hooks.
+        let judgement = self.gate.admit(&proposed);
         let admitted_in = began.elapsed();
         drop(otel);
         drop(entered);
@@ -1242,12 +1235,7 @@ impl Session {
                 (admission, Some(approval), approver, runnable)
             }
         };
-        let replaced_sha256 = admission.replaced_arguments.as_ref().and_then(|_| {
-            let input = admission.input.as_ref()?;
-            serde_json::to_string(&input.arguments)
-                .ok()
-                .map(|a| sha256(a.as_bytes()))
-        });
+        let replaced_sha256 = admission.replacement_sha256.clone();
         Decided {
             time_ms,
             call,

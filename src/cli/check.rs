@@ -108,7 +108,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             "{message}. These calls are judged without what was left out"
         ));
     }
-    let hooks = built.hooks.clone();
     let mut servers = if args.no_mcp {
         None
     } else {
@@ -124,6 +123,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         built.gate
     };
+    // `--no-hooks`: judged without the pre-tool hooks, each verdict a hook would have judged
+    // saying so.
+    if args.no_hooks {
+        gate = gate.leaving_out_hooks();
+    }
 
     let stdout = std::io::stdout().lock();
     // JSON has no escapes to strip and goes straight to a buffer; text keeps its colour on a
@@ -137,41 +141,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         )),
     };
     let format = args.format;
-    // One call judged by `gate` and its verdict rendered.
-    // `connect`: the call is an MCP server's connect, judged as `run` judges it (by the
-    // connect gate, and no pre-tool hook takes part).
+    // One call judged by `gate` and its verdict rendered. An MCP server's connect is judged as
+    // `run` judges it: by the connect gate, whose hooks stage passes connects by.
     let judge_with = |gate: &reasonix::Gate,
                       text: Result<&str, String>,
-                      line: Option<usize>,
-                      connect: bool|
+                      line: Option<usize>|
      -> std::io::Result<Judged> {
         let began = reasonix::telemetry::on().then(std::time::Instant::now);
         let mut admission = match text {
             Ok(text) => {
-                let mut a = match (&hooks, reasonix::Call::parse(text)) {
-                    _ if connect => gate.admit_text(text).into_admission(),
-                    (Some(hooks), Ok(call)) if !args.no_hooks => {
-                        let explaining = gate.with_explain(true);
-                        let judged = explaining.admit(&call);
-                        let mut a = hooks.pre_tool(&explaining, &call, judged).into_admission();
-                        // A decision log keeps the input; it is taken out below, once logged.
-                        if !args.explain && decisions.is_none() {
-                            a.input = None;
-                        }
-                        a
-                    }
-                    (Some(hooks), Ok(call)) => {
-                        let mut a = gate.admit(&call).into_admission();
-                        if a.tool.as_deref().is_some_and(|t| hooks.matches(t))
-                            && a.verdict != Verdict::Invalid
-                        {
-                            a.reasons
-                                .push("pre-tool hooks left out (--no-hooks)".to_owned());
-                        }
-                        a
-                    }
-                    _ => gate.admit_text(text).into_admission(),
-                };
+                // The gate's last stage runs the pre-tool hooks (not on a connect).
+                let mut a = gate.admit_text(text).into_admission();
                 if let (Some(n), Verdict::Invalid) = (line, a.verdict) {
                     a.reasons = a.reasons.iter().map(|r| on_line(r, n, text)).collect();
                 }
@@ -229,17 +209,17 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     // own, on any thread: the gate is immutable (a newer bundle is swapped in between calls).
     // Decisions are logged as verdicts are written, in input order either way.
     let in_order = servers.as_ref().is_some_and(|s| s.names().next().is_some())
-        || (hooks.is_some() && !args.no_hooks);
+        || (gate.hooks().is_some() && !args.no_hooks);
     let log = decisions.as_deref();
     let explaining = args.explain || decisions.is_some();
     let mut one_by_one = |text: Result<&str, String>, line: Option<usize>| {
         if let (Some(servers), Ok(text)) = (servers.as_mut(), &text) {
             if let Some(connecting) = connect_gate(servers, text, explaining) {
-                return judge_with(&connecting, Ok(text), line, true);
+                return judge_with(&connecting, Ok(text), line);
             }
             start_named_server(servers, &mut gate, text);
         }
-        judge_with(&gate, text, line, false)
+        judge_with(&gate, text, line)
     };
     let mut worst: Option<Verdict> = None;
     let written = match &args.call {
@@ -271,9 +251,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 )
             } else {
                 let gate = &gate;
-                let each = |text: Result<&str, String>, line: Option<usize>| {
-                    judge_with(gate, text, line, false)
-                };
+                let each =
+                    |text: Result<&str, String>, line: Option<usize>| judge_with(gate, text, line);
                 stream(input, &mut out, Judging::Apart(&each), &mut worst, log)
             }
         }

@@ -145,7 +145,6 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     if let Some(message) = &untrusted {
         super::warn_lines(message);
     }
-    let hooks = built.hooks.clone();
     let mapped = hook::map(&input.tool_name, &input.tool_input);
     let mut registry = Registry::with_builtins();
     if input.tool_name.starts_with("mcp__") {
@@ -157,8 +156,6 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         .gate
         .with_registry(registry)
         .context("cannot set up the gate")?;
-    // Pre-tool hooks get the policy input, as in every entry point.
-    let explaining = hooks.as_ref().map(|_| gate.with_explain(true));
     let record = gate.host_files().record().to_path_buf();
     let recorder = Recorder::open_waiting(&record, super::signing(built.config()))
         .with_context(|| format!("cannot open the execution record {}", record.display()))?;
@@ -173,15 +170,8 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
                     let mut arguments = call.parse_arguments().unwrap_or_default();
                     project::anchor(&call.name, &mut arguments, &cwd, gate.roots().workspace());
                     call.arguments = reasonix::call::RawArguments::Object(arguments.clone());
-                    let admission = match (&hooks, &explaining) {
-                        (Some(hooks), Some(explaining)) => {
-                            let judged = explaining.admit(&call);
-                            let mut a = hooks.pre_tool(explaining, &call, judged).into_admission();
-                            a.input = None;
-                            a
-                        }
-                        _ => gate.admit(&call).into_admission(),
-                    };
+                    // The gate's last stage runs the pre-tool hooks.
+                    let admission = gate.admit(&call).into_admission();
                     // With --jail, Claude runs Bash in Reasonix's jail: only what it does not
                     // jail is narrowed.
                     let admission = unjailed::correct(&gate, &arguments, admission, args.jail);

@@ -119,7 +119,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(notice) = built.chosen.default_notice() {
         super::warn(&notice);
     }
-    let hooks = built.hooks.clone();
     let (gate, settings) = (built.gate, built.settings);
     let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
@@ -153,10 +152,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         config.result_bytes.unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
-    let session = match hooks {
-        Some(hooks) => session.hooks(hooks),
-        None => session,
-    };
     let run_id = session.run_id().to_owned();
     let event = |event: &'static str, detail: String| EventRecord {
         run_id: run_id.clone(),

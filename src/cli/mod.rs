@@ -649,15 +649,13 @@ struct GateSpec<'a> {
     dry_run: bool,
 }
 
-/// A gate, its settings, which policies it judges with, and the pre-tool hooks every entry
-/// point runs on what it admits.
+/// A gate (with the settings' hooks as its last stage), its settings, and which policies it
+/// judges with.
 struct Built {
     gate: Gate,
     settings: Settings,
     /// The policies it judges with.
     chosen: Chosen,
-    /// The hooks of the settings (`None`: there are none).
-    hooks: Option<std::sync::Arc<reasonix::hooks::Hooks>>,
 }
 
 impl Built {
@@ -786,6 +784,7 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         .inputs(inputs)
         .dry_run(spec.dry_run)
         .bundle(chosen.live.clone())
+        .hooks(hooks)
         .host_files(host.with_files(files))
         .build()
         .context("cannot set up the gate")?;
@@ -793,7 +792,6 @@ fn gate(spec: GateSpec<'_>) -> anyhow::Result<Built> {
         gate,
         settings,
         chosen,
-        hooks,
     })
 }
 

@@ -185,7 +185,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         warn(&notice);
     }
     let decisions = super::decision_log(&built, &args.fleet)?;
-    let hooks = built.hooks.clone();
     let (gate, settings, chosen) = (built.gate, built.settings, built.chosen);
     let config = &settings.config;
     let record = gate.host_files().record().to_path_buf();
@@ -248,7 +247,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let leases = super::leases(gate.roots().workspace());
     let terminal = Arc::new(Screen::default());
-    let session = Session::new(
+    let mut session = Session::new(
         Arc::new(gate),
         provider,
         approver,
@@ -263,10 +262,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_RESULT_BYTES),
     )
     .record_arguments(config.record.arguments.unwrap_or_default());
-    let mut session = match hooks {
-        Some(hooks) => session.hooks(hooks),
-        None => session,
-    };
     if let Some((servers, names, unavailable)) = connected_servers {
         for name in &names {
             let none = Vec::new();

@@ -115,7 +115,7 @@ impl GateChanges {
         } else {
             serde_json::json!({"name": "write_file", "arguments": {"path": path, "content": content(&change)}})
         };
-        let judgement = self.asking.admit_text(&call.to_string());
+        let judgement = self.asking.admit_derived(&call.to_string());
         let a = judgement.admission();
         let rules: Vec<String> = a.decisive_rules().map(str::to_owned).collect();
         let mut reasons = a.reasons.clone();
@@ -183,7 +183,7 @@ impl GateChanges {
             serde_json::json!({"name": "write_file", "arguments": {"path": path, "content": ""}});
         let rules: Vec<String> = self
             .asking
-            .admit_text(&call.to_string())
+            .admit_derived(&call.to_string())
             .admission()
             .rules
             .iter()

@@ -35,7 +35,7 @@ impl Judge for GateJudge {
             "name": CONNECT_TOOL,
             "arguments": {"host": host, "port": port},
         });
-        match self.gate.admit_text(&call.to_string()) {
+        match self.gate.admit_derived(&call.to_string()) {
             Judgement::Allowed(admitted) => {
                 let a = admitted.admission();
                 Judged {

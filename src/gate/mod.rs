@@ -21,10 +21,13 @@
 //!    denied until a plan is approved — before any prompt, lease or process; the gate's jail
 //!    then grants the workspace for reading only.
 //! 9. **approve** (`approve`): the posture decides what an `ask` becomes.
+//! 10. **hooks** ([`crate::hooks`]): the pre-tool hooks of the settings the gate was built with
+//!     ([`GateBuilder::hooks`]) run on what it allowed or asked about, inside [`Gate::admit`], so
+//!     no entry point can judge without them; they can only narrow.
 //!
-//! After the gate come the pre-tool hooks ([`crate::hooks`]), the lease, the execution, a
-//! writer's observed effects ([`crate::effects`]) and the record: `docs/architecture.md` holds the
-//! whole list once, with the module of each stage.
+//! After the gate come the lease, the execution, a writer's observed effects
+//! ([`crate::effects`]) and the record: `docs/architecture.md` holds the whole list once, with
+//! the module of each stage.
 //!
 //! The result is a [`Judgement`]. Only an [`Admitted`] can execute, only this module can make
 //! one, and it is bound to the one tool that was judged; it runs only once leased
@@ -68,6 +71,7 @@ use std::time::Instant;
 use crate::bundle::live::LiveBundle;
 
 use crate::call::Call;
+use crate::hooks::Hooks;
 use crate::host::{HostFiles, Protected, Reach};
 pub use crate::policy::input::Mode;
 use crate::policy::input::SessionInfo;
@@ -119,6 +123,20 @@ pub struct Gate {
     protected: Protected,
     /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
     asker: Option<EgressAsker>,
+    /// The pre-tool hooks stage.
+    pre_tool: PreTool,
+}
+
+/// The hooks stage of a gate: the hooks it runs, or leaves out and says so.
+#[derive(Clone)]
+enum PreTool {
+    /// No hook is configured.
+    None,
+    /// The pre-tool hooks run on every call they match.
+    Run(Arc<Hooks>),
+    /// `reasonix check --no-hooks`: they do not run, and every admission of a tool one of them
+    /// matches says they were left out.
+    LeftOut(Arc<Hooks>),
 }
 
 /// What one admission judges with, taken once at its start: one policy, one revision.
@@ -143,6 +161,7 @@ pub struct GateBuilder<'p, H> {
     inputs: bool,
     dry_run: bool,
     live: Option<Arc<LiveBundle>>,
+    hooks: Option<Arc<Hooks>>,
     host: H,
 }
 
@@ -167,6 +186,7 @@ impl Gate {
             inputs: false,
             dry_run: false,
             live: None,
+            hooks: None,
             host: NeedsHostFiles,
         }
     }
@@ -218,6 +238,14 @@ impl<'p, H> GateBuilder<'p, H> {
         self
     }
 
+    /// The pre-tool and post-tool hooks of the settings ([`crate::hooks`]). The pre-tool hooks
+    /// become the gate's last stage: every admission runs them (a connect of an MCP server
+    /// excepted: it starts a server, not a tool), and a gate made from this one keeps them.
+    pub fn hooks(mut self, hooks: Option<Arc<Hooks>>) -> Self {
+        self.hooks = hooks.filter(|h| !h.is_empty());
+        self
+    }
+
     /// The host's own files, which no call may change ([`crate::host`]).
     pub fn host_files(self, host: HostFiles) -> GateBuilder<'p, HostFiles> {
         GateBuilder {
@@ -230,6 +258,7 @@ impl<'p, H> GateBuilder<'p, H> {
             inputs: self.inputs,
             dry_run: self.dry_run,
             live: self.live,
+            hooks: self.hooks,
             host,
         }
     }
@@ -311,6 +340,10 @@ impl GateBuilder<'_, HostFiles> {
             host: self.host,
             protected,
             asker: None,
+            pre_tool: match self.hooks {
+                Some(hooks) => PreTool::Run(hooks),
+                None => PreTool::None,
+            },
         })
     }
 }
@@ -379,7 +412,40 @@ impl Gate {
             host: self.host.clone(),
             protected: self.protected.clone(),
             asker: self.asker.clone(),
+            pre_tool: self.pre_tool.clone(),
         }
+    }
+
+    /// The hooks this gate was built with, pre-tool and post-tool (the session runs the
+    /// post-tool ones once a call has ended).
+    pub fn hooks(&self) -> Option<&Arc<Hooks>> {
+        match &self.pre_tool {
+            PreTool::None => None,
+            PreTool::Run(h) | PreTool::LeftOut(h) => Some(h),
+        }
+    }
+
+    /// The same gate with `hooks` as its hooks stage, in place of any it had. Hooks only
+    /// narrow, so this never widens what the gate admits.
+    pub fn with_hooks(&self, hooks: Arc<Hooks>) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        gate.pre_tool = if hooks.is_empty() {
+            PreTool::None
+        } else {
+            PreTool::Run(hooks)
+        };
+        gate
+    }
+
+    /// The same gate with its pre-tool hooks left out (`reasonix check --no-hooks`): every
+    /// admission of a tool one of them matches says so in its reasons, so a verdict judged
+    /// without them never passes for one judged with them.
+    pub fn leaving_out_hooks(&self) -> Gate {
+        let mut gate = self.with_registry_arc(Arc::clone(&self.registry));
+        if let PreTool::Run(hooks) = &self.pre_tool {
+            gate.pre_tool = PreTool::LeftOut(Arc::clone(hooks));
+        }
+        gate
     }
 
     /// What the next admission judges with: the compiled policy in force, or — when a newer
@@ -562,7 +628,7 @@ impl Gate {
         };
         let judgement = self
             .with_posture(Posture::Interactive)
-            .admit_text(&call.to_string());
+            .admit_derived(&call.to_string());
         let a = judgement.admission();
         let reasons = a.reasons.join("; ");
         match judgement {
@@ -632,8 +698,48 @@ impl Gate {
         }
     }
 
-    /// Judges a parsed call. See the module doc for the stages.
+    /// Judges, by stages 1–9 only, a call the gate makes itself from what an admitted call
+    /// does — a connection its processes ask for, a change they made, a restore of `rewind`:
+    /// the hooks judged the call that does it.
+    pub(crate) fn admit_derived(&self, text: &str) -> Judgement {
+        match Call::parse(text) {
+            Ok(call) => self.admit_stages(&call, false),
+            Err((id, e)) => {
+                Judgement::Refused(Admission::invalid(id, None, &e.to_string(), self.posture))
+            }
+        }
+    }
+
+    /// Judges a parsed call. See the module doc for the stages: the gate's, then its hooks.
     pub fn admit(&self, call: &Call) -> Judgement {
+        match &self.pre_tool {
+            PreTool::Run(hooks) if !crate::mcp::tools::is_connect(&call.name) => {
+                // Hooks receive the policy input; it stays only where it was asked for.
+                let judged = hooks.pre_tool(self, call, self.admit_stages(call, true));
+                if self.explain || self.inputs {
+                    judged
+                } else {
+                    judged.without_input()
+                }
+            }
+            PreTool::LeftOut(hooks) => {
+                let judged = self.admit_stages(call, false);
+                let a = judged.admission();
+                if a.verdict != Verdict::Invalid
+                    && a.tool.as_deref().is_some_and(|t| hooks.matches(t))
+                {
+                    judged.note("pre-tool hooks left out (--no-hooks)".to_owned())
+                } else {
+                    judged
+                }
+            }
+            _ => self.admit_stages(call, false),
+        }
+    }
+
+    /// Stages 1–9, without the hooks stage (which runs them again on a call a hook replaced).
+    /// `input`: attach the policy input even when neither `explain` nor `inputs` asks for it.
+    pub(crate) fn admit_stages(&self, call: &Call, input: bool) -> Judgement {
         let span = tracing::debug_span!(
             "call",
             id = %crate::text::visible(call.id.as_deref().unwrap_or("")),
@@ -642,7 +748,8 @@ impl Gate {
         let _entered = span.enter();
         let mut laps = Laps::start();
         let current = self.current();
-        match self.stages(call, &current, &mut laps) {
+        let input = input || self.explain || self.inputs;
+        match self.stages(call, &current, &mut laps, input) {
             Ok(judgement) => {
                 if laps.on() {
                     let a = judgement.admission();
@@ -667,6 +774,7 @@ impl Gate {
         call: &Call,
         current: &Current,
         laps: &mut Laps,
+        input: bool,
     ) -> Result<Judgement, Invalid> {
         // Each stage as its lap names it (OpenTelemetry export makes a span of each).
         macro_rules! stage {
@@ -688,12 +796,7 @@ impl Gate {
         laps.lap(3);
         let ruled = stage!(
             "gate.policy",
-            judge::judge(
-                resolved,
-                &current.policy,
-                &current.session,
-                self.explain || self.inputs,
-            )
+            judge::judge(resolved, &current.policy, &current.session, input,)
         );
         laps.lap(4);
         let confined = stage!(
@@ -708,11 +811,11 @@ impl Gate {
             approve::approve(planned, self.posture, current.policy.defaults())
         );
         laps.lap(7);
-        Ok(self.seal(approved, current))
+        Ok(self.seal(approved, current, input))
     }
 
     /// The verdict as output, and the token when the call may run.
-    fn seal(&self, approved: Approved, current: &Current) -> Judgement {
+    fn seal(&self, approved: Approved, current: &Current, input: bool) -> Judgement {
         let Approved { confined } = approved;
         let ruled = confined.ruled;
         let resolved = ruled.resolved;
@@ -736,7 +839,7 @@ impl Gate {
                 .and_then(|b| serde_json::to_value(b).ok()),
             posture: self.posture,
             policy_revision: current.session.policy_revision.clone(),
-            input: ruled.input.filter(|_| self.explain || self.inputs),
+            input: ruled.input.filter(|_| input),
             sandbox: (class.bash.is_some() || class.starts_process).then(|| {
                 let mut view = self.jail.view();
                 if class.bash.is_some() {
@@ -746,6 +849,7 @@ impl Gate {
             }),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
+            replacement_sha256: None,
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

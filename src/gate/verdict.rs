@@ -138,6 +138,10 @@ pub struct Admission {
     /// When a pre-tool hook replaced the call's arguments: the model's original arguments (the
     /// verdict is on the replacement, judged again from the top).
     pub replaced_arguments: Option<Value>,
+    /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement as the
+    /// gate judged it (for the record, which shows the digest, not the arguments).
+    #[serde(skip)]
+    pub replacement_sha256: Option<String>,
 }
 
 impl Admission {
@@ -220,6 +224,7 @@ impl Admission {
             sandbox: None,
             annotations: None,
             replaced_arguments: None,
+            replacement_sha256: None,
         }
     }
 }
@@ -306,7 +311,22 @@ impl Judgement {
             Judgement::Ask(p) => &mut p.0.admission,
             Judgement::Refused(a) => a,
         };
+        a.replacement_sha256 = a.input.as_ref().and_then(|input| {
+            serde_json::to_string(&input.arguments)
+                .ok()
+                .map(|text| crate::record::sha256(text.as_bytes()))
+        });
         a.replaced_arguments = Some(original);
+        self
+    }
+
+    /// The same judgement without the policy input (attached for the hooks stage only).
+    pub(crate) fn without_input(mut self) -> Judgement {
+        match &mut self {
+            Judgement::Allowed(a) => a.admission.input = None,
+            Judgement::Ask(p) => p.0.admission.input = None,
+            Judgement::Refused(a) => a.input = None,
+        }
         self
     }
 

@@ -1,5 +1,7 @@
-//! Pre-tool hooks: the `hooks` stage of the admission path, after the gate has admitted a call
-//! (after its approve stage) and before any lease or process. A hook can only **narrow**.
+//! Pre-tool hooks: the `hooks` stage of the admission path, the gate's last (stage 10 of
+//! [`crate::gate`]): a gate built with hooks ([`crate::gate::GateBuilder::hooks`]) runs them inside
+//! every [`Gate::admit`], after its approve stage and before any lease or process, so no entry
+//! point can judge a call without them. A hook can only **narrow**.
 //! Post-tool hooks: after a call has ended, they see it and may add a note for the model; they
 //! cannot change what happened.
 //!
@@ -203,10 +205,10 @@ impl Hooks {
             .collect()
     }
 
-    /// Runs the pre-tool hooks on the gate's judgement of `call` (see the module doc). `gate`
-    /// judges a replacement again; it must attach the policy input (`Gate::with_explain`), so
-    /// hooks receive it.
-    pub fn pre_tool(&self, gate: &Gate, call: &Call, judgement: Judgement) -> Judgement {
+    /// Runs the pre-tool hooks on the gate's judgement of `call` (see the module doc): the
+    /// gate's hooks stage ([`Gate::admit`] calls it; nothing else may). `judgement` carries the
+    /// policy input; `gate` judges a replacement again, from its first stage.
+    pub(crate) fn pre_tool(&self, gate: &Gate, call: &Call, judgement: Judgement) -> Judgement {
         self.run(gate, call, judgement, false)
     }
 
@@ -292,7 +294,7 @@ impl Hooks {
                         name: tool.clone(),
                         arguments: crate::call::RawArguments::Object(new),
                     };
-                    let rejudged = gate.admit(&again).note(format!(
+                    let rejudged = gate.admit_stages(&again, true).note(format!(
                         "{} replaced the call's arguments{said}; the replaced call was judged again from the top",
                         hook.name
                     ));

@@ -32,6 +32,11 @@ pub fn connect_name(server: &str) -> String {
     format!("mcp_connect__{server}")
 }
 
+/// Whether `name` is the call that connects to a server ([`connect_name`]).
+pub fn is_connect(name: &str) -> bool {
+    name.starts_with("mcp_connect__")
+}
+
 /// The prefix of every tool of `server`.
 pub fn tool_prefix(server: &str) -> String {
     format!("mcp__{server}__")
