@@ -55,7 +55,7 @@ impl Leased {
     /// (`ask`), and a look at every path about to change before the first one does
     /// (`before`: the rewind store keeps their previous state) — see [`effects::settle`].
     pub fn execute_with(self, ask: Asker<'_>, before: &mut dyn FnMut(&[ConfinedPath])) -> Executed {
-        let Leased { parts, lease } = self;
+        let Leased { parts, lease, .. } = self;
         // The jail run's span (OpenTelemetry export: `process.*` attributes), for a call that
         // starts a process.
         let span = match &parts.admission.sandbox {

@@ -229,9 +229,12 @@ pub fn need(admission: &Admission) -> Need {
 }
 
 /// An admitted call holding its lease: the only thing that can execute (`Leased::execute`).
+/// The execute stage reads its fields; only [`Admitted::lease`] makes one (`_sealed` is private
+/// to this module, so a `Leased { .. }` literal compiles nowhere else).
 pub struct Leased {
     pub(crate) parts: Parts,
     pub(crate) lease: Lease,
+    _sealed: (),
 }
 
 impl Leased {
@@ -258,6 +261,7 @@ impl Admitted {
         Leased {
             parts: self.into_parts(),
             lease,
+            _sealed: (),
         }
     }
 

@@ -35,21 +35,56 @@
 //! delete.execute(&read);
 //! ```
 //!
-//! **2. An invocation made by hand.**
+//! **2. An invocation made by hand.** The control uses one, as a tool does:
+//!
+//! ```no_run
+//! # use reasonix::tool::Invocation;
+//! fn tool_body(call: &Invocation) -> bool {
+//!     call.path(0).is_ok()
+//! }
+//! ```
+//!
+//! and the misuse calls its constructor with every argument it takes (the crate's execute
+//! stage alone may):
 //!
 //! ```compile_fail
 //! # use reasonix::tool::Invocation;
-//! let forged: Invocation = Invocation::new();
+//! fn forge() -> Invocation {
+//!     Invocation::new(todo!(), todo!(), todo!(), todo!(), todo!(), todo!())
+//! }
 //! ```
 //!
-//! **3. An admission made by hand.**
+//! **3. An admission made by hand.** The control reads one:
+//!
+//! ```no_run
+//! # use reasonix::gate::{Admission, Admitted};
+//! fn read(a: &Admitted) -> &Admission {
+//!     a.admission()
+//! }
+//! ```
+//!
+//! and the misuse names every field it has:
 //!
 //! ```compile_fail
 //! # use reasonix::gate::{Admission, Admitted};
 //! fn forge(a: Admission) -> Admitted {
-//!     Admitted { admission: a }
+//!     Admitted {
+//!         admission: a,
+//!         tool: todo!(),
+//!         arguments: todo!(),
+//!         grants: todo!(),
+//!         withheld: todo!(),
+//!         jail: todo!(),
+//!         egress: todo!(),
+//!         protected: todo!(),
+//!         changes: todo!(),
+//!     }
 //! }
 //! ```
+//!
+//! Inside the crate the same holds one step later: `Parts` (what an admission is made of) has
+//! a field only the gate's modules can fill, and [`Leased`](crate::lease::Leased) one only the
+//! lease can, so no module of the crate can assemble an executable call either.
 //!
 //! **4. Execution without a lease.**
 //!
@@ -147,6 +182,24 @@
 //! # use reasonix::sandbox::jail::{JailConfig, Plan};
 //! let mut plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
 //! plan.refusal = None;
+//! ```
+//!
+//! **10. A leased call made by hand.** The control reads one:
+//!
+//! ```no_run
+//! # use reasonix::{gate::Admission, lease::Leased};
+//! fn read(l: &Leased) -> &Admission {
+//!     l.admission()
+//! }
+//! ```
+//!
+//! and the misuse names every field it has:
+//!
+//! ```compile_fail
+//! # use reasonix::lease::Leased;
+//! fn forge() -> Leased {
+//!     Leased { parts: todo!(), lease: todo!(), _sealed: () }
+//! }
 //! ```
 //!
 //! [`Invocation::path`]: crate::tool::Invocation::path

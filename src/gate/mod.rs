@@ -891,6 +891,7 @@ impl Gate {
             changes::judge(self, own)
         });
         let admitted = Admitted::new(Parts {
+            sealed: (),
             admission,
             tool: call.tool,
             arguments: call.arguments,

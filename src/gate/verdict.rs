@@ -354,8 +354,13 @@ pub struct Admitted {
     changes: Option<Arc<dyn crate::effects::ChangeJudge>>,
 }
 
-/// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute).
+/// What an [`Admitted`] is made of, for the later stages of this crate (lease, execute): they
+/// read and move its fields; only the gate can make one (`sealed`), so no module can assemble
+/// an executable call by hand.
 pub(crate) struct Parts {
+    /// Visible to the gate's modules alone: outside them, a `Parts { .. }` literal does not
+    /// compile.
+    pub(super) sealed: (),
     pub admission: Admission,
     pub tool: Arc<dyn Tool>,
     pub arguments: Arguments,
@@ -374,6 +379,7 @@ pub(crate) struct Parts {
 impl Admitted {
     pub(super) fn new(parts: Parts) -> Admitted {
         let Parts {
+            sealed: (),
             admission,
             tool,
             arguments,
@@ -410,6 +416,7 @@ impl Admitted {
     /// Takes the token apart: only the lease stage does, to carry it to execution.
     pub(crate) fn into_parts(self) -> Parts {
         Parts {
+            sealed: (),
             admission: self.admission,
             tool: self.tool,
             arguments: self.arguments,
