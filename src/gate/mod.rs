@@ -4,26 +4,14 @@
 //! takes the previous stage's value by value and returns the next, so no stage can be skipped or
 //! reordered without a type error:
 //!
-//! 1. **parse** ([`crate::call`]): the envelope becomes a [`Call`]; a malformed one is `invalid`.
-//! 2. **target** (`target`): a proxy (`use_capability`) is resolved to the tool it reaches and
-//!    that tool's arguments; everything after judges the target, never the proxy.
-//! 3. **validate** (`validate`): the tool exists and the arguments match its schema; otherwise
-//!    `invalid`. Nothing after this point sees an invalid call.
-//! 4. **classify** (`classify`): the tool names the call's effects and the paths it touches;
-//!    for an MCP server's tool, the policy does (`mcp.classify`), never the server.
-//! 5. **resolve** (`resolve`): each path is resolved (`~`, `..`, symlinks) and placed in a root.
-//! 6. **policy** (`judge`): rules vote; deny > ask > allow > fallback; what the analysis could
-//!    not vouch for is capped at ask.
-//! 7. **sandbox** (`confine`): a path outside every root it may use, a change to the host's own
-//!    files, or a process under a jail this kernel cannot enforce is refused, whatever policy
-//!    said. (This runs before approval so that nobody is asked about a call that could not run.)
-//! 8. **plan** (`plan`): in plan mode ([`GateBuilder::mode`]), a call that is not read-only is
-//!    denied until a plan is approved — before any prompt, lease or process; the gate's jail
-//!    then grants the workspace for reading only.
-//! 9. **approve** (`approve`): the posture decides what an `ask` becomes.
-//! 10. **hooks** ([`crate::hooks`]): the pre-tool hooks of the settings the gate was built with
-//!     ([`GateBuilder::hooks`]) run on what it allowed or asked about, inside [`Gate::admit`], so
-//!     no entry point can judge without them; they can only narrow.
+//! parse ([`crate::call`]) ─► `target` ─► `validate` ─► `classify` ─► `resolve` ─► `judge`
+//! (policy) ─► `confine` (sandbox) ─► `plan` ─► `approve` ─► hooks ([`crate::hooks`], the pre-tool
+//! hooks of [`GateBuilder::hooks`], run inside [`Gate::admit`] so that no entry point can judge
+//! without them). What each stage decides is in the one list of the stages,
+//! `docs/architecture.md` (stages 1–10 there); `docs/admission.md` explains each for a user.
+//! (The sandbox stage runs before approval so that nobody is asked about a call that could not
+//! run; in plan mode, [`GateBuilder::mode`], the plan stage denies a call that is not read-only
+//! before any prompt, lease or process.)
 //!
 //! After the gate come the lease, the execution, a writer's observed effects
 //! ([`crate::effects`]) and the record: `docs/architecture.md` holds the whole list once, with
