@@ -4,7 +4,8 @@
 //! and writes it as JSON. The tests read the spans back: their names, parent links and
 //! attributes for a scripted run and a `check` batch; the metrics; an untrusted project that
 //! may not turn export on (and its trusted twin that may); a slow collector whose dropped spans
-//! are counted at exit.
+//! are counted at exit while the trace's root still arrives; a stalled one that holds the exit
+//! no longer than its bound.
 
 mod common;
 
@@ -37,12 +38,16 @@ struct Receiver {
 
 impl Receiver {
     fn start(python: &Path, dir: &Path, delay_ms: u64) -> Receiver {
+        Receiver::start_with(python, dir, &["--delay-ms", &delay_ms.to_string()])
+    }
+
+    fn start_with(python: &Path, dir: &Path, args: &[&str]) -> Receiver {
         let out = dir.join("otlp.jsonl");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/otlp_receiver.py");
         let mut child = Command::new(python)
             .arg(&script)
             .arg(&out)
-            .args(["--delay-ms", &delay_ms.to_string()])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -492,28 +497,36 @@ fn an_untrusted_project_cannot_turn_export_on_and_a_trusted_one_can() {
     assert!(spans.iter().any(|s| s.name == "call"));
 }
 
+/// `check` of `n` reads, its stdout lines.
+fn reads(n: usize) -> String {
+    let mut lines = String::new();
+    for i in 0..n {
+        lines.push_str(&format!(
+            "{{\"id\":\"c{i}\",\"name\":\"read_file\",\"arguments\":{{\"path\":\"f{i}.txt\"}}}}\n"
+        ));
+    }
+    lines
+}
+
+/// The user's settings: export to `url` with a queue of one span, a span per request.
+fn tiny_queue(w: &World, url: &str) {
+    let dir = w.home.join(".config/reasonix");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("reasonix.yaml"),
+        format!("otel:\n  endpoint: {url}\n  queue: 1\n  batch: 1\n  metrics: false\n"),
+    )
+    .unwrap();
+}
+
 #[test]
 fn spans_a_slow_collector_cannot_take_are_dropped_counted_and_said_at_exit() {
     let Some(python) = python() else { return };
     let w = World::new();
     // Each request is answered after 3 s; the queue holds one span and a request carries one.
     let receiver = Receiver::start(&python, &w.root, 3000);
-    let dir = w.home.join(".config/reasonix");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("reasonix.yaml"),
-        format!(
-            "otel:\n  endpoint: {}\n  queue: 1\n  batch: 1\n  metrics: false\n",
-            receiver.url()
-        ),
-    )
-    .unwrap();
-    let mut lines = String::new();
-    for i in 0..50 {
-        lines.push_str(&format!(
-            "{{\"id\":\"c{i}\",\"name\":\"read_file\",\"arguments\":{{\"path\":\"f{i}.txt\"}}}}\n"
-        ));
-    }
+    tiny_queue(&w, &receiver.url());
+    let lines = reads(50);
     let ws = w.ws.display().to_string();
     let start = Instant::now();
     let out = reasonix(
@@ -536,4 +549,37 @@ fn spans_a_slow_collector_cannot_take_are_dropped_counted_and_said_at_exit() {
         stderr.contains("OpenTelemetry:") && stderr.contains("span(s) dropped"),
         "{stderr}"
     );
+    // The trace's root is not among them: it went first, on a request of its own.
+    let spans = receiver.spans();
+    let roots: Vec<&Span> = spans.iter().filter(|s| s.parent.is_empty()).collect();
+    assert_eq!(roots.len(), 1, "{spans:?}");
+    assert_eq!(roots[0].name, "check");
+}
+
+#[test]
+fn a_stalled_collector_holds_the_exit_a_bounded_time_and_the_drops_are_said() {
+    let Some(python) = python() else { return };
+    let w = World::new();
+    // Every request is held a minute before it is even read.
+    let receiver = Receiver::start_with(&python, &w.root, &["--stall-ms", "60000"]);
+    tiny_queue(&w, &receiver.url());
+    let ws = w.ws.display().to_string();
+    let start = Instant::now();
+    let out = reasonix(
+        &w,
+        &["check", "--workspace", &ws, "--format", "json"],
+        &[],
+        &reads(20),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 20);
+    // The exit waits at most five seconds for the collector (and the judging took little).
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(stderr.contains("span(s) dropped (0 sent)"), "{stderr}");
+    assert!(receiver.requests().is_empty());
 }

@@ -166,18 +166,23 @@ impl Telemetry {
             .into_iter()
             .collect();
         let resource = resource(&spec);
-        let mut builder = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_headers(headers.clone());
-        if let Some(url) = signal_url(&spec, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces") {
-            builder = builder.with_endpoint(url);
-        }
-        let exporter = builder
-            .build()
-            .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;
+        // Two exporters alike: the queue's, and the root spans' at exit (queue.rs).
+        let exporter = || {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_headers(headers.clone());
+            if let Some(url) = signal_url(&spec, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces")
+            {
+                builder = builder.with_endpoint(url);
+            }
+            builder
+                .build()
+                .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))
+        };
         let (processor, stats) = queue::QueueProcessor::start(
-            exporter,
+            exporter()?,
+            exporter()?,
             &resource,
             spec.queue.unwrap_or(DEFAULT_QUEUE).max(1),
             spec.batch.unwrap_or(DEFAULT_BATCH).max(1),
@@ -260,18 +265,37 @@ impl Telemetry {
         )));
         tracing::callsite::rebuild_interest_cache();
     }
-    /// Sends what waits (a few seconds at most) and stops: what was exported and dropped.
+    /// Sends what waits and stops, waiting at most [`EXIT_WAIT`] in all: the root spans first,
+    /// on a request of their own, beside the queue's last batches and the metrics' last
+    /// export. Returns what was exported and dropped (what was not sent by then is dropped).
     pub fn shutdown(self) -> Sent {
+        let deadline = std::time::Instant::now() + EXIT_WAIT;
         ON.store(false, Ordering::Relaxed);
         tracing::callsite::rebuild_interest_cache();
-        let _ = self.traces.force_flush();
-        let _ = self.traces.shutdown();
-        if let Some(m) = &self.metrics {
-            let _ = m.shutdown();
+        // The metrics' last export on a thread of its own: their reader waits for its exporter
+        // by its own clock.
+        let (metrics_tx, metrics_rx) = std::sync::mpsc::sync_channel(1);
+        if let Some(m) = self.metrics {
+            let spawned = std::thread::Builder::new()
+                .name("reasonix-otel-metrics".into())
+                .spawn(move || {
+                    let _ = m.shutdown();
+                    let _ = metrics_tx.send(());
+                });
+            if spawned.is_err() {
+                tracing::debug!("cannot start the thread that sends the last metrics");
+            }
         }
+        let _ = self.traces.shutdown_with_timeout(EXIT_WAIT);
+        let _ =
+            metrics_rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
         self.queue.sent()
     }
 }
+
+/// The longest the process waits at exit for the collector to take what is left: the root
+/// spans, the queue, the last metrics.
+pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// The tracer the `tracing` bridge is built with when the logs are set up, before the settings
 /// are read: it hands each span to the SDK's tracer once export has started
