@@ -713,7 +713,7 @@ impl Gate {
 
     /// The verdict as output, and the token when the call may run.
     fn seal(&self, approved: Approved, current: &Current) -> Judgement {
-        let Approved { confined } = approved;
+        let Approved { confined, asked } = approved;
         let ruled = confined.ruled;
         let resolved = ruled.resolved;
         let (call, class, touched) = (resolved.call, resolved.class, resolved.touched);
@@ -746,6 +746,7 @@ impl Gate {
             }),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
+            ask_settled_by: asked.then_some("posture"),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);

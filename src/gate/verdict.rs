@@ -138,6 +138,11 @@ pub struct Admission {
     /// When a pre-tool hook replaced the call's arguments: the model's original arguments (the
     /// verdict is on the replacement, judged again from the top).
     pub replaced_arguments: Option<Value>,
+    /// Who settled an `ask` within the admission path, when someone did: `posture` (the
+    /// unattended or strict posture answered it) or `hook` (a pre-tool hook denied a call that
+    /// was asked about). Not printed; OpenTelemetry's `reasonix.asks.answered` counts it.
+    #[serde(skip)]
+    pub ask_settled_by: Option<&'static str>,
 }
 
 impl Admission {
@@ -220,6 +225,7 @@ impl Admission {
             sandbox: None,
             annotations: None,
             replaced_arguments: None,
+            ask_settled_by: None,
         }
     }
 }
@@ -272,6 +278,17 @@ impl Judgement {
         a.stage = stage;
         a.reasons.insert(0, why);
         Judgement::Refused(a)
+    }
+
+    /// Says who settled an ask (a refusal or an allow the admission path made of it):
+    /// [`Admission::ask_settled_by`].
+    pub(crate) fn settled_by(mut self, by: &'static str) -> Judgement {
+        match &mut self {
+            Judgement::Allowed(a) => a.admission.ask_settled_by = Some(by),
+            Judgement::Ask(p) => p.0.admission.ask_settled_by = Some(by),
+            Judgement::Refused(a) => a.ask_settled_by = Some(by),
+        }
+        self
     }
 
     /// Narrows an allow to an ask (a person, or the posture, must approve), with `why` as the

@@ -13,7 +13,9 @@
 //!
 //! What is sent:
 //!
-//! - **a trace per run** (`run` span) and **per `check` batch** (`check` span);
+//! - **a trace per run** (`run` span), **per `check` batch** (`check` span), **per call of
+//!   `reasonix hook claude`** (`hook` span) and **per session of `reasonix mcp serve`** (`run`
+//!   span with `reasonix.entry = "mcp serve"`): every entry point exports when configured;
 //! - in a run, **a span per call** (`execute_tool {tool}`), with the gate's `call` span as its
 //!   child and under it **a span per gate stage** (`gate.target`, `gate.validate`, …,
 //!   `gate.approve`), and **the jail run** (`jail.run`, with `process.*` attributes); in a
@@ -22,8 +24,11 @@
 //! - `reasonix.*` attributes for the rest: tool, verdict, stage, the rules that decided, policy
 //!   revision, outcome, observed changes count;
 //! - **metrics**: `reasonix.calls` (by tool, verdict and outcome), `reasonix.admission.duration`
-//!   and `reasonix.jail.duration` (histograms, ms), `reasonix.asks.answered` (by answer and who
-//!   answered), `reasonix.provider.retries`.
+//!   and `reasonix.jail.duration` (histograms, ms), `reasonix.asks.answered` (by answer,
+//!   `reasonix.approval`, and who answered, `reasonix.approver`: `person`, `mcp_elicitation`,
+//!   `session` for an earlier "allow for the session", `posture` when nobody could be asked,
+//!   `hook` when a pre-tool hook denied a call that was asked about), `reasonix.provider.retries`
+//!   (by `error.type`).
 //!
 //! - `queue.rs`: the bounded span queue and its sending thread.
 
