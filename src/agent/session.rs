@@ -1385,7 +1385,18 @@ async fn run_one(
             )
         });
         let duration_ms = started.elapsed().as_millis();
-        let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
+        // The first few files' contents after the call are kept for a report's diff.
+        let after: Vec<FileState> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i < rewind::MAX_AFTER_KEPT_FILES {
+                    store.keep_after(p)
+                } else {
+                    rewind::observe(p)
+                }
+            })
+            .collect();
         (
             paths,
             before,
