@@ -860,9 +860,7 @@ impl Laps {
             us[self.done] = u64::try_from(last.elapsed().as_micros()).unwrap_or(u64::MAX);
         }
         let ran = (self.done + 1).min(us.len());
-        let stages: Vec<(&'static str, u64)> =
-            Self::NAMES.iter().copied().zip(us).take(ran).collect();
-        crate::telemetry::gate_spans(self.began, &stages, a.attributes());
+        crate::telemetry::gate_spans(self.began, &Self::NAMES, us, ran, a.attributes());
     }
 
     fn on(&self) -> bool {

@@ -409,69 +409,117 @@ pub fn parent(parent: Option<opentelemetry::trace::SpanContext>) -> Parent {
     Parent(PARENT.with(|p| std::mem::replace(&mut *p.borrow_mut(), parent)))
 }
 
-/// The gate's spans of one judgement, made directly as span data and queued in one message: the
-/// `call` span (from `start`, as long as the stages took) and under it a span per stage that
-/// ran (`stage_us`, in order), under the thread's [`parent`]. Nothing without one.
+/// The gate's stages, as many as [`gate_spans`] takes.
+pub const GATE_STAGES: usize = 8;
+
+/// The gate's spans of one judgement, from the stage timings the gate takes anyway: the `call`
+/// span (from `start`, as long as the stages took) and under it a span per stage that ran (the
+/// first `ran` of `names`, each `us` microseconds long, in order), under the thread's
+/// [`parent`]. Nothing without one. On the call's path this only queues the timings and
+/// `attributes`, without waiting; the span data is made on the exporter's thread
+/// ([`Gate::spans`]).
 pub fn gate_spans(
     start: std::time::SystemTime,
-    stages: &[(&'static str, u64)],
+    names: &'static [&'static str; GATE_STAGES],
+    us: [u64; GATE_STAGES],
+    ran: usize,
     attributes: Vec<KeyValue>,
 ) {
-    use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
-    use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
     if !on() {
         return;
     }
     let Some(parent) = PARENT.with(|p| p.borrow().clone()) else {
         return;
     };
-    let scope =
-        SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
-    let context = |id| {
-        SpanContext::new(
-            parent.trace_id(),
-            id,
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        )
-    };
-    let data = |id, parent_id, name: &'static str, start, end, attributes| SpanData {
-        span_context: context(id),
-        parent_span_id: parent_id,
-        parent_span_is_remote: false,
-        span_kind: SpanKind::Internal,
-        name: std::borrow::Cow::Borrowed(name),
-        start_time: start,
-        end_time: end,
+    queue::push(Gate {
+        parent,
+        start,
+        names,
+        us,
+        ran: ran.min(GATE_STAGES),
         attributes,
-        dropped_attributes_count: 0,
-        events: SpanEvents::default(),
-        links: SpanLinks::default(),
-        status: Status::Unset,
-        instrumentation_scope: scope.clone(),
-    };
-    let call = span_id();
-    let mut spans = Vec::with_capacity(stages.len() + 1);
-    let mut at = start;
-    for (name, us) in stages {
-        let end = at + Duration::from_micros(*us);
-        spans.push(data(span_id(), call, name, at, end, Vec::new()));
-        at = end;
+    });
+}
+
+/// One judgement's timings, queued as they are ([`gate_spans`]).
+#[derive(Debug)]
+pub(crate) struct Gate {
+    parent: opentelemetry::trace::SpanContext,
+    start: std::time::SystemTime,
+    names: &'static [&'static str; GATE_STAGES],
+    us: [u64; GATE_STAGES],
+    ran: usize,
+    attributes: Vec<KeyValue>,
+}
+
+impl Gate {
+    /// How many spans it makes.
+    pub(crate) fn len(&self) -> usize {
+        self.ran + 1
     }
-    spans.push(data(call, parent.span_id(), "call", start, at, attributes));
-    queue::push(spans);
+
+    /// Its spans, on the exporter's thread: a stage span per stage that ran, then the `call`.
+    pub(crate) fn spans(self) -> impl Iterator<Item = opentelemetry_sdk::trace::SpanData> {
+        use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
+        use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+        let scope =
+            SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
+        let trace = self.parent.trace_id();
+        let data = move |id, parent_id, name: &'static str, start, end, attributes| SpanData {
+            span_context: SpanContext::new(
+                trace,
+                id,
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: parent_id,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: std::borrow::Cow::Borrowed(name),
+            start_time: start,
+            end_time: end,
+            attributes,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: scope.clone(),
+        };
+        let call = span_id();
+        let mut at = self.start;
+        let mut spans = Vec::with_capacity(self.len());
+        for (name, us) in self.names.iter().zip(self.us).take(self.ran) {
+            let end = at + Duration::from_micros(us);
+            spans.push(data(span_id(), call, name, at, end, Vec::new()));
+            at = end;
+        }
+        spans.push(data(
+            call,
+            self.parent.span_id(),
+            "call",
+            self.start,
+            at,
+            self.attributes,
+        ));
+        spans.into_iter()
+    }
 }
 
 static SCOPE: OnceLock<opentelemetry::InstrumentationScope> = OnceLock::new();
 
 /// A finished call, for the `reasonix.calls` counter/// A finished call, for the `reasonix.calls` counter and the admission histogram.
-pub fn call_judged(tool: &str, verdict: &str, outcome: Option<&str>, admission: Duration) {
+pub fn call_judged(
+    tool: &str,
+    verdict: &'static str,
+    outcome: Option<&'static str>,
+    admission: Duration,
+) {
     if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
         let attrs = [
             KeyValue::new("reasonix.tool", tool.to_owned()),
-            KeyValue::new("reasonix.verdict", verdict.to_owned()),
-            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none").to_owned()),
+            KeyValue::new("reasonix.verdict", verdict),
+            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none")),
         ];
         i.calls.add(1, &attrs);
         i.admission

@@ -23,8 +23,8 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 enum Message {
     Span(Box<SpanData>),
-    /// Spans made apart (the gate's), queued together.
-    Spans(Vec<SpanData>),
+    /// A judgement's timings: the gate's spans, made on this thread.
+    Gate(super::Gate),
     /// Send what waits, then answer.
     Flush(SyncSender<()>),
     /// Send what waits, then stop.
@@ -63,14 +63,14 @@ impl Stats {
 
 static DIRECT: std::sync::OnceLock<(SyncSender<Message>, Arc<Counts>)> = std::sync::OnceLock::new();
 
-/// Queues spans made apart (the gate's) in one message, without waiting: when the queue is
-/// full they are dropped and counted.
-pub fn push(spans: Vec<SpanData>) {
+/// Queues a judgement's timings (the gate's spans, made on the sending thread) in one message,
+/// without waiting: when the queue is full its spans are dropped and counted.
+pub(crate) fn push(gate: super::Gate) {
     let Some((tx, counts)) = DIRECT.get() else {
         return;
     };
-    let n = spans.len() as u64;
-    match tx.try_send(Message::Spans(spans)) {
+    let n = gate.len() as u64;
+    match tx.try_send(Message::Gate(gate)) {
         Ok(()) => counts.queued.fetch_add(n, Ordering::Relaxed),
         Err(_) => counts.full.fetch_add(n, Ordering::Relaxed),
     };
@@ -184,8 +184,8 @@ fn send_loop<E: SpanExporter>(
                     since = Instant::now();
                 }
             }
-            Ok(Message::Spans(spans)) => {
-                waiting.extend(spans);
+            Ok(Message::Gate(gate)) => {
+                waiting.extend(gate.spans());
                 if waiting.len() >= batch {
                     send(&mut waiting);
                     since = Instant::now();
@@ -201,7 +201,7 @@ fn send_loop<E: SpanExporter>(
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Message::Span(span) => waiting.push(*span),
-                        Message::Spans(spans) => waiting.extend(spans),
+                        Message::Gate(gate) => waiting.extend(gate.spans()),
                         _ => {}
                     }
                     if waiting.len() >= batch {
