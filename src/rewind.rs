@@ -80,6 +80,14 @@ use crate::sandbox::ConfinedPath;
 /// The largest file the store keeps, in bytes: 64 MiB.
 pub const MAX_KEPT_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The largest file whose content *after* a call is kept too ([`Store::keep_after`]), in bytes:
+/// 256 KiB. Those copies serve `reasonix report`'s diffs, not a rewind.
+pub const MAX_AFTER_KEPT_BYTES: u64 = 256 * 1024;
+
+/// The most files of one call whose content after it is kept ([`Store::keep_after`]): a
+/// command that rewrote a whole tree costs a few copies, not a second tree.
+pub const MAX_AFTER_KEPT_FILES: usize = 64;
+
 /// The store's folder inside a record's state folder.
 const STORE: &str = "rewind";
 
@@ -186,6 +194,29 @@ impl Store {
                 state: observe(path),
                 kept: false,
                 note: Some(format!("its content could not be kept: {e}")),
+            },
+        }
+    }
+
+    /// Observes `path` as [`observe`] does and, when it is a regular file of at most
+    /// [`MAX_AFTER_KEPT_BYTES`], keeps a copy of its content as it is after a call, so that a
+    /// report can show what the call changed as a diff (issue 29). Not for a rewind, so not
+    /// `fsync`ed: a copy lost in a crash costs a diff, never a restore (a rewind checks every
+    /// copy's sha256 as it reads it), and a copy already kept is left as it is.
+    pub fn keep_after(&self, path: &ConfinedPath) -> FileState {
+        match see(path) {
+            Seen::State(state) => state,
+            Seen::File {
+                mut file,
+                mode,
+                size,
+            } if size <= MAX_AFTER_KEPT_BYTES => match self.copy(&mut file, false) {
+                Ok((sha, n)) => FileState::file(sha, mode, n),
+                Err(_) => observe(path),
+            },
+            Seen::File { mut file, mode, .. } => match digest(&mut file, None) {
+                Ok((sha, n)) => FileState::file(sha, mode, n),
+                Err(e) => unknown(&e),
             },
         }
     }
@@ -313,6 +344,13 @@ impl Store {
     /// Copies `from` into the store under its sha256: a temporary file, `fsync`, rename, `fsync`
     /// of the folder. Returns the digest and the size.
     fn store(&self, from: &mut File) -> io::Result<(String, u64)> {
+        self.copy(from, true)
+    }
+
+    /// Copies `from` into the store under its sha256: `durable`, `fsync`ed and renamed over
+    /// any copy of the same content; else not synced, and dropped when the content is kept
+    /// already.
+    fn copy(&self, from: &mut File, durable: bool) -> io::Result<(String, u64)> {
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -325,7 +363,13 @@ impl Store {
             .mode(0o600)
             .custom_flags(OFlag::O_NOFOLLOW.bits())
             .open(&temp)?;
-        let copied = digest(from, Some(&mut out)).and_then(|d| out.sync_all().map(|()| d));
+        let copied = digest(from, Some(&mut out)).and_then(|d| {
+            if durable {
+                out.sync_all().map(|()| d)
+            } else {
+                Ok(d)
+            }
+        });
         let (sha, size) = match copied {
             Ok(d) => d,
             Err(e) => {
@@ -333,12 +377,18 @@ impl Store {
                 return Err(e);
             }
         };
+        if !durable && self.blob(&sha).exists() {
+            let _ = std::fs::remove_file(&temp);
+            return Ok((sha, size));
+        }
         // The same content may be kept already; renaming over it changes nothing.
         if let Err(e) = std::fs::rename(&temp, self.blob(&sha)) {
             let _ = std::fs::remove_file(&temp);
             return Err(e);
         }
-        File::open(&self.dir)?.sync_all()?;
+        if durable {
+            File::open(&self.dir)?.sync_all()?;
+        }
         Ok((sha, size))
     }
 }

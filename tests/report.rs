@@ -389,3 +389,104 @@ fn chromium_renders_every_call_and_the_filters_change_what_is_shown() {
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000);
 }
+
+/// Issue 29 (item 5): what an observed bash command changed is shown as a diff, made from the
+/// contents the record's content store keeps before and after the call — escaped, a binary file
+/// named as such, and where a content is not kept (too large) or its copy does not match its
+/// digest (a store tampered with), a line that says why there is no diff instead.
+#[test]
+fn a_bash_calls_observed_changes_are_shown_as_a_diff_from_the_content_store() {
+    if common::skip_unless(
+        reasonix::sandbox::jail::capabilities().overlay,
+        "overlayfs in a run's mount namespace",
+    ) {
+        return;
+    }
+    let w = World::new();
+    w.file("notes.md", "one\ntwo\nthree\n");
+    w.file("gone.txt", "bye\n");
+    w.file("data.bin", "x");
+    w.file("kept.txt", "same\n");
+    let policy = w.policy(
+        "p.yaml",
+        "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n",
+    );
+    let bash = |command: &str| json!({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]});
+    let turns = json!([
+        bash("printf 'one\\n<b>TWO</b>\\nthree\\n' > notes.md"),
+        bash("printf 'new\\n' > added.txt"),
+        bash("rm gone.txt"),
+        bash("printf 'a\\000b' > data.bin"),
+        bash("head -c 300000 /dev/zero | tr '\\0' a > big.txt"),
+        bash("printf 'changed\\n' > kept.txt"),
+        {"text": "done"}
+    ]);
+    let script = w.root.join("s.json");
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let record = run(&w, &script, Path::new(&policy), "change things");
+    let lines = common::jsonl(&record);
+    let calls: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("outcome").is_some())
+        .collect();
+    assert_eq!(calls.len(), 6, "{lines:?}");
+    assert!(
+        calls.iter().all(|c| c["outcome"] == "succeeded"),
+        "{calls:?}"
+    );
+    // Tamper with the store: the copy of kept.txt's content after its call now says otherwise.
+    let after = calls[5]["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "file")
+        .unwrap()["after_sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let blob = w.ws.join(".reasonix/record.jsonl.d/rewind").join(&after);
+    assert!(blob.is_file(), "the content after the call is kept");
+    std::fs::write(&blob, "forged\n").unwrap();
+
+    let page_path = w.root.join("report.html");
+    report(&w, &record, &page_path);
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    let section = |id: &str| -> String {
+        let start = page
+            .find(&format!("id=\"call-{id}\""))
+            .unwrap_or_else(|| panic!("{id}: {page}"));
+        let end = page[start..].find("</article>").unwrap() + start;
+        page[start..end].to_owned()
+    };
+    let ids: Vec<&str> = calls
+        .iter()
+        .map(|c| c["call_id"].as_str().unwrap())
+        .collect();
+    // A line changed: the diff shows it, the model's markup escaped.
+    let notes = section(ids[0]);
+    assert!(notes.contains("<span class=\"del\">-two</span>"), "{notes}");
+    assert!(
+        notes.contains("<span class=\"add\">+&lt;b&gt;TWO&lt;/b&gt;</span>"),
+        "{notes}"
+    );
+    assert!(notes.contains("<span class=\"ctx\"> one</span>"), "{notes}");
+    assert!(!notes.contains("<b>"));
+    // Created and removed: a diff from and to nothing.
+    assert!(section(ids[1]).contains("<span class=\"add\">+new</span>"));
+    assert!(section(ids[2]).contains("<span class=\"del\">-bye</span>"));
+    // Binary: named, not dumped.
+    let binary = section(ids[3]);
+    assert!(binary.contains("# binary file: no text diff"), "{binary}");
+    assert!(!binary.contains("class=\"add\">+a"), "{binary}");
+    // Too large to keep: said, digests still shown.
+    let big = section(ids[4]);
+    assert!(
+        big.contains("# no diff: its content after the call is not in the content store"),
+        "{big}"
+    );
+    assert!(big.contains("(created, sha256 "), "{big}");
+    // The forged copy is not shown as the change: the page says it does not match.
+    let forged = section(ids[5]);
+    assert!(!forged.contains("+forged"), "{forged}");
+    assert!(forged.contains("does not match its sha256"), "{forged}");
+}

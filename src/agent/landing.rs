@@ -95,7 +95,12 @@ impl<'a> Keeping<'a> {
             let Some(before) = kept.get(shown.as_str()) else {
                 continue;
             };
-            let after: FileState = rewind::observe(path);
+            // The first few files' contents after the call are kept for a report's diff.
+            let after: FileState = if landed.changed.len() < rewind::MAX_AFTER_KEPT_FILES {
+                self.store.keep_after(path)
+            } else {
+                rewind::observe(path)
+            };
             landed.receipts.push(Receipt::File {
                 path: shown.clone(),
                 before_sha256: before.state.sha256().map(str::to_owned),

@@ -492,6 +492,27 @@ impl Session {
         )
     }
 
+    /// Opens the span of a session whose calls come from outside the model loop (`reasonix mcp
+    /// serve`): a `run` span, the root of its trace while OpenTelemetry export is on, with each
+    /// call's `execute_tool` span under it, as in [`Session::run`]. It ends with
+    /// [`Session::end_trace`] (or when the session is dropped).
+    pub fn begin_trace(&mut self, entry: &'static str) {
+        self.span = tracing::info_span!(
+            parent: None,
+            "run",
+            "reasonix.run_id" = %self.run_id,
+            "reasonix.posture" = ?self.gate.posture(),
+            "reasonix.entry" = entry,
+            "reasonix.outcome" = tracing::field::Empty,
+        );
+    }
+
+    /// Ends the span [`Session::begin_trace`] opened, saying how the session ended.
+    pub fn end_trace(&mut self, how: &str) {
+        self.span.record("reasonix.outcome", how);
+        self.span = tracing::Span::none();
+    }
+
     /// Runs the session on a prompt until the model stops, `max_steps` pass, or the provider
     /// fails.
     pub async fn run(&mut self, prompt: &str) -> Result<End, SessionError> {
@@ -1352,7 +1373,18 @@ async fn run_one(
             )
         });
         let duration_ms = started.elapsed().as_millis();
-        let after: Vec<FileState> = changes.iter().map(rewind::observe).collect();
+        // The first few files' contents after the call are kept for a report's diff.
+        let after: Vec<FileState> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i < rewind::MAX_AFTER_KEPT_FILES {
+                    store.keep_after(p)
+                } else {
+                    rewind::observe(p)
+                }
+            })
+            .collect();
         (
             paths,
             before,
@@ -1604,6 +1636,12 @@ fn telemetry_of_call(j: &Decided, ran: Option<&Ran>, record: &CallRecord) {
         j.span.record("reasonix.approval", answer.as_str());
         j.span.record("reasonix.approver", by.as_str());
         t::ask_answered(&answer, &by);
+    } else if let Some(by) = j.admission.ask_settled_by {
+        // The posture (or a pre-tool hook) answered the ask: its verdict is the answer.
+        let answer = j.admission.verdict.as_str();
+        j.span.record("reasonix.approval", answer);
+        j.span.record("reasonix.approver", by);
+        t::ask_answered(answer, by);
     }
     t::call_judged(
         &j.call.name,

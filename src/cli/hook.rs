@@ -145,6 +145,22 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     if let Some(message) = &untrusted {
         super::warn_lines(message);
     }
+    // OpenTelemetry export, when configured: a trace per hook call, rooted in its `hook` span,
+    // with the gate's `call` span and its stages under it for each call judged. Ended (what
+    // waits sent, at most a few seconds) when this function returns, after the span closes.
+    let _export = super::Export::start(built.config())?;
+    let hook_span = tracing::info_span!(
+        parent: None,
+        "hook",
+        "reasonix.hook" = "claude",
+        "reasonix.run_id" = %reasonix::text::visible(&format!("claude-{}", input.session_id)),
+        "reasonix.posture" = ?Posture::from(args.posture),
+        "reasonix.claude_tool" = %reasonix::text::visible(&input.tool_name),
+        "gen_ai.tool.call.id" = %reasonix::text::visible(input.tool_use_id.as_deref().unwrap_or("")),
+        "reasonix.decision" = tracing::field::Empty,
+    );
+    let _entered = hook_span.enter();
+    let _in_hook = reasonix::telemetry::parent(reasonix::telemetry::context_of(&hook_span));
     let mapped = hook::map(&input.tool_name, &input.tool_input);
     let mut registry = Registry::with_builtins();
     if input.tool_name.starts_with("mcp__") {
@@ -170,11 +186,15 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
                     let mut arguments = call.parse_arguments().unwrap_or_default();
                     project::anchor(&call.name, &mut arguments, &cwd, gate.roots().workspace());
                     call.arguments = reasonix::call::RawArguments::Object(arguments.clone());
+                    let began = std::time::Instant::now();
                     // The gate's last stage runs the pre-tool hooks.
                     let admission = gate.admit(&call).into_admission();
                     // With --jail, Claude runs Bash in Reasonix's jail: only what it does not
                     // jail is narrowed.
                     let admission = unjailed::correct(&gate, &arguments, admission, args.jail);
+                    if reasonix::telemetry::on() {
+                        judged_for_telemetry(&admission, began.elapsed());
+                    }
                     (
                         call.name.clone(),
                         serde_json::Value::Object(arguments).to_string(),
@@ -214,6 +234,7 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         Permission::Ask => "ask",
         Permission::Deny => "deny",
     };
+    hook_span.record("reasonix.decision", decision);
     let line = |tool: Option<String>, arguments: Option<&str>, a: Option<&Admission>| HookRecord {
         run_id: run_id.clone(),
         time_ms: now_ms(),
@@ -247,6 +268,27 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     writeln!(stdout)?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// OpenTelemetry's metrics of one call the hook judged: `reasonix.calls` (nothing runs here, so
+/// the outcome is `invalid`, `blocked` or none, as `check` says it) and the admission's
+/// latency; an ask the posture (or a pre-tool hook) settled is an ask answered. An ask passed
+/// on to Claude Code is answered by Claude's user, out of Reasonix's sight: not counted.
+fn judged_for_telemetry(a: &Admission, took: std::time::Duration) {
+    let outcome = match a.verdict {
+        reasonix::Verdict::Invalid => Some("invalid"),
+        reasonix::Verdict::Deny => Some("blocked"),
+        _ => None,
+    };
+    reasonix::telemetry::call_judged(
+        a.tool.as_deref().unwrap_or(""),
+        a.verdict.as_str(),
+        outcome,
+        took,
+    );
+    if let Some(by) = a.ask_settled_by {
+        reasonix::telemetry::ask_answered(a.verdict.as_str(), by);
+    }
 }
 
 /// `Bash`'s input with its command rewritten to run in Reasonix's jail: `reasonix sandbox exec

@@ -197,11 +197,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         workspace.display(),
         record.display()
     ));
+    // OpenTelemetry export, when configured (before the async runtime: the exporter's HTTP
+    // client is a blocking one): the served session is one trace, its `run` span the root,
+    // each client's call an `execute_tool` span under it, as in `reasonix run`.
+    let export = super::Export::start(config)?;
+    session.begin_trace("mcp serve");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let served = runtime.block_on(Gated::new(session, tools, asks).serve_stdio());
+    // The session (and its span) is gone with the service; the runtime's tasks with it. Then
+    // what waits is sent, the root span first.
+    drop(runtime);
+    drop(export);
     let how = match &served {
         Ok(()) => "the client went away".to_owned(),
         Err(e) => e.clone(),

@@ -281,6 +281,24 @@ pub fn telemetry(config: &RunConfig) -> anyhow::Result<Option<reasonix::telemetr
     Ok(Some(t))
 }
 
+/// OpenTelemetry export while it lives ([`telemetry`]): ended by [`telemetry_end`] when dropped,
+/// so that an early return ends it too. Declare it before the spans it exports, so that they
+/// close first.
+pub struct Export(pub Option<reasonix::telemetry::Telemetry>);
+
+impl Export {
+    /// Starts export as [`telemetry`] does.
+    pub fn start(config: &RunConfig) -> anyhow::Result<Export> {
+        telemetry(config).map(Export)
+    }
+}
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        telemetry_end(self.0.take());
+    }
+}
+
 /// Ends OpenTelemetry export: sends what waits, and says on stderr how many spans were dropped
 /// (the queue was full, or the collector did not take them).
 pub fn telemetry_end(t: Option<reasonix::telemetry::Telemetry>) {

@@ -54,7 +54,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| PathBuf::from(".reasonix/record.jsonl"));
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read the execution record {}", path.display()))?;
-            let record = Record::parse(&text);
+            let mut record = Record::parse(&text);
+            // The content store beside the record: what a changed file held before and after
+            // its call, for the page's diffs.
+            record.store = Some(reasonix::rewind::Store::beside(&path));
             (
                 args.output.is_some().then(|| html::page(&record)),
                 record.summary(),

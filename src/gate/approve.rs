@@ -16,6 +16,8 @@ use crate::policy::{Defaults, Posture, Unattended};
 /// A confined call with the posture applied: the final verdict.
 pub(super) struct Approved {
     pub confined: Confined,
+    /// The posture answered an ask (the verdict was `ask` before it).
+    pub asked: bool,
 }
 
 /// Applies the posture.
@@ -51,10 +53,16 @@ pub(super) fn approve(planned: Planned, posture: Posture, defaults: Defaults) ->
             Verdict::Deny,
             "strict posture: only a call an allow rule covers may run, and no allow rule covers this one".into(),
         ),
-        _ => return Approved { confined: c },
+        _ => {
+            return Approved {
+                confined: c,
+                asked: false,
+            };
+        }
     };
+    let asked = c.verdict == Verdict::Ask;
     c.stage = Stage::Approve;
     c.verdict = to;
     c.reasons.insert(0, why);
-    Approved { confined: c }
+    Approved { confined: c, asked }
 }

@@ -804,7 +804,7 @@ impl Gate {
 
     /// The verdict as output, and the token when the call may run.
     fn seal(&self, approved: Approved, current: &Current, input: bool) -> Judgement {
-        let Approved { confined } = approved;
+        let Approved { confined, asked } = approved;
         let ruled = confined.ruled;
         let resolved = ruled.resolved;
         let (call, class, touched) = (resolved.call, resolved.class, resolved.touched);
@@ -838,6 +838,7 @@ impl Gate {
             annotations: call.tool.annotations(),
             replaced_arguments: None,
             replacement_sha256: None,
+            ask_settled_by: asked.then_some("posture"),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {
             return Judgement::Refused(admission);
@@ -952,9 +953,7 @@ impl Laps {
             us[self.done] = u64::try_from(last.elapsed().as_micros()).unwrap_or(u64::MAX);
         }
         let ran = (self.done + 1).min(us.len());
-        let stages: Vec<(&'static str, u64)> =
-            Self::NAMES.iter().copied().zip(us).take(ran).collect();
-        crate::telemetry::gate_spans(self.began, &stages, a.attributes());
+        crate::telemetry::gate_spans(self.began, &Self::NAMES, us, ran, a.attributes());
     }
 
     fn on(&self) -> bool {

@@ -142,6 +142,11 @@ pub struct Admission {
     /// gate judged it (for the record, which shows the digest, not the arguments).
     #[serde(skip)]
     pub replacement_sha256: Option<String>,
+    /// Who settled an `ask` within the admission path, when someone did: `posture` (the
+    /// unattended or strict posture answered it) or `hook` (a pre-tool hook denied a call that
+    /// was asked about). Not printed; OpenTelemetry's `reasonix.asks.answered` counts it.
+    #[serde(skip)]
+    pub ask_settled_by: Option<&'static str>,
 }
 
 impl Admission {
@@ -225,6 +230,7 @@ impl Admission {
             annotations: None,
             replaced_arguments: None,
             replacement_sha256: None,
+            ask_settled_by: None,
         }
     }
 }
@@ -277,6 +283,17 @@ impl Judgement {
         a.stage = stage;
         a.reasons.insert(0, why);
         Judgement::Refused(a)
+    }
+
+    /// Says who settled an ask (a refusal or an allow the admission path made of it):
+    /// [`Admission::ask_settled_by`].
+    pub(crate) fn settled_by(mut self, by: &'static str) -> Judgement {
+        match &mut self {
+            Judgement::Allowed(a) => a.admission.ask_settled_by = Some(by),
+            Judgement::Ask(p) => p.0.admission.ask_settled_by = Some(by),
+            Judgement::Refused(a) => a.ask_settled_by = Some(by),
+        }
+        self
     }
 
     /// Narrows an allow to an ask (a person, or the posture, must approve), with `why` as the

@@ -262,16 +262,28 @@ impl Hooks {
             }
             match (answer.decision, answer.arguments) {
                 (Decision::Deny, _) => {
-                    return judgement.block(Stage::Hook, format!("{} denied{said}", hook.name));
+                    // A hook that denies a call that was asked about has answered the ask.
+                    let asked = matches!(judgement, Judgement::Ask(_));
+                    let denied =
+                        judgement.block(Stage::Hook, format!("{} denied{said}", hook.name));
+                    return if asked {
+                        denied.settled_by("hook")
+                    } else {
+                        denied
+                    };
                 }
                 (Decision::Ask, _) => {
                     let why = format!("{} asks for a person{said}", hook.name);
                     judgement = match gate.posture() {
                         Posture::Interactive => judgement.narrow_to_ask(Stage::Hook, why),
-                        _ => judgement.block(
-                            Stage::Hook,
-                            format!("{why}; nobody can answer under this posture, so it is denied"),
-                        ),
+                        _ => judgement
+                            .block(
+                                Stage::Hook,
+                                format!(
+                                    "{why}; nobody can answer under this posture, so it is denied"
+                                ),
+                            )
+                            .settled_by("posture"),
                     };
                     if matches!(judgement, Judgement::Refused(_)) {
                         return judgement;

@@ -14,6 +14,13 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{Call, Record, Run, escape, seconds};
+use crate::rewind::Store;
+
+/// The largest kept content a diff is made from, in bytes (the store keeps a file's content
+/// after a call up to [`crate::rewind::MAX_AFTER_KEPT_BYTES`]).
+pub const MAX_DIFF_SOURCE_BYTES: u64 = 256 * 1024;
+/// The most of one file's diff the page shows, in bytes; the rest is cut and counted.
+pub const MAX_DIFF_SHOWN_BYTES: usize = 16 * 1024;
 
 /// The page's style sheet.
 const CSS: &str = include_str!("page.css");
@@ -84,7 +91,7 @@ pub fn page(record: &Record) -> String {
     );
     for run in &record.runs {
         for c in &run.calls {
-            call(&mut out, run, c, &anchor(run, c));
+            call(&mut out, run, c, &anchor(run, c), record.store.as_ref());
         }
     }
     out.push_str("</section>\n</main>\n");
@@ -226,7 +233,7 @@ fn timeline(out: &mut String, run: &Run, anchor: &dyn Fn(&Run, &Call) -> String)
     out.push_str("</div></figure>\n");
 }
 
-fn call(out: &mut String, run: &Run, c: &Call, anchor: &str) {
+fn call(out: &mut String, run: &Run, c: &Call, anchor: &str, store: Option<&Store>) {
     let rules: Vec<String> = c.deciding_rules().iter().map(|r| escape(r)).collect();
     let _ = writeln!(
         out,
@@ -384,7 +391,7 @@ fn call(out: &mut String, run: &Run, c: &Call, anchor: &str) {
     }
     out.push_str("</section>\n");
     // Changes.
-    let diff = changes(c);
+    let diff = changes(c, store);
     if !diff.is_empty() {
         let _ = writeln!(
             out,
@@ -412,9 +419,12 @@ fn call(out: &mut String, run: &Run, c: &Call, anchor: &str) {
 }
 
 /// What a call changed, as lines of a diff (already escaped): each observed file with its
-/// digests before and after, each refused change, an edit's old and new text as a unified diff.
-fn changes(c: &Call) -> String {
+/// digests before and after and, where the content store holds what it was before and after
+/// the call, a unified diff of the two ([`file_diff`]) or why there is none; each refused
+/// change; an edit's old and new text as a unified diff when no file diff was shown.
+fn changes(c: &Call, store: Option<&Store>) -> String {
     let mut out = String::new();
+    let mut diffed = false;
     let short = |d: Option<&str>| d.map(|d| d.chars().take(12).collect::<String>());
     let line = |out: &mut String, class: &str, text: String| {
         let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(&text));
@@ -449,6 +459,13 @@ fn changes(c: &Call) -> String {
                     ),
                     (None, None) => line(&mut out, "mod", format!("~ {path}")),
                 }
+                diffed |= file_diff(
+                    &mut out,
+                    store,
+                    path,
+                    r["before_sha256"].as_str(),
+                    r["after_sha256"].as_str(),
+                );
             }
             Some("refused_change") => line(
                 &mut out,
@@ -482,8 +499,9 @@ fn changes(c: &Call) -> String {
             _ => {}
         }
     }
-    // An edit's own text, as a diff of what it replaced, when it ran.
+    // An edit's own text, as a diff of what it replaced, when it ran and no file diff was shown.
     if c.tool == "edit_file"
+        && !diffed
         && c.started_ms.is_some()
         && let Some(args) = c
             .arguments
@@ -507,4 +525,130 @@ fn changes(c: &Call) -> String {
         }
     }
     out
+}
+
+/// Why a kept content cannot be diffed.
+enum Unkept {
+    /// The store does not hold it.
+    Missing,
+    /// Larger than [`MAX_DIFF_SOURCE_BYTES`].
+    TooLarge,
+    /// The copy's sha256 is not the digest that names it (damaged or forged).
+    Mismatch,
+}
+
+/// The content the store keeps under `sha256`, checked against it.
+fn kept(store: &Store, sha256: &str) -> Result<Vec<u8>, Unkept> {
+    use sha2::Digest as _;
+    if !crate::rewind::is_sha256(sha256) {
+        return Err(Unkept::Missing);
+    }
+    let path = store.blob(sha256);
+    let size = std::fs::symlink_metadata(&path)
+        .ok()
+        .filter(|m| m.is_file())
+        .ok_or(Unkept::Missing)?
+        .len();
+    if size > MAX_DIFF_SOURCE_BYTES {
+        return Err(Unkept::TooLarge);
+    }
+    let bytes = std::fs::read(&path).map_err(|_| Unkept::Missing)?;
+    let digest: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if digest == sha256 {
+        Ok(bytes)
+    } else {
+        Err(Unkept::Mismatch)
+    }
+}
+
+/// Adds the unified diff of a changed file (`before`/`after`: its sha256s, `None` where it did
+/// not exist) to `out`, escaped and cut at [`MAX_DIFF_SHOWN_BYTES`], when the store holds both
+/// contents; else a line that says why there is no diff. A binary file (a NUL byte, or not
+/// UTF-8) is named as such. Returns whether a diff was shown.
+fn file_diff(
+    out: &mut String,
+    store: Option<&Store>,
+    path: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+) -> bool {
+    let note = |out: &mut String, text: String| {
+        let _ = writeln!(out, "<span class=\"note\">{}</span>", escape(&text));
+    };
+    let Some(store) = store else {
+        note(
+            out,
+            "  # no diff: only digests (the record's content store was not given)".into(),
+        );
+        return false;
+    };
+    let content = |sha: Option<&str>, when: &str| -> Result<Vec<u8>, String> {
+        match sha {
+            None => Ok(Vec::new()),
+            Some(sha) => kept(store, sha).map_err(|why| match why {
+                Unkept::Missing => format!(
+                    "its content {when} the call is not in the content store (only what file tools and observed commands changed is kept, after a call the first {} files up to {} KiB each)",
+                    crate::rewind::MAX_AFTER_KEPT_FILES,
+                    crate::rewind::MAX_AFTER_KEPT_BYTES / 1024
+                ),
+                Unkept::TooLarge => format!(
+                    "its content {when} the call is over {} KiB",
+                    MAX_DIFF_SOURCE_BYTES / 1024
+                ),
+                Unkept::Mismatch => format!(
+                    "the copy of its content {when} the call does not match its sha256"
+                ),
+            }),
+        }
+    };
+    let (old, new) = match (content(before, "before"), content(after, "after")) {
+        (Ok(old), Ok(new)) => (old, new),
+        (Err(why), _) | (_, Err(why)) => {
+            note(out, format!("  # no diff: {why}"));
+            return false;
+        }
+    };
+    let text = |b: &[u8]| {
+        (!b.contains(&0))
+            .then(|| std::str::from_utf8(b).ok().map(str::to_owned))
+            .flatten()
+    };
+    let (Some(old), Some(new)) = (text(&old), text(&new)) else {
+        note(out, "  # binary file: no text diff".into());
+        return false;
+    };
+    let diff = similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .header(
+            &format!("a/{}", path.trim_start_matches('/')),
+            &format!("b/{}", path.trim_start_matches('/')),
+        )
+        .to_string();
+    let mut shown = 0usize;
+    let mut lines = diff.lines();
+    for l in lines.by_ref() {
+        if shown + l.len() > MAX_DIFF_SHOWN_BYTES {
+            let rest = 1 + lines.count();
+            note(
+                out,
+                format!(
+                    "  # … {rest} more line(s) of this diff not shown (over {} KiB)",
+                    MAX_DIFF_SHOWN_BYTES / 1024
+                ),
+            );
+            return true;
+        }
+        shown += l.len() + 1;
+        let class = match l.as_bytes().first() {
+            Some(b'+') => "add",
+            Some(b'-') => "del",
+            Some(b'@') => "hunk",
+            _ => "ctx",
+        };
+        let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(l));
+    }
+    true
 }

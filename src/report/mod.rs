@@ -30,6 +30,10 @@ pub struct Record {
     pub runs: Vec<Run>,
     /// Lines that were not JSON objects (a line torn by a crash), skipped.
     pub unreadable: usize,
+    /// The content store beside the record (rewind's blobs, [`crate::rewind::Store::beside`]),
+    /// where the page finds what a changed file held before and after its call, to show the
+    /// change as a diff; `None`: digests only.
+    pub store: Option<crate::rewind::Store>,
 }
 
 /// One run of a record.

@@ -13,7 +13,9 @@
 //!
 //! What is sent:
 //!
-//! - **a trace per run** (`run` span) and **per `check` batch** (`check` span);
+//! - **a trace per run** (`run` span), **per `check` batch** (`check` span), **per call of
+//!   `reasonix hook claude`** (`hook` span) and **per session of `reasonix mcp serve`** (`run`
+//!   span with `reasonix.entry = "mcp serve"`): every entry point exports when configured;
 //! - in a run, **a span per call** (`execute_tool {tool}`), with the gate's `call` span as its
 //!   child and under it **a span per gate stage** (`gate.target`, `gate.validate`, …,
 //!   `gate.approve`), and **the jail run** (`jail.run`, with `process.*` attributes); in a
@@ -22,8 +24,11 @@
 //! - `reasonix.*` attributes for the rest: tool, verdict, stage, the rules that decided, policy
 //!   revision, outcome, observed changes count;
 //! - **metrics**: `reasonix.calls` (by tool, verdict and outcome), `reasonix.admission.duration`
-//!   and `reasonix.jail.duration` (histograms, ms), `reasonix.asks.answered` (by answer and who
-//!   answered), `reasonix.provider.retries`.
+//!   and `reasonix.jail.duration` (histograms, ms), `reasonix.asks.answered` (by answer,
+//!   `reasonix.approval`, and who answered, `reasonix.approver`: `person`, `mcp_elicitation`,
+//!   `session` for an earlier "allow for the session", `posture` when nobody could be asked,
+//!   `hook` when a pre-tool hook denied a call that was asked about), `reasonix.provider.retries`
+//!   (by `error.type`).
 //!
 //! - `queue.rs`: the bounded span queue and its sending thread.
 
@@ -166,18 +171,23 @@ impl Telemetry {
             .into_iter()
             .collect();
         let resource = resource(&spec);
-        let mut builder = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_headers(headers.clone());
-        if let Some(url) = signal_url(&spec, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces") {
-            builder = builder.with_endpoint(url);
-        }
-        let exporter = builder
-            .build()
-            .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;
+        // Two exporters alike: the queue's, and the root spans' at exit (queue.rs).
+        let exporter = || {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_headers(headers.clone());
+            if let Some(url) = signal_url(&spec, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces")
+            {
+                builder = builder.with_endpoint(url);
+            }
+            builder
+                .build()
+                .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))
+        };
         let (processor, stats) = queue::QueueProcessor::start(
-            exporter,
+            exporter()?,
+            exporter()?,
             &resource,
             spec.queue.unwrap_or(DEFAULT_QUEUE).max(1),
             spec.batch.unwrap_or(DEFAULT_BATCH).max(1),
@@ -260,18 +270,37 @@ impl Telemetry {
         )));
         tracing::callsite::rebuild_interest_cache();
     }
-    /// Sends what waits (a few seconds at most) and stops: what was exported and dropped.
+    /// Sends what waits and stops, waiting at most [`EXIT_WAIT`] in all: the root spans first,
+    /// on a request of their own, beside the queue's last batches and the metrics' last
+    /// export. Returns what was exported and dropped (what was not sent by then is dropped).
     pub fn shutdown(self) -> Sent {
+        let deadline = std::time::Instant::now() + EXIT_WAIT;
         ON.store(false, Ordering::Relaxed);
         tracing::callsite::rebuild_interest_cache();
-        let _ = self.traces.force_flush();
-        let _ = self.traces.shutdown();
-        if let Some(m) = &self.metrics {
-            let _ = m.shutdown();
+        // The metrics' last export on a thread of its own: their reader waits for its exporter
+        // by its own clock.
+        let (metrics_tx, metrics_rx) = std::sync::mpsc::sync_channel(1);
+        if let Some(m) = self.metrics {
+            let spawned = std::thread::Builder::new()
+                .name("reasonix-otel-metrics".into())
+                .spawn(move || {
+                    let _ = m.shutdown();
+                    let _ = metrics_tx.send(());
+                });
+            if spawned.is_err() {
+                tracing::debug!("cannot start the thread that sends the last metrics");
+            }
         }
+        let _ = self.traces.shutdown_with_timeout(EXIT_WAIT);
+        let _ =
+            metrics_rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
         self.queue.sent()
     }
 }
+
+/// The longest the process waits at exit for the collector to take what is left: the root
+/// spans, the queue, the last metrics.
+pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// The tracer the `tracing` bridge is built with when the logs are set up, before the settings
 /// are read: it hands each span to the SDK's tracer once export has started
@@ -380,69 +409,117 @@ pub fn parent(parent: Option<opentelemetry::trace::SpanContext>) -> Parent {
     Parent(PARENT.with(|p| std::mem::replace(&mut *p.borrow_mut(), parent)))
 }
 
-/// The gate's spans of one judgement, made directly as span data and queued in one message: the
-/// `call` span (from `start`, as long as the stages took) and under it a span per stage that
-/// ran (`stage_us`, in order), under the thread's [`parent`]. Nothing without one.
+/// The gate's stages, as many as [`gate_spans`] takes.
+pub const GATE_STAGES: usize = 8;
+
+/// The gate's spans of one judgement, from the stage timings the gate takes anyway: the `call`
+/// span (from `start`, as long as the stages took) and under it a span per stage that ran (the
+/// first `ran` of `names`, each `us` microseconds long, in order), under the thread's
+/// [`parent`]. Nothing without one. On the call's path this only queues the timings and
+/// `attributes`, without waiting; the span data is made on the exporter's thread
+/// ([`Gate::spans`]).
 pub fn gate_spans(
     start: std::time::SystemTime,
-    stages: &[(&'static str, u64)],
+    names: &'static [&'static str; GATE_STAGES],
+    us: [u64; GATE_STAGES],
+    ran: usize,
     attributes: Vec<KeyValue>,
 ) {
-    use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
-    use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
     if !on() {
         return;
     }
     let Some(parent) = PARENT.with(|p| p.borrow().clone()) else {
         return;
     };
-    let scope =
-        SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
-    let context = |id| {
-        SpanContext::new(
-            parent.trace_id(),
-            id,
-            TraceFlags::SAMPLED,
-            false,
-            TraceState::default(),
-        )
-    };
-    let data = |id, parent_id, name: &'static str, start, end, attributes| SpanData {
-        span_context: context(id),
-        parent_span_id: parent_id,
-        parent_span_is_remote: false,
-        span_kind: SpanKind::Internal,
-        name: std::borrow::Cow::Borrowed(name),
-        start_time: start,
-        end_time: end,
+    queue::push(Gate {
+        parent,
+        start,
+        names,
+        us,
+        ran: ran.min(GATE_STAGES),
         attributes,
-        dropped_attributes_count: 0,
-        events: SpanEvents::default(),
-        links: SpanLinks::default(),
-        status: Status::Unset,
-        instrumentation_scope: scope.clone(),
-    };
-    let call = span_id();
-    let mut spans = Vec::with_capacity(stages.len() + 1);
-    let mut at = start;
-    for (name, us) in stages {
-        let end = at + Duration::from_micros(*us);
-        spans.push(data(span_id(), call, name, at, end, Vec::new()));
-        at = end;
+    });
+}
+
+/// One judgement's timings, queued as they are ([`gate_spans`]).
+#[derive(Debug)]
+pub(crate) struct Gate {
+    parent: opentelemetry::trace::SpanContext,
+    start: std::time::SystemTime,
+    names: &'static [&'static str; GATE_STAGES],
+    us: [u64; GATE_STAGES],
+    ran: usize,
+    attributes: Vec<KeyValue>,
+}
+
+impl Gate {
+    /// How many spans it makes.
+    pub(crate) fn len(&self) -> usize {
+        self.ran + 1
     }
-    spans.push(data(call, parent.span_id(), "call", start, at, attributes));
-    queue::push(spans);
+
+    /// Its spans, on the exporter's thread: a stage span per stage that ran, then the `call`.
+    pub(crate) fn spans(self) -> impl Iterator<Item = opentelemetry_sdk::trace::SpanData> {
+        use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
+        use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+        let scope =
+            SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
+        let trace = self.parent.trace_id();
+        let data = move |id, parent_id, name: &'static str, start, end, attributes| SpanData {
+            span_context: SpanContext::new(
+                trace,
+                id,
+                TraceFlags::SAMPLED,
+                false,
+                TraceState::default(),
+            ),
+            parent_span_id: parent_id,
+            parent_span_is_remote: false,
+            span_kind: SpanKind::Internal,
+            name: std::borrow::Cow::Borrowed(name),
+            start_time: start,
+            end_time: end,
+            attributes,
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: Status::Unset,
+            instrumentation_scope: scope.clone(),
+        };
+        let call = span_id();
+        let mut at = self.start;
+        let mut spans = Vec::with_capacity(self.len());
+        for (name, us) in self.names.iter().zip(self.us).take(self.ran) {
+            let end = at + Duration::from_micros(us);
+            spans.push(data(span_id(), call, name, at, end, Vec::new()));
+            at = end;
+        }
+        spans.push(data(
+            call,
+            self.parent.span_id(),
+            "call",
+            self.start,
+            at,
+            self.attributes,
+        ));
+        spans.into_iter()
+    }
 }
 
 static SCOPE: OnceLock<opentelemetry::InstrumentationScope> = OnceLock::new();
 
 /// A finished call, for the `reasonix.calls` counter/// A finished call, for the `reasonix.calls` counter and the admission histogram.
-pub fn call_judged(tool: &str, verdict: &str, outcome: Option<&str>, admission: Duration) {
+pub fn call_judged(
+    tool: &str,
+    verdict: &'static str,
+    outcome: Option<&'static str>,
+    admission: Duration,
+) {
     if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
         let attrs = [
             KeyValue::new("reasonix.tool", tool.to_owned()),
-            KeyValue::new("reasonix.verdict", verdict.to_owned()),
-            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none").to_owned()),
+            KeyValue::new("reasonix.verdict", verdict),
+            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none")),
         ];
         i.calls.add(1, &attrs);
         i.admission

@@ -4,6 +4,12 @@
 //! thread only), at the batch size or the flush interval, whichever comes first. A batch the
 //! collector refuses or cannot take is dropped and counted too: a call never waits for the
 //! collector, and the count is said at exit.
+//!
+//! A trace's root span (a run's `run`, a `check` batch's `check`) is never put in the queue: it
+//! would be the first span dropped by a slow collector, and every other span of its trace hangs
+//! from it. It waits apart, and at exit it is sent first, by a request of its own on a second
+//! exporter that does not queue behind the batches in flight ([`QueueProcessor`]'s shutdown),
+//! while the queue is drained beside it; the exit waits for both at most the time it is given.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,8 +23,8 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 enum Message {
     Span(Box<SpanData>),
-    /// Spans made apart (the gate's), queued together.
-    Spans(Vec<SpanData>),
+    /// A judgement's timings: the gate's spans, made on this thread.
+    Gate(super::Gate),
     /// Send what waits, then answer.
     Flush(SyncSender<()>),
     /// Send what waits, then stop.
@@ -33,6 +39,8 @@ struct Counts {
     exported: AtomicU64,
     /// Spans that found the queue full.
     full: AtomicU64,
+    /// Root spans, kept apart until exit ([`QueueProcessor::shutdown_with_timeout`]).
+    roots: std::sync::Mutex<Vec<SpanData>>,
 }
 
 /// What the queue sent and dropped, readable after shutdown.
@@ -55,38 +63,55 @@ impl Stats {
 
 static DIRECT: std::sync::OnceLock<(SyncSender<Message>, Arc<Counts>)> = std::sync::OnceLock::new();
 
-/// Queues spans made apart (the gate's) in one message, without waiting: when the queue is
-/// full they are dropped and counted.
-pub fn push(spans: Vec<SpanData>) {
+/// Queues a judgement's timings (the gate's spans, made on the sending thread) in one message,
+/// without waiting: when the queue is full its spans are dropped and counted.
+pub(crate) fn push(gate: super::Gate) {
     let Some((tx, counts)) = DIRECT.get() else {
         return;
     };
-    let n = spans.len() as u64;
-    match tx.try_send(Message::Spans(spans)) {
+    let n = gate.len() as u64;
+    match tx.try_send(Message::Gate(gate)) {
         Ok(()) => counts.queued.fetch_add(n, Ordering::Relaxed),
         Err(_) => counts.full.fetch_add(n, Ordering::Relaxed),
     };
 }
 
+/// Sends root spans at exit, on an exporter of their own.
+type RootSender = Arc<dyn Fn(Vec<SpanData>) -> OTelSdkResult + Send + Sync>;
+
 /// The span processor: never blocks `on_end`.
-#[derive(Debug)]
 pub struct QueueProcessor {
     tx: SyncSender<Message>,
     counts: Arc<Counts>,
     /// The control messages' own channel room: flush and stop wait for their answer, bounded.
     control: SyncSender<Message>,
+    /// Sends the root spans at exit.
+    roots: RootSender,
+}
+
+impl std::fmt::Debug for QueueProcessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueProcessor")
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
 }
 
 impl QueueProcessor {
-    /// Starts the sending thread for `exporter` over a queue of `queue` spans.
+    /// Starts the sending thread for `exporter` over a queue of `queue` spans; `root` sends
+    /// the root spans at exit, beside it.
     pub fn start<E: SpanExporter + 'static>(
         mut exporter: E,
+        mut root: E,
         resource: &Resource,
         queue: usize,
         batch: usize,
         flush: Duration,
     ) -> std::io::Result<(QueueProcessor, Stats)> {
         exporter.set_resource(resource);
+        root.set_resource(resource);
+        let roots: RootSender =
+            Arc::new(move |spans| futures_executor::block_on(root.export(spans)));
         let (tx, rx) = sync_channel(queue);
         let counts = Arc::new(Counts::default());
         let thread_counts = Arc::clone(&counts);
@@ -100,6 +125,7 @@ impl QueueProcessor {
                 tx,
                 counts: Arc::clone(&counts),
                 control,
+                roots,
             },
             Stats(counts),
         ))
@@ -158,8 +184,8 @@ fn send_loop<E: SpanExporter>(
                     since = Instant::now();
                 }
             }
-            Ok(Message::Spans(spans)) => {
-                waiting.extend(spans);
+            Ok(Message::Gate(gate)) => {
+                waiting.extend(gate.spans());
                 if waiting.len() >= batch {
                     send(&mut waiting);
                     since = Instant::now();
@@ -175,7 +201,7 @@ fn send_loop<E: SpanExporter>(
                 while let Ok(m) = rx.try_recv() {
                     match m {
                         Message::Span(span) => waiting.push(*span),
-                        Message::Spans(spans) => waiting.extend(spans),
+                        Message::Gate(gate) => waiting.extend(gate.spans()),
                         _ => {}
                     }
                     if waiting.len() >= batch {
@@ -206,6 +232,16 @@ impl SpanProcessor for QueueProcessor {
         if !span.span_context.is_sampled() {
             return;
         }
+        if span.parent_span_id == opentelemetry::trace::SpanId::INVALID {
+            // A root: kept apart, sent first at exit.
+            if let Ok(mut roots) = self.counts.roots.lock() {
+                roots.push(span);
+                self.counts.queued.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.counts.full.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
         match self.tx.try_send(Message::Span(Box::new(span))) {
             Ok(()) => {
                 self.counts.queued.fetch_add(1, Ordering::Relaxed);
@@ -220,8 +256,43 @@ impl SpanProcessor for QueueProcessor {
         self.ask(Message::Flush, Duration::from_secs(5))
     }
 
+    /// Sends the root spans on their own request (a thread of its own, so that batches in
+    /// flight to a slow collector do not hold them up) while the queue is drained and stopped;
+    /// waits for both at most `timeout`. What is not sent by then is counted as dropped.
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.ask(Message::Stop, timeout)
+        let deadline = Instant::now() + timeout;
+        let roots = self
+            .counts
+            .roots
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default();
+        let (sent_tx, sent_rx) = sync_channel(1);
+        let rooted = !roots.is_empty();
+        if rooted {
+            let send = Arc::clone(&self.roots);
+            let counts = Arc::clone(&self.counts);
+            let n = roots.len() as u64;
+            let spawned = std::thread::Builder::new()
+                .name("reasonix-otel-root".into())
+                .spawn(move || {
+                    match send(roots) {
+                        Ok(()) => {
+                            counts.exported.fetch_add(n, Ordering::Relaxed);
+                        }
+                        Err(e) => tracing::debug!("OTLP export of the root spans failed: {e}"),
+                    }
+                    let _ = sent_tx.send(());
+                });
+            if spawned.is_err() {
+                tracing::debug!("cannot start the thread that sends the root spans");
+            }
+        }
+        let stopped = self.ask(Message::Stop, timeout);
+        if rooted {
+            let _ = sent_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        }
+        stopped
     }
 
     fn set_resource(&mut self, _resource: &Resource) {
@@ -232,7 +303,7 @@ impl SpanProcessor for QueueProcessor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
+    use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
     use std::sync::Mutex;
 
     /// An exporter that takes a while per batch and keeps what it got.
@@ -250,25 +321,37 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_full_queue_drops_and_counts_and_never_blocks_the_caller() {
-        let slow = Slow::default();
+    /// A processor over `slow` (a second copy sends the roots), and its provider.
+    fn provider(
+        slow: &Slow,
+        queue: usize,
+        batch: usize,
+    ) -> (opentelemetry_sdk::trace::SdkTracerProvider, Stats) {
         let (processor, stats) = QueueProcessor::start(
             slow.clone(),
+            slow.clone(),
             &Resource::builder_empty().build(),
-            8,
-            4,
+            queue,
+            batch,
             Duration::from_secs(60),
         )
         .unwrap();
         let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
             .with_span_processor(processor)
             .build();
+        (provider, stats)
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_counts_and_never_blocks_the_caller() {
+        let slow = Slow::default();
+        let (provider, stats) = provider(&slow, 8, 4);
         let tracer = provider.tracer("t");
+        let root = tracer.start("root");
+        let cx = Context::current_with_span(root);
         let start = Instant::now();
         for i in 0..1000 {
-            let mut s = tracer.start(format!("s{i}"));
-            s.end();
+            tracer.start_with_context(format!("s{i}"), &cx).end();
         }
         // 1000 spans against an exporter that takes 200 ms a batch: ending them did not wait.
         assert!(
@@ -276,36 +359,55 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+        cx.span().end();
         provider.shutdown().unwrap();
         let sent = stats.sent();
         assert!(sent.dropped > 0, "{sent:?}");
-        assert_eq!(sent.exported + sent.dropped, 1000, "{sent:?}");
+        assert_eq!(sent.exported + sent.dropped, 1001, "{sent:?}");
         assert_eq!(slow.0.lock().unwrap().len() as u64, sent.exported);
+    }
+
+    #[test]
+    fn the_root_span_is_sent_at_exit_though_the_queue_was_full() {
+        let slow = Slow::default();
+        let (provider, stats) = provider(&slow, 2, 1);
+        let tracer = provider.tracer("t");
+        let cx = Context::current_with_span(tracer.start("root"));
+        for i in 0..100 {
+            tracer.start_with_context(format!("s{i}"), &cx).end();
+        }
+        cx.span().end();
+        let start = Instant::now();
+        // Far less time than the queue's spans take (200 ms a batch of one): the root still
+        // goes, beside them.
+        let _ = provider.shutdown_with_timeout(Duration::from_millis(450));
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        let got = slow.0.lock().unwrap().clone();
+        assert!(got.contains(&"root".to_owned()), "{got:?}");
+        let sent = stats.sent();
+        assert!(sent.dropped > 90, "{sent:?}");
+        assert_eq!(sent.exported as usize, got.len(), "{sent:?}");
     }
 
     #[test]
     fn spans_within_the_bound_are_all_sent_at_shutdown() {
         let slow = Slow::default();
-        let (processor, stats) = QueueProcessor::start(
-            slow.clone(),
-            &Resource::builder_empty().build(),
-            64,
-            512,
-            Duration::from_secs(60),
-        )
-        .unwrap();
-        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-            .with_span_processor(processor)
-            .build();
+        let (provider, stats) = provider(&slow, 64, 512);
         let tracer = provider.tracer("t");
+        let cx = Context::current_with_span(tracer.start("root"));
         for i in 0..50 {
-            tracer.start(format!("s{i}")).end();
+            tracer.start_with_context(format!("s{i}"), &cx).end();
         }
+        cx.span().end();
         provider.shutdown().unwrap();
         assert_eq!(
             stats.sent(),
             crate::telemetry::Sent {
-                exported: 50,
+                exported: 51,
                 dropped: 0
             }
         );
