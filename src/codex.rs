@@ -290,20 +290,22 @@ pub fn import(text: &str, origin: &str) -> Result<Imported, String> {
         ],
         rules: Vec::new(),
         left_out,
+        reads_ask: None,
     };
-    let narrowing_left_out = !imported.left_out.is_empty();
+    let mut narrowing_left_out = !imported.left_out.is_empty();
     for (n, r) in rules.iter().enumerate() {
         let decision = DECISIONS
             .iter()
             .find(|(c, _)| *c == r.decision)
             .map_or("ask", |(_, d)| *d);
         let id = format!("codex-{}-{}", r.decision, n + 1);
-        let mut words: Vec<String> = r.pattern.iter().map(|alts| word(alts)).collect();
-        words.push("*".into());
-        let written = if words.iter().any(|w| w.contains(' ')) {
-            json!(words)
-        } else {
-            json!(words.join(" "))
+        let Some(commands) = patterns(&r.pattern, decision) else {
+            imported.left_out.push((
+                format!("line {}: prefix_rule(decision = {:?}, ...)", r.line, r.decision),
+                format!("its pattern has more than {MAX_PATTERNS} combinations of alternatives; write it as several rules"),
+            ));
+            narrowing_left_out |= decision != "allow";
+            continue;
         };
         let source = format!(
             "line {}: prefix_rule(pattern = {}, decision = {:?})",
@@ -319,7 +321,7 @@ pub fn import(text: &str, origin: &str) -> Result<Imported, String> {
             "id": id,
             "decision": decision,
             "tools": ["bash"],
-            "commands": [written],
+            "commands": commands,
             "reason": reason,
         });
         let (cases, untested) = cases(&id, r, &rules);
@@ -344,8 +346,48 @@ pub fn import(text: &str, origin: &str) -> Result<Imported, String> {
             imported.left_out.len()
         );
         imported.demote_allows(&|_| true, &why);
+        imported.demote_reads(&why);
     }
     Ok(imported)
+}
+
+/// The most patterns one rule's alternatives may expand to.
+const MAX_PATTERNS: usize = 256;
+
+/// A rule's pattern as `commands:` entries, each ending in `*`. An allow keeps alternatives as
+/// one `{a,b}` word (its strict, word-by-word match reads braces as a glob); a deny or ask gets
+/// one pattern per combination of alternatives, because its generous match reads a word that
+/// starts with `-` as an option in any spelling (`rm -rf` ≡ `rm -r -f`) and a `{-rf,-fr}` word
+/// as none (found by the import property test, issue 28). `None`: more than [`MAX_PATTERNS`].
+fn patterns(pattern: &[Vec<String>], decision: &str) -> Option<Vec<serde_json::Value>> {
+    let entry = |mut words: Vec<String>| {
+        words.push("*".into());
+        if words.iter().any(|w| w.contains(' ')) {
+            json!(words)
+        } else {
+            json!(words.join(" "))
+        }
+    };
+    if decision == "allow" {
+        return Some(vec![entry(pattern.iter().map(|alts| word(alts)).collect())]);
+    }
+    let mut combos: Vec<Vec<String>> = vec![Vec::new()];
+    for alts in pattern {
+        if combos.len().saturating_mul(alts.len()) > MAX_PATTERNS {
+            return None;
+        }
+        combos = combos
+            .iter()
+            .flat_map(|c| {
+                alts.iter().map(move |a| {
+                    let mut c = c.clone();
+                    c.push(escape(a));
+                    c
+                })
+            })
+            .collect();
+    }
+    Some(combos.into_iter().map(entry).collect())
 }
 
 /// One pattern position as a pattern word: a literal, or `{a,b}` for alternatives.
@@ -467,7 +509,7 @@ prefix_rule(pattern = ["cargo", "test"], match = ["cargo test --lib"])
         let imported = import(RULES, "x.rules").unwrap();
         assert_eq!(
             imported.rules[0].yaml["commands"],
-            json!(["git {push,fetch} *"])
+            json!(["git push *", "git fetch *"])
         );
         assert_eq!(imported.rules[0].yaml["decision"], "ask");
         assert_eq!(imported.rules[1].yaml["commands"], json!(["cargo test *"]));
@@ -494,5 +536,46 @@ prefix_rule(pattern = ["ok"])
         assert_eq!(rules.len(), 1, "{rules:?}");
         assert_eq!(left.len(), 10, "{left:#?}");
         assert!(parse("prefix_rule(pattern = [").is_err());
+    }
+
+    /// Found by the import property test (issue 28): a `forbidden` rule with alternatives
+    /// became one `{-rf,-fr}` word, which a deny's generous match reads as no option at all, so
+    /// `rm -rf build` was not denied; now each combination is its own pattern. An allow keeps
+    /// the one glob word (its strict match reads it).
+    #[test]
+    fn a_deny_with_alternatives_is_one_pattern_per_combination() {
+        let imported = import(
+            "prefix_rule(pattern = [\"rm\", [\"-rf\", \"-fr\"]], decision = \"forbidden\")\nprefix_rule(pattern = [\"ls\", [\"-a\", \"-l\"]])\n",
+            "r",
+        )
+        .unwrap();
+        assert_eq!(
+            imported.rules[0].yaml["commands"],
+            json!(["rm -rf *", "rm -fr *"])
+        );
+        assert_eq!(imported.rules[1].yaml["commands"], json!(["ls {-a,-l} *"]));
+    }
+
+    /// Found by the import property test (issue 28): a `prompt` rule on a read-only command
+    /// that could not be carried left nothing to demote, and the read-only fallback let the
+    /// command run. Its twin: a file with nothing left out keeps reads on allow.
+    #[test]
+    fn a_left_out_rule_leaves_reads_asking_and_a_clean_file_does_not() {
+        let left = import(
+            "prefix_rule(pattern = [\"ls\"] + [], decision = \"prompt\")\n",
+            "r",
+        )
+        .unwrap()
+        .policy_yaml()
+        .unwrap();
+        assert!(left.contains("defaults: {read_only: ask,"), "{left}");
+        let clean = import(
+            "prefix_rule(pattern = [\"ls\"], decision = \"prompt\")\n",
+            "r",
+        )
+        .unwrap()
+        .policy_yaml()
+        .unwrap();
+        assert!(clean.contains("defaults: {read_only: allow,"), "{clean}");
     }
 }

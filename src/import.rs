@@ -16,6 +16,10 @@ use serde_json::Value;
 /// means deny — what the agents imported from do when no rule decides.
 pub const DEFAULTS: &str = "defaults: {read_only: allow, writer: ask, unattended: deny}\n";
 
+/// The defaults of an import that left out a rule which may have narrowed reads: nothing runs
+/// on a fallback ([`Imported::demote_reads`]).
+pub const STRICT_DEFAULTS: &str = "defaults: {read_only: ask, writer: ask, unattended: deny}\n";
+
 /// One imported rule.
 #[derive(Clone, Debug)]
 pub struct Rule {
@@ -53,6 +57,9 @@ pub struct Imported {
     pub rules: Vec<Rule>,
     /// The rules left out: the source's text and why.
     pub left_out: Vec<(String, String)>,
+    /// Why a read-only call no rule matched must ask rather than run, when it must: a rule
+    /// left out may have narrowed reads too ([`Imported::demote_reads`]).
+    pub reads_ask: Option<String>,
 }
 
 impl Imported {
@@ -82,6 +89,13 @@ impl Imported {
         }
     }
 
+    /// Keeps the fallback from widening where a rule that could have narrowed a read-only
+    /// command was left out (found by the Codex import property test, issue 28): a read-only
+    /// call no imported rule decides asks ([`STRICT_DEFAULTS`]) instead of running.
+    pub fn demote_reads(&mut self, why: &str) {
+        self.reads_ask = Some(why.to_owned());
+    }
+
     /// The YAML policy, with a comment quoting each rule's source and one listing what was
     /// left out.
     pub fn policy_yaml(&self) -> Result<String, yaml_serde::Error> {
@@ -94,7 +108,16 @@ impl Imported {
             }
         }
         out.push_str("version: 1\n");
-        out.push_str(DEFAULTS);
+        match &self.reads_ask {
+            Some(why) => {
+                out.push_str(&format!(
+                    "# defaults.read_only is ask, not allow: {}\n",
+                    one_line(why)
+                ));
+                out.push_str(STRICT_DEFAULTS);
+            }
+            None => out.push_str(DEFAULTS),
+        }
         if self.rules.is_empty() {
             out.push_str("rules: []\n");
         } else {
@@ -208,6 +231,7 @@ mod tests {
                 untested: None,
             }],
             left_out: vec![("ask \"WebSearch\"".into(), "no such tool\nhere".into())],
+            reads_ask: None,
         };
         let yaml = imported.policy_yaml().unwrap();
         assert!(

@@ -48,7 +48,8 @@ pub enum Need {
 pub struct Leases {
     workspace: Arc<RwLock<()>>,
     paths: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
-    /// Where the cross-process lock files are (`None`: this process only).
+    /// The workspace whose `.reasonix/leases/` holds the cross-process lock files (`None`:
+    /// this process only).
     dir: Option<PathBuf>,
 }
 
@@ -73,15 +74,68 @@ pub struct Lease {
     _files: Vec<std::fs::File>,
 }
 
-/// Takes an advisory lock on `path` (made if missing), shared or exclusive, waiting for other
-/// processes without blocking the runtime's thread.
-async fn lock_file(path: &Path, exclusive: bool) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)?;
+/// Why a lease could not be taken across processes. The call is refused (it never runs on a
+/// lease that holds within this process only, issue 28): the message says what is wrong and
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot take the write lease: {what} ({source}). Nothing ran. Reasonix locks what a call writes under {dir}, so that another reasonix on this workspace cannot overwrite its edits; make {dir} a writable folder (a real folder, not a symbolic link or a file) and try again"
+)]
+pub struct LeaseError {
+    what: String,
+    dir: String,
+    #[source]
+    source: std::io::Error,
+}
+
+/// Opens (making it if missing) the folder `name` inside `parent`, never through a symbolic
+/// link: a link or a file planted there by the workspace is refused (`O_NOFOLLOW`,
+/// `O_DIRECTORY`), so a lock is never made elsewhere.
+fn open_dir_at(parent: &std::os::fd::OwnedFd, name: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, mkdirat};
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    match openat(parent, name, flags, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(nix::errno::Errno::ENOENT) => {
+            match mkdirat(parent, name, Mode::from_bits_truncate(0o755)) {
+                Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(openat(parent, name, flags, Mode::empty())?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Opens the lock file `name` in the lock folder `dir` (made if missing, never truncated),
+/// never through a symbolic link, and only if it is a plain file with no other name (a hard
+/// link planted at the lock path could name a file elsewhere).
+fn open_lock_at(dir: &std::os::fd::OwnedFd, name: &str) -> std::io::Result<std::fs::File> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::{Mode, SFlag, fstat};
+    let flags = OFlag::O_RDWR
+        | OFlag::O_CREAT
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_NONBLOCK
+        | OFlag::O_NOCTTY
+        | OFlag::O_CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::from_bits_truncate(0o644))?;
+    let stat = fstat(&fd)?;
+    if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+        return Err(std::io::Error::other("the lock path is not a plain file"));
+    }
+    if stat.st_nlink != 1 {
+        return Err(std::io::Error::other(
+            "the lock file has another name (a hard link)",
+        ));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// Takes an advisory lock on `file`, shared or exclusive, waiting for other processes without
+/// blocking the runtime's thread.
+async fn lock_file(file: std::fs::File, exclusive: bool) -> std::io::Result<std::fs::File> {
     loop {
         let tried = if exclusive {
             file.try_lock()
@@ -104,36 +158,29 @@ impl Leases {
 
     /// A manager for the workspace `workspace` whose leases hold across processes too: each
     /// lock is taken again as an advisory file lock under `.reasonix/leases/` (see the module
-    /// doc). Where that folder cannot be made, the leases hold within this process only, and
-    /// the error says why.
-    ///
-    /// # Errors
-    ///
-    /// The folder could not be made.
-    pub fn for_workspace(workspace: &Path) -> std::io::Result<Arc<Leases>> {
-        let dir = workspace.join(LOCK_DIR);
-        std::fs::create_dir_all(&dir)?;
-        Ok(Arc::new(Leases {
-            dir: Some(dir),
+    /// doc). The folder is opened (and made) at each lease, never through a symbolic link;
+    /// where it cannot be, the lease is refused ([`LeaseError`]), never taken within this
+    /// process only.
+    pub fn for_workspace(workspace: &Path) -> Arc<Leases> {
+        Arc::new(Leases {
+            dir: Some(workspace.to_path_buf()),
             ..Leases::default()
-        }))
+        })
     }
 
-    /// The cross-process locks a need takes, in order: the workspace's, then each path's.
-    fn lock_files(&self, need: &Need) -> Vec<(PathBuf, bool)> {
-        let Some(dir) = &self.dir else {
-            return Vec::new();
-        };
-        let workspace = (dir.join("workspace.lock"), *need == Need::Workspace);
+    /// The cross-process locks a need takes, in order: the workspace's, then each path's (by
+    /// name in the lock folder, with whether it is exclusive).
+    fn lock_files(need: &Need) -> Vec<(String, bool)> {
+        let workspace = ("workspace.lock".to_owned(), *need == Need::Workspace);
         let mut files = vec![workspace];
         if let Need::Paths(paths) = need {
-            let mut names: Vec<PathBuf> = paths
+            let mut names: Vec<String> = paths
                 .iter()
                 .map(|p| {
                     use sha2::Digest;
                     let digest = sha2::Sha256::digest(p.as_os_str().as_encoded_bytes());
                     let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-                    dir.join(format!("{name}.lock"))
+                    format!("{name}.lock")
                 })
                 .collect();
             names.sort();
@@ -141,6 +188,48 @@ impl Leases {
             files.extend(names.into_iter().map(|n| (n, true)));
         }
         files
+    }
+
+    /// Takes the cross-process locks of `need` in the workspace `workspace`.
+    async fn lock_across(workspace: &Path, need: &Need) -> Result<Vec<std::fs::File>, LeaseError> {
+        use nix::fcntl::{OFlag, open};
+        use nix::sys::stat::Mode;
+        let shown = workspace.join(LOCK_DIR);
+        let fail = |what: String| {
+            let dir = shown.display().to_string();
+            move |source: std::io::Error| LeaseError { what, dir, source }
+        };
+        let root = open(
+            workspace,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(std::io::Error::from)
+        .map_err(fail(format!(
+            "the workspace {} cannot be opened",
+            workspace.display()
+        )))?;
+        let (top, leaf) = LOCK_DIR.split_once('/').unwrap_or((LOCK_DIR, ""));
+        let parent = open_dir_at(&root, top).map_err(fail(format!(
+            "the folder {} cannot be opened or made",
+            workspace.join(top).display()
+        )))?;
+        let dir = open_dir_at(&parent, leaf).map_err(fail(format!(
+            "the lock folder {} cannot be opened or made",
+            shown.display()
+        )))?;
+        let mut held = Vec::new();
+        for (name, exclusive) in Self::lock_files(need) {
+            let what = || {
+                format!(
+                    "the lock file {} cannot be taken",
+                    shown.join(&name).display()
+                )
+            };
+            let file = open_lock_at(&dir, &name).map_err(fail(what()))?;
+            held.push(lock_file(file, exclusive).await.map_err(fail(what()))?);
+        }
+        Ok(held)
     }
 
     fn path_lock(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
@@ -152,21 +241,18 @@ impl Leases {
     }
 
     /// Waits until the need can be met, within this process and (a manager made for a
-    /// workspace) across processes, then holds it. A lock file that cannot be opened or locked
-    /// (not "it is held": that waits) is logged, and the lease holds within this process only.
-    pub async fn acquire(&self, need: Need) -> Lease {
-        let files = self.lock_files(&need);
+    /// workspace) across processes, then holds it.
+    ///
+    /// # Errors
+    ///
+    /// A manager made for a workspace whose lock folder or a lock file cannot be opened, made
+    /// or locked (not "it is held": that waits): the call must not run ([`LeaseError`]).
+    pub async fn acquire(&self, need: Need) -> Result<Lease, LeaseError> {
         let mut lease = self.acquire_here(need).await;
-        for (path, exclusive) in files {
-            match lock_file(&path, exclusive).await {
-                Ok(file) => lease._files.push(file),
-                Err(e) => tracing::warn!(
-                    "cannot take the lease lock {}: {e}; this lease holds within this process only",
-                    path.display()
-                ),
-            }
+        if let Some(workspace) = &self.dir {
+            lease._files = Self::lock_across(workspace, &lease.need).await?;
         }
-        lease
+        Ok(lease)
     }
 
     /// The lease within this process.
@@ -256,13 +342,17 @@ impl Admitted {
     }
 
     /// Waits for the call's lease and holds it: the call may now execute.
-    pub async fn lease(self, leases: &Leases) -> Leased {
-        let lease = leases.acquire(self.need()).await;
-        Leased {
+    ///
+    /// # Errors
+    ///
+    /// The lease cannot be taken across processes ([`Leases::acquire`]): the call is refused.
+    pub async fn lease(self, leases: &Leases) -> Result<Leased, LeaseError> {
+        let lease = leases.acquire(self.need()).await?;
+        Ok(Leased {
             parts: self.into_parts(),
             lease,
             _sealed: (),
-        }
+        })
     }
 
     /// [`Admitted::lease`] for code that is not async (tests, a CLI without a runtime). It must
@@ -271,7 +361,9 @@ impl Admitted {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()?;
-        Ok(runtime.block_on(self.lease(leases)))
+        runtime
+            .block_on(self.lease(leases))
+            .map_err(std::io::Error::other)
     }
 }
 
@@ -283,15 +375,23 @@ mod tests {
     #[tokio::test]
     async fn writers_of_one_path_wait_for_each_other_and_readers_share() {
         let leases = Leases::new();
-        let a = leases.acquire(Need::Paths(vec!["/ws/f".into()])).await;
+        let a = leases
+            .acquire(Need::Paths(vec!["/ws/f".into()]))
+            .await
+            .unwrap();
         let l2 = Arc::clone(&leases);
         let waiting =
-            tokio::spawn(async move { l2.acquire(Need::Paths(vec!["/ws/f".into()])).await });
+            tokio::spawn(
+                async move { l2.acquire(Need::Paths(vec!["/ws/f".into()])).await.unwrap() },
+            );
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "a second writer of the path waits");
         // Another path and a reader do not wait.
-        let _b = leases.acquire(Need::Paths(vec!["/ws/g".into()])).await;
-        let _r = leases.acquire(Need::Shared).await;
+        let _b = leases
+            .acquire(Need::Paths(vec!["/ws/g".into()]))
+            .await
+            .unwrap();
+        let _r = leases.acquire(Need::Shared).await.unwrap();
         drop(a);
         tokio::time::timeout(Duration::from_secs(1), waiting)
             .await
@@ -306,23 +406,26 @@ mod tests {
     #[tokio::test]
     async fn leases_for_one_workspace_hold_across_managers_as_across_processes() {
         let ws = tempfile::tempdir().unwrap();
-        let one = Leases::for_workspace(ws.path()).unwrap();
-        let other = Leases::for_workspace(ws.path()).unwrap();
+        let one = Leases::for_workspace(ws.path());
+        let other = Leases::for_workspace(ws.path());
         let f = ws.path().join("f");
-        let held = one.acquire(Need::Paths(vec![f.clone()])).await;
+        let held = one.acquire(Need::Paths(vec![f.clone()])).await.unwrap();
         let waiting = {
             let other = Arc::clone(&other);
             let f = f.clone();
-            tokio::spawn(async move { other.acquire(Need::Paths(vec![f])).await })
+            tokio::spawn(async move { other.acquire(Need::Paths(vec![f])).await.unwrap() })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "a writer of the same path waits");
-        let g = other.acquire(Need::Paths(vec![ws.path().join("g")])).await;
+        let g = other
+            .acquire(Need::Paths(vec![ws.path().join("g")]))
+            .await
+            .unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         let _e = Leases::for_workspace(elsewhere.path())
-            .unwrap()
             .acquire(Need::Workspace)
-            .await;
+            .await
+            .unwrap();
         drop(g);
         drop(held);
         let second = tokio::time::timeout(Duration::from_secs(2), waiting)
@@ -332,7 +435,7 @@ mod tests {
         // The workspace lease of one waits for the other's path writer, and excludes readers.
         let excl = {
             let one = Arc::clone(&one);
-            tokio::spawn(async move { one.acquire(Need::Workspace).await })
+            tokio::spawn(async move { one.acquire(Need::Workspace).await.unwrap() })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
@@ -346,7 +449,7 @@ mod tests {
             .unwrap();
         let reader = {
             let other = Arc::clone(&other);
-            tokio::spawn(async move { other.acquire(Need::Shared).await })
+            tokio::spawn(async move { other.acquire(Need::Shared).await.unwrap() })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
@@ -358,9 +461,9 @@ mod tests {
     #[tokio::test]
     async fn the_workspace_lease_excludes_everything() {
         let leases = Leases::new();
-        let ws = leases.acquire(Need::Workspace).await;
+        let ws = leases.acquire(Need::Workspace).await.unwrap();
         let l2 = Arc::clone(&leases);
-        let reader = tokio::spawn(async move { l2.acquire(Need::Shared).await });
+        let reader = tokio::spawn(async move { l2.acquire(Need::Shared).await.unwrap() });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!reader.is_finished());
         drop(ws);
@@ -368,5 +471,138 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
+    }
+
+    /// The refusals of item 1 (issue 28, second round): each planted shape at the lock
+    /// folder or a lock path, and what each would have made Reasonix do elsewhere.
+    fn refused(ws: &Path, need: Need) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        match rt.block_on(Leases::for_workspace(ws).acquire(need)) {
+            Ok(_) => panic!("the lease was taken"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn lock_name(path: &Path) -> String {
+        Leases::lock_files(&Need::Paths(vec![path.to_path_buf()]))[1]
+            .0
+            .clone()
+    }
+
+    #[test]
+    fn a_file_where_the_state_folder_should_be_refuses_the_lease() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join(".reasonix"), "x").unwrap();
+        let why = refused(ws.path(), Need::Paths(vec![ws.path().join("f")]));
+        assert!(why.contains("cannot take the write lease"), "{why}");
+        assert!(why.contains("Nothing ran"), "{why}");
+        assert!(why.contains("make "), "says what to do: {why}");
+    }
+
+    #[test]
+    fn a_file_where_the_lock_folder_should_be_refuses_the_lease() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".reasonix")).unwrap();
+        std::fs::write(ws.path().join(LOCK_DIR), "x").unwrap();
+        let why = refused(ws.path(), Need::Shared);
+        assert!(why.contains("lock folder"), "{why}");
+    }
+
+    #[test]
+    fn a_symlinked_state_or_lock_folder_is_not_followed() {
+        for planted in [".reasonix", LOCK_DIR] {
+            let ws = tempfile::tempdir().unwrap();
+            let outside = tempfile::tempdir().unwrap();
+            if planted == LOCK_DIR {
+                std::fs::create_dir(ws.path().join(".reasonix")).unwrap();
+            }
+            std::os::unix::fs::symlink(outside.path(), ws.path().join(planted)).unwrap();
+            let why = refused(ws.path(), Need::Paths(vec![ws.path().join("f")]));
+            assert!(why.contains("cannot be opened or made"), "{planted}: {why}");
+            assert_eq!(
+                std::fs::read_dir(outside.path()).unwrap().count(),
+                0,
+                "{planted}: nothing was made through the link"
+            );
+        }
+    }
+
+    #[test]
+    fn a_symlink_planted_at_a_lock_path_creates_and_truncates_nothing_elsewhere() {
+        let ws = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let dir = ws.path().join(LOCK_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = ws.path().join("f");
+        // A link to a file that does not exist yet (O_CREAT would make it) and one to a file
+        // with content (a truncating open would empty it).
+        let missing = outside.path().join("made");
+        std::os::unix::fs::symlink(&missing, dir.join(lock_name(&f))).unwrap();
+        let why = refused(ws.path(), Need::Paths(vec![f.clone()]));
+        assert!(why.contains("lock file"), "{why}");
+        assert!(!missing.exists(), "no file was made through the link");
+        let kept = outside.path().join("kept");
+        std::fs::write(&kept, "precious").unwrap();
+        std::fs::remove_file(dir.join(lock_name(&f))).unwrap();
+        std::os::unix::fs::symlink(&kept, dir.join(lock_name(&f))).unwrap();
+        refused(ws.path(), Need::Paths(vec![f]));
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious");
+        // The workspace's own lock too.
+        let ws2 = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws2.path().join(LOCK_DIR)).unwrap();
+        std::os::unix::fs::symlink(&kept, ws2.path().join(LOCK_DIR).join("workspace.lock"))
+            .unwrap();
+        refused(ws2.path(), Need::Workspace);
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious");
+    }
+
+    #[test]
+    fn a_hard_link_fifo_or_folder_at_a_lock_path_refuses_the_lease() {
+        let f = PathBuf::from("/ws/f");
+        let outside = tempfile::tempdir().unwrap();
+        let kept = outside.path().join("kept");
+        std::fs::write(&kept, "precious").unwrap();
+        type Plant<'a> = (&'a str, &'a dyn Fn(&Path));
+        let plant: [Plant; 3] = [
+            ("hard link", &|at| {
+                if std::fs::hard_link(&kept, at).is_err() {
+                    // Another filesystem: a hard link to a file inside the workspace instead.
+                    std::fs::write(at.with_extension("other"), "x").unwrap();
+                    std::fs::hard_link(at.with_extension("other"), at).unwrap();
+                }
+            }),
+            ("fifo", &|at| {
+                nix::unistd::mkfifo(at, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap()
+            }),
+            ("folder", &|at| std::fs::create_dir(at).unwrap()),
+        ];
+        for (what, plant) in plant {
+            let ws = tempfile::tempdir().unwrap();
+            let dir = ws.path().join(LOCK_DIR);
+            std::fs::create_dir_all(&dir).unwrap();
+            plant(&dir.join(lock_name(&f)));
+            let why = refused(ws.path(), Need::Paths(vec![f.clone()]));
+            assert!(why.contains("lock file"), "{what}: {why}");
+        }
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious");
+    }
+
+    /// The legitimate twin: a fresh workspace gets a real lock folder and plain lock files,
+    /// and a second lease over the folder already made works as well.
+    #[tokio::test]
+    async fn a_workspace_with_a_real_lock_folder_takes_its_leases() {
+        let ws = tempfile::tempdir().unwrap();
+        let f = ws.path().join("f");
+        let leases = Leases::for_workspace(ws.path());
+        drop(leases.acquire(Need::Paths(vec![f.clone()])).await.unwrap());
+        let dir = ws.path().join(LOCK_DIR);
+        assert!(std::fs::symlink_metadata(&dir).unwrap().is_dir());
+        let lock = dir.join(lock_name(&f));
+        assert!(std::fs::symlink_metadata(&lock).unwrap().is_file());
+        let _again = leases.acquire(Need::Paths(vec![f])).await.unwrap();
+        let _other = leases.acquire(Need::Shared).await.unwrap();
     }
 }

@@ -532,6 +532,82 @@ fn check_judges_network_connect_like_any_other_call() {
     assert_eq!(v["verdict"], "invalid", "{v}");
 }
 
+/// Rego that denies the host `vm` and the address 192.0.2.2 by their canonical spellings.
+const DENY_VM: &str = r#"package reasonix
+import rego.v1
+deny contains "vm is off limits" if input.arguments.host == "vm"
+deny contains "192.0.2.2 is off limits" if input.arguments.host == "192.0.2.2"
+"#;
+
+/// Issue 28, second round, item 2: `reasonix check` of `network_connect` judges the host in its
+/// one canonical spelling (stage resolve), as the proxy does — a Rego deny on `vm` or on an
+/// address is not passed by another spelling of it; a genuinely different host is not denied;
+/// what is no host is invalid.
+#[test]
+fn check_judges_the_canonical_host_so_no_spelling_passes_a_rego_deny() {
+    let w = World::new();
+    let rego = w.root.join("vm.rego");
+    std::fs::write(&rego, DENY_VM).unwrap();
+    let yaml = w.policy(
+        "open.yaml",
+        "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n",
+    );
+    let rows: &[(&str, &str, &str)] = &[
+        ("vm", "deny", "vm"),
+        ("VM", "deny", "vm"),
+        ("vm.", "deny", "vm"),
+        ("Vm.", "deny", "vm"),
+        ("\u{ff56}\u{ff4d}", "deny", "vm"),
+        ("192.0.2.2", "deny", "192.0.2.2"),
+        ("3221225986", "deny", "192.0.2.2"),
+        ("0xc0000202", "deny", "192.0.2.2"),
+        ("0XC0000202", "deny", "192.0.2.2"),
+        ("0300.0.02.02", "deny", "192.0.2.2"),
+        ("0300.0.2.2.", "deny", "192.0.2.2"),
+        ("192.0.514", "deny", "192.0.2.2"),
+        ("192.0x0.2.2", "deny", "192.0.2.2"),
+        ("[::ffff:192.0.2.2]", "deny", "192.0.2.2"),
+        ("::ffff:c000:202", "deny", "192.0.2.2"),
+        // The twins: other hosts, other addresses.
+        ("vm2", "allow", "vm2"),
+        ("vm.example", "allow", "vm.example"),
+        ("192.0.2.3", "allow", "192.0.2.3"),
+        ("3221225987", "allow", "192.0.2.3"),
+        ("[::1]", "allow", "::1"),
+        // No host at all.
+        ("vm..", "invalid", ""),
+        ("4294967296", "invalid", ""),
+        ("192.0.2.256", "invalid", ""),
+        ("0x1g", "allow", "0x1g"),
+    ];
+    let lines: String = rows
+        .iter()
+        .map(|(host, _, _)| {
+            format!(
+                "{}\n",
+                json!({"name": "network_connect", "arguments": {"host": host, "port": 443}})
+            )
+        })
+        .collect();
+    let (_, verdicts) = w.check_lines(
+        &lines,
+        &[
+            "--policy",
+            &yaml,
+            "--policy",
+            rego.to_str().unwrap(),
+            "--explain",
+        ],
+    );
+    assert_eq!(verdicts.len(), rows.len());
+    for ((host, verdict, canonical), v) in rows.iter().zip(&verdicts) {
+        assert_eq!(v["verdict"], *verdict, "{host:?}: {v}");
+        if *verdict != "invalid" {
+            assert_eq!(v["input"]["arguments"]["host"], *canonical, "{host:?}: {v}");
+        }
+    }
+}
+
 #[test]
 fn a_model_cannot_run_network_connect_nor_reach_it_through_use_capability() {
     let w = World::new();

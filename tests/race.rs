@@ -228,3 +228,108 @@ fn two_processes_editing_one_file_lose_no_update() {
         );
     }
 }
+
+/// Runs `reasonix` to its end within a minute (killed and failed otherwise): exit code and
+/// stderr.
+fn run_bounded(w: &World, args: &[&str]) -> (i32, String) {
+    let mut child = w.spawn(args);
+    drop(child.stdin.take());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            panic!("reasonix {args:?} did not end within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// One scripted `edit_file` of `notes.txt` through `reasonix run`: its record line.
+fn edit_through_run(w: &World) -> serde_json::Value {
+    let policy = w.policy("allow.yaml", ALLOW_ALL);
+    let script = w.root.join("edit.json");
+    let turns = serde_json::json!([{"tool_calls": [{"name": "edit_file", "arguments": {
+        "path": "notes.txt", "old_string": "old", "new_string": "new"}}]}]);
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let record = w.root.join("edit.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let (_, stderr) = run_bounded(
+        w,
+        &[
+            "run",
+            "--provider",
+            &format!("script:{}", script.display()),
+            "--workspace",
+            w.ws.to_str().unwrap(),
+            "--policy",
+            &policy,
+            "--record",
+            record.to_str().unwrap(),
+            "--max-steps",
+            "3",
+            "--unattended",
+            "go",
+        ],
+    );
+    common::jsonl(&record)
+        .into_iter()
+        .find(|l| l["tool"] == "edit_file")
+        .unwrap_or_else(|| panic!("no edit_file line; stderr: {stderr}"))
+}
+
+/// Issue 28, second round, item 1: a lock folder the workspace replaced by a symbolic link to
+/// a folder elsewhere (or by a file) makes `reasonix run` refuse the edit — blocked, with what
+/// to do — rather than run it on a lease of its own process only; nothing is made through the
+/// link, and the file is untouched.
+#[test]
+fn a_run_whose_lease_cannot_be_taken_refuses_the_edit() {
+    for planted in ["link", "file"] {
+        let w = World::new();
+        w.file("notes.txt", "old");
+        std::fs::create_dir(w.ws.join(".reasonix")).unwrap();
+        let at = w.ws.join(reasonix::lease::LOCK_DIR);
+        match planted {
+            "link" => std::os::unix::fs::symlink(&w.outside, &at).unwrap(),
+            _ => std::fs::write(&at, "").unwrap(),
+        }
+        let line = edit_through_run(&w);
+        assert_eq!(line["outcome"], "blocked", "{planted}: {line}");
+        let told = line.to_string();
+        assert!(
+            told.contains("cannot take the write lease"),
+            "{planted}: {told}"
+        );
+        assert!(
+            told.contains("try again"),
+            "{planted}: says what to do: {told}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join("notes.txt")).unwrap(),
+            "old"
+        );
+        assert_eq!(
+            std::fs::read_dir(&w.outside).unwrap().count(),
+            0,
+            "{planted}"
+        );
+    }
+}
+
+/// Its twin: the same run with a real lock folder edits the file.
+#[test]
+fn a_run_with_a_real_lock_folder_makes_the_edit() {
+    let w = World::new();
+    w.file("notes.txt", "old");
+    std::fs::create_dir_all(w.ws.join(reasonix::lease::LOCK_DIR)).unwrap();
+    let line = edit_through_run(&w);
+    assert_eq!(line["outcome"], "succeeded", "{line}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("notes.txt")).unwrap(),
+        "new"
+    );
+}

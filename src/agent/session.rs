@@ -248,6 +248,8 @@ struct Ran {
     note: Option<PathBuf>,
     /// A bash writer whose changes were refused: why nothing it did was applied (issue 25).
     discarded: Option<String>,
+    /// Its lease could not be taken: it never ran (the result says why).
+    unleased: bool,
 }
 
 /// What a check of the goal found.
@@ -1322,7 +1324,24 @@ async fn run_one(
     (run_id, call_id, tool): (String, String, String),
     span: tracing::Span,
 ) -> Ran {
-    let leased = admitted.lease(&leases).await;
+    let need = admitted.need();
+    let leased = match admitted.lease(&leases).await {
+        Ok(leased) => leased,
+        // Fail closed (issue 28): a lease that cannot hold across processes refuses the call.
+        Err(e) => {
+            return Ran {
+                need,
+                started_ms: now_ms(),
+                duration_ms: 0,
+                result: Err(e.to_string()),
+                receipts: Vec::new(),
+                changed: Vec::new(),
+                note: None,
+                discarded: None,
+                unleased: true,
+            };
+        }
+    };
     let admission = leased.admission().clone();
     let admission_for_job = admission.clone();
     let need = leased.need().clone();
@@ -1509,6 +1528,7 @@ async fn run_one(
         changed,
         note,
         discarded,
+        unleased: false,
     }
 }
 
@@ -1584,6 +1604,11 @@ fn conclude(j: &Decided, ran: Option<&Ran>) -> (Outcome, Option<i32>, String) {
                 j.admission.reasons.join("; ")
             ),
         ),
+        Some(Ran {
+            result: Err(e),
+            unleased: true,
+            ..
+        }) => (Outcome::Blocked, None, format!("blocked: {e}")),
         Some(Ran { result: Err(e), .. }) => (Outcome::Failed, None, format!("failed: {e}")),
         // A bash writer whose changes were refused: it ran, and nothing it did was applied.
         Some(Ran {

@@ -960,17 +960,10 @@ pub fn warn_lines(text: &str) {
     );
 }
 
-/// A warning on stderr for a person: `reasonix` in bold yellow.
-/// The lease manager of `workspace`, across processes (`.reasonix/leases/`), or within this
-/// process only (said on stderr) where its lock folder cannot be made.
+/// The lease manager of `workspace`, across processes (`.reasonix/leases/`): a call whose lease
+/// cannot be taken there is refused, never run on a lease of this process only.
 pub(crate) fn leases(workspace: &Path) -> std::sync::Arc<reasonix::lease::Leases> {
-    reasonix::lease::Leases::for_workspace(workspace).unwrap_or_else(|e| {
-        warn(&format!(
-            "the lease folder {} cannot be made ({e}): leases hold within this process only, so another reasonix on this workspace could overwrite its edits",
-            workspace.join(reasonix::lease::LOCK_DIR).display()
-        ));
-        reasonix::lease::Leases::new()
-    })
+    reasonix::lease::Leases::for_workspace(workspace)
 }
 
 /// The default record key: `record.key` in the user's state folder, beside the trust store.
@@ -991,6 +984,7 @@ pub(crate) fn signing(config: &RunConfig) -> reasonix::seal::Signing {
     signing
 }
 
+/// A warning on stderr for a person: `reasonix` in bold yellow.
 pub fn warn(text: &str) {
     let style = anstyle::Style::new()
         .bold()

@@ -174,7 +174,7 @@ fn workspace_lease(args: &ExecArgs) -> anyhow::Result<reasonix::lease::Lease> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    Ok(runtime.block_on(leases.acquire(reasonix::lease::Need::Workspace)))
+    Ok(runtime.block_on(leases.acquire(reasonix::lease::Need::Workspace))?)
 }
 
 /// `sandbox exec --observe` (or `--read-only`): the command on an overlay, its changes judged

@@ -94,6 +94,31 @@ pub fn canonical_host(raw: &str) -> Result<String, String> {
     }
 }
 
+/// A URL with its host in the one spelling [`canonical_host`] gives (`http://VM./x` is
+/// `http://vm/x`, `http://3221225986/` is `http://192.0.2.2/`), for an argument that names a
+/// server by URL (an HTTP MCP server's `url`).
+///
+/// # Errors
+///
+/// What does not parse as a URL, a URL with no host, or a host that is none.
+pub fn canonical_url(raw: &str) -> Result<String, String> {
+    let mut url = url::Url::parse(raw).map_err(|e| format!("{raw:?} is not a URL: {e}"))?;
+    let host = match url.host() {
+        Some(url::Host::Domain(name)) => canonical_host(name)?,
+        Some(url::Host::Ipv4(ip)) => ip.to_string(),
+        Some(url::Host::Ipv6(ip)) => canonical_host(&ip.to_string())?,
+        None => return Err(format!("the URL {raw:?} names no host")),
+    };
+    let spelled = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    url.set_host(Some(&spelled))
+        .map_err(|e| format!("{raw:?}: its host {spelled:?} cannot be set: {e}"))?;
+    Ok(url.to_string())
+}
+
 impl Allowlist {
     /// Compiles the entries (`sandbox.network`: host and port each); one whose host is not a
     /// valid glob is refused with its text.
@@ -204,6 +229,37 @@ mod tests {
             "a\nb",
         ] {
             assert!(canonical_host(raw).is_err(), "{raw:?} was taken");
+        }
+    }
+
+    /// An HTTP MCP server's `url` is judged with its host canonical, the rest kept.
+    #[test]
+    fn a_url_is_given_its_canonical_host_and_keeps_the_rest() {
+        let rows = [
+            ("http://VM./mcp", "http://vm/mcp"),
+            ("https://vm:8443/a?b=c", "https://vm:8443/a?b=c"),
+            ("http://3221225986/mcp", "http://192.0.2.2/mcp"),
+            ("http://0xc0000202:80/", "http://192.0.2.2/"),
+            ("http://0300.0.02.02/", "http://192.0.2.2/"),
+            ("http://[::ffff:192.0.2.2]/", "http://192.0.2.2/"),
+            ("http://[::1]:9/", "http://[::1]:9/"),
+            (
+                "https://B\u{fc}cher.example./",
+                "https://xn--bcher-kva.example/",
+            ),
+            // Its twin: an ordinary URL is kept as it is.
+            ("https://example.com/mcp", "https://example.com/mcp"),
+        ];
+        for (raw, want) in rows {
+            assert_eq!(canonical_url(raw).as_deref(), Ok(want), "{raw}");
+        }
+        for raw in [
+            "not a url",
+            "http://4294967296/",
+            "http://a..b/",
+            "file:///etc/passwd",
+        ] {
+            assert!(canonical_url(raw).is_err(), "{raw:?} was taken");
         }
     }
 

@@ -780,7 +780,7 @@ impl Gate {
             classify::classify(validated, &current.policy)?
         );
         laps.lap(2);
-        let resolved = stage!("gate.resolve", resolve::resolve(classified, &self.roots));
+        let resolved = stage!("gate.resolve", resolve::resolve(classified, &self.roots)?);
         laps.lap(3);
         let ruled = stage!(
             "gate.policy",

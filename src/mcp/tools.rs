@@ -19,7 +19,8 @@ use crate::call::Call;
 use crate::sandbox::jail::Writes;
 use crate::text::{Keep, shorten};
 use crate::tool::{
-    Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
+    Arguments, Classification, ClassifyError, Effect, HostArgument, Invocation, Output, Tool,
+    ToolError,
 };
 
 /// The longest text an MCP result keeps before the session bounds it again for the model.
@@ -153,6 +154,12 @@ impl Tool for ConnectTool {
     }
     fn read_only(&self) -> bool {
         false
+    }
+    fn host_arguments(&self) -> &'static [(&'static str, HostArgument)] {
+        match &self.server.transport {
+            Transport::Stdio { .. } => &[],
+            Transport::Http { .. } => &[("url", HostArgument::Url)],
+        }
     }
     fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError> {
         Ok(match &self.server.transport {

@@ -99,6 +99,15 @@ pub struct ClassifyError(pub String);
 #[derive(Clone, Debug, PartialEq)]
 pub struct Arguments(Map<String, Value>);
 
+/// How an argument names a host ([`Tool::host_arguments`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostArgument {
+    /// A host name or IP address: `index.crates.io`, `192.0.2.2`, `[::1]`.
+    Host,
+    /// A URL whose host is judged: `https://example.com/mcp`.
+    Url,
+}
+
 impl Arguments {
     pub(crate) fn new(map: Map<String, Value>) -> Arguments {
         Arguments(map)
@@ -107,6 +116,11 @@ impl Arguments {
     /// The arguments as a JSON object.
     pub fn as_map(&self) -> &Map<String, Value> {
         &self.0
+    }
+
+    /// Sets an argument (stage resolve's canonical hosts).
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
+        self.0.insert(key.to_owned(), value);
     }
 
     /// A string argument; `None` when absent or not a string.
@@ -222,6 +236,13 @@ pub trait Tool: Send + Sync + 'static {
     /// validate: a call to an unavailable tool is `invalid`.
     fn unavailable(&self) -> Option<String> {
         None
+    }
+    /// The arguments that name a host the gate judges, and how: each is put in its one
+    /// canonical spelling at stage resolve, before anything judges the call
+    /// ([`crate::egress::hosts::canonical_host`]), so YAML, Rego, the record and the connection
+    /// see the same value. None by default.
+    fn host_arguments(&self) -> &'static [(&'static str, HostArgument)] {
+        &[]
     }
     /// What a concrete, validated call does.
     fn classify(&self, args: &Arguments) -> Result<Classification, ClassifyError>;

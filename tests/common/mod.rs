@@ -19,6 +19,9 @@ use serde_json::Value;
 /// A policy under which every fallback allows: tests of the tools themselves use it.
 pub const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
 
+/// How long [`World::run`] lets one reasonix process take.
+pub const RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// A temporary world: `<tmp>/ws` (the workspace), `<tmp>/outside`, `<tmp>/home`.
 pub struct World {
     _dir: tempfile::TempDir,
@@ -109,11 +112,36 @@ impl World {
             .unwrap()
             .write_all(stdin.as_bytes())
             .unwrap();
-        let out = child.wait_with_output().unwrap();
+        // Bounded: a reasonix that hangs is killed and the test fails, rather than the suite
+        // waiting forever.
+        use std::io::Read;
+        let read = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut out);
+                }
+                out
+            })
+        };
+        let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+        let until = std::time::Instant::now() + RUN_TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("reasonix {args:?} did not end within {RUN_TIMEOUT:?}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
         (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
+            status.code().unwrap_or(-1),
+            String::from_utf8(stdout.join().unwrap()).unwrap(),
+            String::from_utf8(stderr.join().unwrap()).unwrap(),
         )
     }
 

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use super::object_schema;
 use crate::tool::{
-    Arguments, Classification, ClassifyError, Effect, Invocation, Output, Tool, ToolError,
+    Arguments, Classification, ClassifyError, Effect, HostArgument, Invocation, Output, Tool,
+    ToolError,
 };
 
 pub(super) struct NetworkConnect;
@@ -35,6 +36,9 @@ impl Tool for NetworkConnect {
     }
     fn read_only(&self) -> bool {
         false
+    }
+    fn host_arguments(&self) -> &'static [(&'static str, HostArgument)] {
+        &[("host", HostArgument::Host)]
     }
     fn classify(&self, _: &Arguments) -> Result<Classification, ClassifyError> {
         Ok(Classification::changes(&[Effect::Network], Vec::new()))
