@@ -534,11 +534,19 @@ impl CompiledPolicy {
             None => {
                 let mut read_only = facts.read_only;
                 if let Some(bash) = facts.bash {
+                    // A folder a reader reads whole (`diff DIR1 DIR2`) is read like `grep -r`.
+                    let folder = |p: &TouchedPath| {
+                        p.resolution.as_ref().is_some_and(|r| r.folder)
+                            && bash.folder_reads.contains(&p.written)
+                    };
                     let unseen = bash.unnamed_reads.first().cloned().or_else(|| {
                         facts
                             .paths
                             .iter()
-                            .find(|p| p.role == PathRole::Argument && p.resolution.is_none())
+                            .find(|p| {
+                                (p.role == PathRole::Argument && p.resolution.is_none())
+                                    || folder(p)
+                            })
                             .map(|p| p.written.clone())
                     });
                     if let (true, Some(unseen)) = (read_only, unseen) {

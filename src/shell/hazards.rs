@@ -29,7 +29,7 @@
 pub use super::environment::{ENVIRONMENT, EnvRow, env};
 use super::programs::spec::{self, Parsed, Role};
 use super::programs::{self, awk, git, paths, sed, unseen};
-use super::{Analysis, Command, Feature, Hazard};
+use super::{Analysis, Command, Feature, Hazard, readers};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -93,17 +93,15 @@ pub const COMMANDS: &[Row] = &[
     Row { id: "changes_folder", names: &["cd", "pushd"], test: Test::Check(dynamic_folder), why: "relative paths after it are decided at run time", example: "cd $DIR", benign: "cd src" },
     Row { id: "alias", names: &["shopt"], test: Test::Check(shopt_aliases), why: "expand_aliases lets aliases rewrite later commands", example: "shopt -s expand_aliases", benign: "shopt -s globstar" },
     // Issue 27: what a program reads, writes or runs that its command line does not name.
-    Row { id: "unnamed_input", names: &["wc", "du", "sort"], test: Test::Check(unseen::files0_from), why: "--files0-from reads the files a list names", example: "wc --files0=- ", benign: "wc -l README.md" },
+    // Issue 27: what a program reads, writes or runs that its command line does not name (the
+    // options that decide it alone are risks of the programs' specs).
     Row { id: "unnamed_input", names: &["grep", "egrep", "fgrep", "zgrep", "rg"], test: Test::Check(unseen::patterns_from_stdin), why: "-f - reads patterns from stdin", example: "grep -f - README.md", benign: "grep -f names.txt README.md" },
-    Row { id: "unnamed_input", names: &["diff"], test: Test::Check(unseen::diff_folders), why: "diff compares folders whole", example: "diff -N dir .", benign: "diff a.txt b.txt" },
-    Row { id: "unnamed_input", names: &["man"], test: Test::Check(unseen::man_local), why: "a local page's .so requests read other files", example: "man -l -", benign: "man ls" },
-    Row { id: "unnamed_input", names: &["git"], test: Test::Check(unseen::git_unseen), why: "reads files git does not track, or requests from stdin", example: "git cat-file --batch", benign: "git cat-file -p HEAD" },
-    Row { id: "in_place", names: &["yq"], test: Test::Check(unseen::yq_in_place), why: "edits files in place", example: "yq --in-pl .a x.yaml", benign: "yq .a x.yaml" },
+    Row { id: "unnamed_input", names: &["diff"], test: Test::Check(unseen::diff_folders), why: "diff compares folders whole", example: "diff src/ old/", benign: "diff a.txt b.txt" },
+    Row { id: "unnamed_input", names: &["man"], test: Test::Check(unseen::man_local), why: "a local page's .so requests read other files", example: "man ./page.1", benign: "man ls" },
+    Row { id: "unnamed_input", names: unseen::ARGUMENT_FILES, test: Test::Check(argument_file), why: "@FILE holds arguments no rule sees", example: "gcc @args.txt", benign: "gcc -c main.c" },
     Row { id: "output_file", names: &["script"], test: Test::Check(unseen::script_log), why: "script writes a typescript of the session", example: "script -q -c ls", benign: "script -q -c ls /dev/null" },
-    Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_output), why: "-o writes (or pipes to a command), -E sets the environment", example: "strace -o '|sh' ls", benign: "strace -c ls" },
-    Row { id: "output_file", names: &["valgrind"], test: Test::Check(unseen::valgrind_output), why: "its log options write or send where they name", example: "valgrind --log-file=v.txt ls", benign: "valgrind ls" },
+    Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_pipe), why: "-o '|CMD' pipes the trace to a command", example: "strace -o '|sh' ls", benign: "strace -c ls" },
     Row { id: "output_file", names: &["tar", "gtar"], test: Test::Check(unseen::tar_absolute), why: "extracting with -P writes where the archive's names (or --transform) say", example: "tar -xPf a.tar", benign: "tar -xf a.tar" },
-    Row { id: "output_file", names: &["fakeroot"], test: Test::Check(unseen::fakeroot_files), why: "-s/-i/-l/--faked name files it writes, reads or loads", example: "fakeroot -s state.db ls", benign: "fakeroot ls" },
 ];
 
 /// Programs that read configuration, hooks, makefiles, manifests or scripts from the folder they
@@ -226,6 +224,20 @@ pub(super) fn scan(analysis: &mut Analysis) {
             });
         }
         let names = table_names(command.basename());
+        // A program no table knows may read `@FILE` argument files (the known readers of them
+        // have a row).
+        let known = spec.is_some() || readers::known(command) || rows_for(names).next().is_some();
+        if !known && let Some(detail) = unseen::argument_file(command, false) {
+            found.push(Hazard {
+                id: "unnamed_input",
+                command: Some(i),
+                detail: format!("{}: {detail}", line()),
+            });
+        }
+        let at_files = unseen::argument_file_paths(command, known);
+        if !at_files.is_empty() {
+            revealed.push((i, 0, at_files));
+        }
         for row in rows_for(names) {
             if let Some(detail) = test(row, command, &parsed) {
                 found.push(Hazard {
@@ -321,6 +333,11 @@ fn test(row: &Row, command: &Command, parsed: &Parsed) -> Option<String> {
             .map(|w| format!("{line}: {w} — {}", row.why)),
         Test::Check(check) => check(command, parsed).map(|d| format!("{line}: {d}")),
     }
+}
+
+/// An `@FILE` argument of a program that reads argument files.
+fn argument_file(command: &Command, _: &Parsed) -> Option<String> {
+    unseen::argument_file(command, true)
 }
 
 /// A folder a program runs in, as written, may be outside the workspace: absolute, from the

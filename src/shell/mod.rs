@@ -322,6 +322,11 @@ pub struct Analysis {
     /// Folders whose files a read-only command reads without naming them (`grep -r x src`,
     /// `find . -exec cat {} +`), or `.` when unknown.
     pub unnamed_reads: Vec<String>,
+    /// Operands a read-only command reads whole when they are folders (`diff DIR1 DIR2` reads
+    /// every file beneath both). The text cannot tell a folder from a file; the policy stage,
+    /// which resolves them, judges one that is a folder as an unnamed read.
+    #[serde(skip)]
+    pub folder_reads: Vec<String>,
     /// Paths programs read that hide inside other syntax: git's `REV:PATH`, an attached
     /// `-fFILE`, a path an option such as `-C DIR` moves (`programs::paths`). Judged by path
     /// rules like any argument.

@@ -41,6 +41,10 @@ pub enum Recursion {
     Options,
     /// Always (`rg`).
     Always,
+    /// With a recursive option, and every operand that is a folder (`diff DIR1 DIR2` reads
+    /// the files beneath both): its operands are [`Analysis::folder_reads`], which the policy
+    /// stage judges as unnamed reads when they resolve to folders.
+    Folders,
 }
 
 /// One row of the reader table.
@@ -76,7 +80,8 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["awk", "gawk", "mawk", "nawk"], rule: Rule::Options, recursive: Never, example: "awk '{ print $1 }' f.txt", writer: "awk '{ print > \"o\" }' f.txt" },
     Reader { names: &["cut", "tr", "paste", "join", "comm", "column", "fold", "fmt", "expand", "unexpand", "rev", "strings", "od", "hexdump", "base64", "base32", "numfmt"], rule: Rule::Plain, recursive: Never, example: "cut -d: -f1 f.txt", writer: "" },
     Reader { names: &["xxd"], rule: Rule::Check(at_most_one_operand), recursive: Never, example: "xxd f.bin", writer: "xxd -r dump.txt out.bin" },
-    Reader { names: &["diff", "cmp"], rule: Rule::Options, recursive: Recursion::Options, example: "diff -u a.txt b.txt", writer: "" },
+    Reader { names: &["diff"], rule: Rule::Options, recursive: Recursion::Folders, example: "diff -u a.txt b.txt", writer: "" },
+    Reader { names: &["cmp"], rule: Rule::Options, recursive: Never, example: "cmp a.bin b.bin", writer: "" },
     Reader { names: &["md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum"], rule: Rule::Plain, recursive: Never, example: "sha256sum Cargo.lock", writer: "" },
     Reader { names: &["jq"], rule: Rule::Plain, recursive: Never, example: "jq .name package.json", writer: "" },
     Reader { names: &["yq"], rule: Rule::Options, recursive: Never, example: "yq .a x.yaml", writer: "yq -i '.a = 1' x.yaml" },
@@ -184,6 +189,11 @@ fn effects_of(name: &str) -> &'static [Effect] {
     index.get(name).map(Vec::as_slice).unwrap_or(&[])
 }
 
+/// Whether the reader table has a row for the command's name.
+pub(super) fn known(command: &Command) -> bool {
+    the_reader(command).is_some()
+}
+
 fn the_reader(command: &Command) -> Option<&'static Reader> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Reader>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
@@ -227,7 +237,7 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
     let recursive = the_reader(command).is_some_and(|r| match r.recursive {
         Never => false,
         Always => true,
-        Recursion::Options => parsed.options.iter().any(|f| match f.role() {
+        Recursion::Options | Recursion::Folders => parsed.options.iter().any(|f| match f.role() {
             Role::Recursive(None) => true,
             Role::Recursive(Some(word)) => f
                 .value
@@ -242,7 +252,21 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
             .any(|w| w.dynamic.contains(&Dynamic::Input) || w.dynamic.contains(&Dynamic::Found))
 }
 
-/// Sets `read_only`, `unnamed_reads` and `effects`.
+/// The operands of a reader that reads a folder operand whole ([`Recursion::Folders`]), as
+/// bash expands them.
+fn folder_operands<'a>(command: &'a Command, parsed: &Parsed) -> Vec<&'a str> {
+    if !the_reader(command).is_some_and(|r| r.recursive == Recursion::Folders) {
+        return Vec::new();
+    }
+    parsed
+        .operands
+        .iter()
+        .flat_map(|&i| command.words[i + 1].expanded_texts())
+        .filter(|t| !t.is_empty() && *t != "-")
+        .collect()
+}
+
+/// Sets `read_only`, `unnamed_reads`, `folder_reads` and `effects`.
 pub(super) fn classify(analysis: &mut Analysis) {
     let mut effects = std::collections::BTreeSet::from([Effect::Exec]);
     let mut read_only = analysis.analysed && analysis.hazards.is_empty();
@@ -270,6 +294,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
         }
     }
     let mut unnamed = Vec::new();
+    let mut folders: Vec<String> = Vec::new();
     for c in &analysis.commands {
         effects.extend(effects_of(c.basename()).iter().copied());
         let parsed = parse(c);
@@ -296,6 +321,7 @@ pub(super) fn classify(analysis: &mut Analysis) {
             if reads_unnamed(c, &parsed) {
                 unnamed.push(c.argv.join(" "));
             }
+            folders.extend(folder_operands(c, &parsed).into_iter().map(str::to_owned));
         } else {
             read_only = false;
             programs_read_only = false;
@@ -303,10 +329,12 @@ pub(super) fn classify(analysis: &mut Analysis) {
     }
     if !read_only {
         unnamed.clear();
+        folders.clear();
     }
     analysis.read_only = read_only;
     analysis.programs_read_only = programs_read_only;
     analysis.unnamed_reads = unnamed;
+    analysis.folder_reads = folders;
     analysis.effects = effects;
 }
 
