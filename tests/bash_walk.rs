@@ -207,12 +207,14 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dq-newline", "benign", "bash -c \"echo hi\ncat .env\"", "deny"),
     ("dq-newline", "benign", "printf '%s\\n' \"line one\nline two\"", "allow"),
     // (through) Escaped backticks inside backticks are a nested substitution.
-    // Its twin gets what its `$(...)` form gets (a substitution's output as an argument is
-    // never covered by a prefix rule).
+    // Its twin gets what its `$(...)` form gets: a substitution's output as an argument is
+    // never covered by a prefix rule, except for a reader that opens no operand (`echo`),
+    // which does the same whatever it is given (round 4's held-out twins).
     ("backticks", "benign", "echo `echo \\`cat .env\\``", "deny"),
     ("backticks", "benign", "echo \"`echo \\\"$(cat .env)\\\"`\"", "deny"),
-    ("backticks", "benign", "v=`echo \\`cat README.md\\``", "ask"),
-    ("backticks", "benign", "v=$(echo $(cat README.md))", "ask"),
+    ("backticks", "benign", "v=`echo \\`cat README.md\\``", "allow"),
+    ("backticks", "benign", "v=$(echo $(cat README.md))", "allow"),
+    ("backticks", "benign", "v=$(head $(cat README.md))", "ask"),
     ("backticks", "benign", "v=`cat README.md`; echo done", "allow"),
     // (through) Backticks glued to text, or blank ones between words: not understood.
     ("glued-backtick", "benign", "cat .e`true`nv", "ask"),
@@ -490,6 +492,19 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("spec-rows", "default", "valgrind --log-socket=127.0.0.1:1500 ls", "ask"),
     ("spec-rows", "default", "fakeroot --lib ./x.so ls", "ask"),
     ("spec-rows", "default", "fakeroot -i state.db ls", "ask"),
+    // The held-out corpus' twins: a reader that opens no operand does the same whatever its
+    // words become (what a substitution runs is judged as its own command); `read` fills a
+    // variable from what its redirection reads; `tar -t` lists.
+    ("inert", "default", "echo \"$(cat .env)\"", "deny"),
+    ("inert", "default", "echo \"$(date -u +%F)\"", "allow"),
+    ("inert", "default", "cat \"$(echo README.md)\"", "ask"),
+    ("inert", "default", "echo \"$x\" > out.txt", "ask"),
+    ("inert", "default", "printf -v line '%s-%s' a b; echo \"$line\"", "allow"),
+    ("inert", "default", "read -r x < .env; echo \"$x\"", "deny"),
+    ("inert", "default", "read -r x < names.txt; echo \"$x\"", "allow"),
+    ("inert", "default", "read -r IFS < names.txt; echo \"$x\"", "ask"),
+    ("inert", "default", "tar -tf a.tar --to-command=sh", "ask"),
+    ("inert", "default", "tar -tf a.tar", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).

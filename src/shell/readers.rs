@@ -90,10 +90,26 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["hostname"], rule: Rule::Check(no_operand), recursive: Never, example: "hostname -f", writer: "hostname evil" },
     Reader { names: &["whoami", "id", "groups", "uname", "uptime", "nproc", "free", "locale", "getconf", "tty", "printenv", "arch", "ps"], rule: Rule::Plain, recursive: Never, example: "uname -a", writer: "" },
     Reader { names: &["which", "type", "command", "whereis", "help", "man", "info", "apropos", "whatis"], rule: Rule::Options, recursive: Never, example: "command -v cargo", writer: "info -o out.txt ls" },
-    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset", "shopt"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset", "shopt", "read", "mapfile", "readarray", "getopts"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["tar", "gtar"], rule: Rule::Check(tar_lists), recursive: Never, example: "tar -tvf a.tar", writer: "tar -xf a.tar" },
     Reader { names: &["git"], rule: Rule::Check(git_reads), recursive: Never, example: "git diff --stat", writer: "git hash-object -w f.txt" },
     Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: Never, example: "env", writer: "" },
 ];
+
+/// Readers that open no file their operands name, so an operand decided at run time cannot make
+/// them read anything (`echo "$(date -u +%F)"`, `printf '%s\n' "$line"`, `test -n "$x"`): what
+/// a substitution in it runs is a command of its own, judged as such. (`test -f "$x"` looks at a
+/// path's type, as `ls` does.) Every name is a [`READERS`] row; each is tested.
+pub const NO_FILE_OPERANDS: &[&str] = &[
+    ":", "[", "echo", "expr", "false", "printf", "seq", "sleep", "test", "true", "yes",
+];
+
+/// Whether the command is one of [`NO_FILE_OPERANDS`], by a name bash runs as written.
+pub fn opens_no_operand(command: &Command) -> bool {
+    command
+        .trusted_name()
+        .is_some_and(|n| NO_FILE_OPERANDS.binary_search(&n).is_ok())
+}
 
 /// One row of the effects table.
 pub struct Effects {
@@ -296,8 +312,12 @@ pub(super) fn classify(analysis: &mut Analysis) {
     let mut unnamed = Vec::new();
     let mut folders: Vec<String> = Vec::new();
     for c in &analysis.commands {
-        effects.extend(effects_of(c.basename()).iter().copied());
         let parsed = parse(c);
+        let reads_only = !c.wrapper && reads_only_as(c, &parsed);
+        if !reads_only {
+            // A reader used read-only has only its read (`tar -t` lists, it writes nothing).
+            effects.extend(effects_of(c.basename()).iter().copied());
+        }
         if c.basename() == "git"
             && parsed
                 .subcommand(0)
@@ -308,11 +328,12 @@ pub(super) fn classify(analysis: &mut Analysis) {
         if c.wrapper {
             continue;
         }
-        if reads_only_as(c, &parsed) {
+        if reads_only {
             effects.insert(Effect::Read);
-            if c.words
-                .iter()
-                .any(|w| !w.depends_on_static() && !w.dynamic.contains(&Dynamic::Input))
+            if !opens_no_operand(c)
+                && c.words
+                    .iter()
+                    .any(|w| !w.depends_on_static() && !w.dynamic.contains(&Dynamic::Input))
             {
                 // A reader of something decided at run time (`cat $F`): not known to be harmless.
                 read_only = false;
@@ -336,6 +357,12 @@ pub(super) fn classify(analysis: &mut Analysis) {
     analysis.unnamed_reads = unnamed;
     analysis.folder_reads = folders;
     analysis.effects = effects;
+}
+
+/// `tar -t`: lists an archive, and writes nothing unless an option says so (those are the
+/// spec's writes and hazards).
+fn tar_lists(_: &Command, parsed: &Parsed) -> bool {
+    parsed.has("-t") && !parsed.has_any(&["-A", "-c", "-d", "--delete", "-r", "-u", "-x"])
 }
 
 fn at_most_one_operand(_: &Command, parsed: &Parsed) -> bool {
@@ -501,6 +528,49 @@ mod tests {
                 .effects
                 .contains(&Effect::Network)
         );
+    }
+
+    #[test]
+    fn readers_that_open_no_operand_stay_read_only_with_operands_decided_at_run_time() {
+        assert!(NO_FILE_OPERANDS.windows(2).all(|w| w[0] < w[1]));
+        for name in NO_FILE_OPERANDS {
+            let script = format!("{name} \"$(date -u +%F)\" = \"$x\" ]");
+            let a = Analysis::of(&script);
+            assert!(a.read_only, "{script}: {:?}", a.hazards);
+            assert!(READERS.iter().any(|r| r.names.contains(name)), "{name}");
+        }
+        // A reader that opens its operands does not.
+        for script in [
+            "cat \"$(date -u +%F)\"",
+            "head \"$x\"",
+            "echo \"$(cat $f)\"",
+        ] {
+            assert!(!Analysis::of(script).read_only, "{script}");
+        }
+    }
+
+    #[test]
+    fn tar_lists_read_only_and_writes_otherwise() {
+        for script in [
+            "tar -tf a.tar",
+            "tar -tvf a.tar src/a.rs",
+            "tar --list -f a.tar",
+        ] {
+            let a = Analysis::of(script);
+            assert!(
+                a.read_only && !a.effects.contains(&Effect::Write),
+                "{script}"
+            );
+        }
+        for script in [
+            "tar -xf a.tar",
+            "tar -cf a.tar src",
+            "tar -tf a.tar -g snap",
+            "tar -t --delete -f a.tar x",
+            "tar -tf a.tar --to-command=sh",
+        ] {
+            assert!(!Analysis::of(script).read_only, "{script}");
+        }
     }
 
     #[test]
