@@ -128,6 +128,9 @@ pub const ARGUMENT_FILES: &[&str] = &[
 /// understood. A program with an option spec or a reader row is known not to read them (`npm
 /// i @types/node`, `jq -r @csv`).
 pub fn argument_file(command: &Command, known: bool) -> Option<String> {
+    let word = command.argv[1..]
+        .iter()
+        .find(|w| w.len() > 1 && w.starts_with('@'))?;
     let name = command.basename();
     let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
     let reads = [name, trimmed]
@@ -136,9 +139,6 @@ pub fn argument_file(command: &Command, known: bool) -> Option<String> {
     if known && !reads {
         return None;
     }
-    let word = command.argv[1..]
-        .iter()
-        .find(|w| w.len() > 1 && w.starts_with('@'))?;
     Some(if reads {
         format!(
             "{word}: {name} reads its arguments from {:?}; no rule sees them",
