@@ -189,23 +189,38 @@ fn table_names(basename: &str) -> [&str; 2] {
     ]
 }
 
+/// Each command's argv as its option spec reads it (a program no spec knows is read
+/// generically).
+pub(super) fn parse_all(commands: &[Command]) -> Vec<Parsed<'_>> {
+    commands
+        .iter()
+        .map(|c| {
+            let spec = programs::spec_for(c.basename()).unwrap_or(&spec::GENERIC);
+            spec::parse(spec, &c.words[1..])
+        })
+        .collect()
+}
+
 /// Finds every command hazard in the analysis. Reading each command against its spec, it also
 /// records the paths its words hide ([`paths::hidden`]) as those words' values, which the path
 /// requests read.
-pub(super) fn scan(analysis: &mut Analysis) {
+///
+/// `commands` are the analysis' commands (taken out of it while it is changed) and `specs` each
+/// one's argv as its option spec reads it ([`parse_all`]), shared with the reader
+/// classification.
+pub(super) fn scan(analysis: &mut Analysis, commands: &[Command], specs: &[Parsed]) {
     let mut found = Vec::new();
     let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
-    let away = moves_away(analysis);
+    let away = moves_away(commands);
     let mut run_folders: Vec<String> = Vec::new();
     let mut written: Vec<String> = Vec::new();
-    for (i, command) in analysis.commands.iter().enumerate() {
+    for ((i, command), parsed) in commands.iter().enumerate().zip(specs) {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             continue;
         }
         let spec = programs::spec_for(command.basename());
-        let parsed = spec::parse(spec.unwrap_or(&spec::GENERIC), &command.words[1..]);
-        let outer = wrapper_moves(analysis, i);
-        for (word, hidden) in paths::hidden(command, &parsed, &outer) {
+        let outer = wrapper_moves(commands, i);
+        for (word, hidden) in paths::hidden(command, parsed, &outer) {
             revealed.push((i, word, hidden));
         }
         let line = || command.argv.join(" ");
@@ -239,7 +254,7 @@ pub(super) fn scan(analysis: &mut Analysis) {
             revealed.push((i, 0, at_files));
         }
         for row in rows_for(names) {
-            if let Some(detail) = test(row, command, &parsed) {
+            if let Some(detail) = test(row, command, parsed) {
                 found.push(Hazard {
                     id: row.id,
                     command: Some(i),
@@ -247,14 +262,14 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
-        written.extend(programs::unseen::written_paths(command, &parsed));
+        written.extend(programs::unseen::written_paths(command, parsed));
         let obeys_folder = names
             .iter()
             .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok());
         if obeys_folder {
-            run_folders.extend(folders_run_in(analysis, i, &parsed));
+            run_folders.extend(folders_run_in(commands, i, parsed));
         }
-        if obeys_folder && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away) {
+        if obeys_folder && let Some(folder) = folder_elsewhere(commands, i, parsed, &away) {
             found.push(Hazard {
                 id: "foreign_folder",
                 command: Some(i),
@@ -352,8 +367,8 @@ pub fn elsewhere(folder: &str, fixed: bool) -> bool {
 
 /// The first folder the script changes to that may be outside the workspace (`cd /x`,
 /// `pushd ../y`), with the index of the command that changes there.
-fn moves_away(analysis: &Analysis) -> Option<(usize, String)> {
-    analysis.commands.iter().enumerate().find_map(|(i, c)| {
+fn moves_away(commands: &[Command]) -> Option<(usize, String)> {
+    commands.iter().enumerate().find_map(|(i, c)| {
         if !matches!(c.trusted_name(), Some("cd" | "pushd")) {
             return None;
         }
@@ -398,8 +413,8 @@ fn named_folders<'a>(command: &'a Command, parsed: &Parsed<'a>) -> Vec<(&'a str,
 /// config options, its wrappers', and the folders the script changes to. The path rules
 /// resolve and judge them (`Analysis::run_folders`): `link` may be a symbolic link to a
 /// folder outside the workspace, which no spelling shows.
-fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<String> {
-    let command = &analysis.commands[index];
+fn folders_run_in(commands: &[Command], index: usize, parsed: &Parsed) -> Vec<String> {
+    let command = &commands[index];
     let mut out: Vec<String> = named_folders(command, parsed)
         .into_iter()
         .filter(|(_, fixed)| *fixed)
@@ -407,7 +422,7 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
         .collect();
     let mut parent = command.parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         let outer = spec::parse(spec, &wrapper.words[1..]);
         out.extend(
@@ -418,7 +433,7 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
         );
         parent = wrapper.parent;
     }
-    for c in &analysis.commands[..index] {
+    for c in &commands[..index] {
         if matches!(c.trusted_name(), Some("cd" | "pushd"))
             && let Some(w) = c.words.iter().skip(1).find(|w| !w.text.starts_with('-'))
             && w.is_static()
@@ -432,12 +447,12 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
 /// Where the command at `index` runs, when that may be outside the workspace: a folder its
 /// options name, a folder a wrapper around it moves to, or one the script changed to before.
 fn folder_elsewhere(
-    analysis: &Analysis,
+    commands: &[Command],
     index: usize,
     parsed: &Parsed,
     away: &Option<(usize, String)>,
 ) -> Option<String> {
-    let command = &analysis.commands[index];
+    let command = &commands[index];
     if let Some((folder, _)) = named_folders(command, parsed)
         .into_iter()
         .find(|(f, fixed)| elsewhere(f, *fixed))
@@ -446,7 +461,7 @@ fn folder_elsewhere(
     }
     let mut parent = command.parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         let outer = spec::parse(spec, &wrapper.words[1..]);
         if let Some((folder, _)) = named_folders(wrapper, &outer)
@@ -464,11 +479,11 @@ fn folder_elsewhere(
 }
 
 /// The folders the wrappers around the command at `index` move it to (`env -C D cmd`).
-fn wrapper_moves(analysis: &Analysis, index: usize) -> Vec<String> {
+fn wrapper_moves(commands: &[Command], index: usize) -> Vec<String> {
     let mut out = Vec::new();
-    let mut parent = analysis.commands[index].parent;
+    let mut parent = commands[index].parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         out.extend(paths::moves(
             wrapper,

@@ -366,9 +366,15 @@ impl Analysis {
 
     /// Settles the derived fields once the walk is done.
     fn finish(&mut self) {
-        hazards::scan(self);
+        // Each command's argv is read against its option spec once, for the hazards and the
+        // reader classification both; the commands stay out of the analysis meanwhile.
+        let commands = std::mem::take(&mut self.commands);
+        let specs = hazards::parse_all(&commands);
+        hazards::scan(self, &commands, &specs);
         self.analysed = self.problems.is_empty();
-        readers::classify(self);
+        readers::classify(self, &commands, &specs);
+        drop(specs);
+        self.commands = commands;
     }
 
     /// True when the command at `index` must be covered by an allow rule: every command but a

@@ -282,8 +282,10 @@ fn folder_operands<'a>(command: &'a Command, parsed: &Parsed) -> Vec<&'a str> {
         .collect()
 }
 
-/// Sets `read_only`, `unnamed_reads`, `folder_reads` and `effects`.
-pub(super) fn classify(analysis: &mut Analysis) {
+/// Sets `read_only`, `unnamed_reads`, `folder_reads` and `effects`. `commands` are the
+/// analysis' commands (taken out of it while it is changed), `specs` each one's argv as its
+/// option spec reads it.
+pub(super) fn classify(analysis: &mut Analysis, commands: &[Command], specs: &[Parsed]) {
     let mut effects = std::collections::BTreeSet::from([Effect::Exec]);
     let mut read_only = analysis.analysed && analysis.hazards.is_empty();
     // The same, for the programs alone (redirections set aside).
@@ -311,9 +313,8 @@ pub(super) fn classify(analysis: &mut Analysis) {
     }
     let mut unnamed = Vec::new();
     let mut folders: Vec<String> = Vec::new();
-    for c in &analysis.commands {
-        let parsed = parse(c);
-        let reads_only = !c.wrapper && reads_only_as(c, &parsed);
+    for (c, parsed) in commands.iter().zip(specs) {
+        let reads_only = !c.wrapper && reads_only_as(c, parsed);
         if !reads_only {
             // A reader used read-only has only its read (`tar -t` lists, it writes nothing).
             effects.extend(effects_of(c.basename()).iter().copied());
@@ -339,10 +340,10 @@ pub(super) fn classify(analysis: &mut Analysis) {
                 read_only = false;
                 programs_read_only = false;
             }
-            if reads_unnamed(c, &parsed) {
+            if reads_unnamed(c, parsed) {
                 unnamed.push(c.argv.join(" "));
             }
-            folders.extend(folder_operands(c, &parsed).into_iter().map(str::to_owned));
+            folders.extend(folder_operands(c, parsed).into_iter().map(str::to_owned));
         } else {
             read_only = false;
             programs_read_only = false;
