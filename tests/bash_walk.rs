@@ -57,6 +57,8 @@ rules:
       - "\\[ *"
       - "declare *"
       - "unset *"
+      - "strings *"
+      - "mytool *"
 "#;
 
 /// `(class, policy, script, verdict)`.
@@ -205,12 +207,14 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("dq-newline", "benign", "bash -c \"echo hi\ncat .env\"", "deny"),
     ("dq-newline", "benign", "printf '%s\\n' \"line one\nline two\"", "allow"),
     // (through) Escaped backticks inside backticks are a nested substitution.
-    // Its twin gets what its `$(...)` form gets (a substitution's output as an argument is
-    // never covered by a prefix rule).
+    // Its twin gets what its `$(...)` form gets: a substitution's output as an argument is
+    // never covered by a prefix rule, except for a reader that opens no operand (`echo`),
+    // which does the same whatever it is given (round 4's held-out twins).
     ("backticks", "benign", "echo `echo \\`cat .env\\``", "deny"),
     ("backticks", "benign", "echo \"`echo \\\"$(cat .env)\\\"`\"", "deny"),
-    ("backticks", "benign", "v=`echo \\`cat README.md\\``", "ask"),
-    ("backticks", "benign", "v=$(echo $(cat README.md))", "ask"),
+    ("backticks", "benign", "v=`echo \\`cat README.md\\``", "allow"),
+    ("backticks", "benign", "v=$(echo $(cat README.md))", "allow"),
+    ("backticks", "benign", "v=$(head $(cat README.md))", "ask"),
     ("backticks", "benign", "v=`cat README.md`; echo done", "allow"),
     // (through) Backticks glued to text, or blank ones between words: not understood.
     ("glued-backtick", "benign", "cat .e`true`nv", "ask"),
@@ -438,6 +442,69 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     ("folder", "default", "npm --prefix link test", "deny"),
     ("folder", "default", "cd src && git status", "allow"),
     ("folder", "default", "git -C src status", "allow"),
+    // Issue 27, round 4: readers and writers still missed. A folder diff compares is read
+    // whole (every file beneath, `.env` too): judged like `grep -r`, whatever its spelling (a
+    // fallback does not allow it while a rule protects paths; an explicit `diff *` allow does,
+    // as it does `grep -r`, and the jail hides what the rules protect).
+    ("folder-read", "default", "diff src old", "ask"),
+    ("folder-read", "default", "diff -r src old", "ask"),
+    ("folder-read", "default", "diff --recursive link src", "ask"),
+    ("folder-read", "default", "diff -q . old", "ask"),
+    ("folder-read", "default", "diff src/a.rs old/a.rs", "allow"),
+    ("folder-read", "benign", "diff -u README.md names.txt", "allow"),
+    // `@FILE`: arguments read from a file (gcc, binutils, javac…), for a program known to
+    // read them or one no table knows; a known program that does not is left alone.
+    ("argfile", "default", "strings @list.txt", "ask"),
+    ("argfile", "benign", "strings @list.txt", "ask"),
+    ("argfile", "default", "strings @.env", "deny"),
+    ("argfile", "benign", "strings -a a.tar", "allow"),
+    ("argfile", "benign", "mytool @list.txt", "ask"),
+    ("argfile", "benign", "mytool --verbose list.txt", "allow"),
+    ("argfile", "default", "gcc @list.txt", "ask"),
+    ("argfile", "default", "echo @list.txt", "allow"),
+    ("argfile", "default", "jq -r @csv x.yaml", "allow"),
+    // man-db reads a name with a `/` as a local page, whose `.so` requests read other files.
+    ("man-local", "default", "man ./page.1", "ask"),
+    ("man-local", "default", "man -l page.1", "ask"),
+    ("man-local", "default", "man --local-file page.1", "ask"),
+    ("man-local", "default", "man -al page.1", "ask"),
+    ("man-local", "default", "man ls", "allow"),
+    ("man-local", "default", "man 5 crontab", "allow"),
+    // `~` in an option's value: bash expands it in a word of its own (`-f ~/x.tar`), not
+    // glued (`-f~/x.tar`, `--file=~/x.tar`, judged as written, which fails closed).
+    ("tilde-value", "benign", "tar -cf ~/x.tar src", "deny"),
+    ("tilde-value", "benign", "tar -c -f ~/x.tar src", "deny"),
+    ("tilde-value", "benign", "tar -xf a.tar -C ~/x", "deny"),
+    ("tilde-value", "benign", "sort -o ~/x README.md", "deny"),
+    ("tilde-value", "benign", "sort --output ~/x README.md", "deny"),
+    ("tilde-value", "benign", "tar --file=~/x.tar -c src", "deny"),
+    ("tilde-value", "benign", "tar -cf out.tar src", "allow"),
+    ("tilde-value", "benign", "sort README.md", "allow"),
+    // Options moved onto the specs: every spelling the program accepts.
+    ("spec-rows", "default", "wc --files0-fr=list.txt", "ask"),
+    ("spec-rows", "default", "du --files0-from=- -s < list.txt", "ask"),
+    ("spec-rows", "default", "du -sh src", "allow"),
+    ("spec-rows", "default", "git grep --no-index KEY", "ask"),
+    ("spec-rows", "default", "git cat-file --batch-all-objects --batch-check", "ask"),
+    ("spec-rows", "default", "strace --output=t.txt ls", "ask"),
+    ("spec-rows", "default", "strace -fo t.txt ls", "ask"),
+    ("spec-rows", "default", "valgrind --xml-file=x.xml ls", "ask"),
+    ("spec-rows", "default", "valgrind --log-socket=127.0.0.1:1500 ls", "ask"),
+    ("spec-rows", "default", "fakeroot --lib ./x.so ls", "ask"),
+    ("spec-rows", "default", "fakeroot -i state.db ls", "ask"),
+    // The held-out corpus' twins: a reader that opens no operand does the same whatever its
+    // words become (what a substitution runs is judged as its own command); `read` fills a
+    // variable from what its redirection reads; `tar -t` lists.
+    ("inert", "default", "echo \"$(cat .env)\"", "deny"),
+    ("inert", "default", "echo \"$(date -u +%F)\"", "allow"),
+    ("inert", "default", "cat \"$(echo README.md)\"", "ask"),
+    ("inert", "default", "echo \"$x\" > out.txt", "ask"),
+    ("inert", "default", "printf -v line '%s-%s' a b; echo \"$line\"", "allow"),
+    ("inert", "default", "read -r x < .env; echo \"$x\"", "deny"),
+    ("inert", "default", "read -r x < names.txt; echo \"$x\"", "allow"),
+    ("inert", "default", "read -r IFS < names.txt; echo \"$x\"", "ask"),
+    ("inert", "default", "tar -tf a.tar --to-command=sh", "ask"),
+    ("inert", "default", "tar -tf a.tar", "allow"),
 ];
 
 /// What the analysis must read, as bash does (each confirmed under bash 5.2 by the oracle).
@@ -545,6 +612,8 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
     w.file("x.yaml", "a: 1\n");
     w.file("a.tar", "");
     w.file("keys.txt", "");
+    w.file("old/a.rs", "");
+    w.file("page.1", ".so /etc/hostname\n");
     w.link("link", &w.outside);
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();
@@ -594,6 +663,8 @@ fn each_attack_stays_refused_in_its_neighbourhood() {
     w.file("x.yaml", "a: 1\n");
     w.file("a.tar", "");
     w.file("keys.txt", "");
+    w.file("old/a.rs", "");
+    w.file("page.1", ".so /etc/hostname\n");
     w.link("link", &w.outside);
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();

@@ -534,11 +534,19 @@ impl CompiledPolicy {
             None => {
                 let mut read_only = facts.read_only;
                 if let Some(bash) = facts.bash {
+                    // A folder a reader reads whole (`diff DIR1 DIR2`) is read like `grep -r`.
+                    let folder = |p: &TouchedPath| {
+                        p.resolution.as_ref().is_some_and(|r| r.folder)
+                            && bash.folder_reads.contains(&p.written)
+                    };
                     let unseen = bash.unnamed_reads.first().cloned().or_else(|| {
                         facts
                             .paths
                             .iter()
-                            .find(|p| p.role == PathRole::Argument && p.resolution.is_none())
+                            .find(|p| {
+                                (p.role == PathRole::Argument && p.resolution.is_none())
+                                    || folder(p)
+                            })
                             .map(|p| p.written.clone())
                     });
                     if let (true, Some(unseen)) = (read_only, unseen) {
@@ -783,7 +791,10 @@ fn person_needed(
 fn run_time_part(bash: &Analysis, input_read_ok: bool) -> Option<RunTimePart> {
     for (ci, c) in bash.commands.iter().enumerate() {
         let input_ok = input_read_ok && readers::reads_only(c);
-        for w in &c.words {
+        // A reader that opens no operand (`echo "$(date)"`, `printf %s "$x"`) does the same
+        // whatever its words turn out to be; what a substitution runs is a command of its own.
+        let inert = readers::opens_no_operand(c);
+        for w in c.words.iter().filter(|_| !inert) {
             let kinds: Vec<String> = w
                 .dynamic
                 .iter()
@@ -928,7 +939,7 @@ mod tests {
         );
         for (script, word) in [
             ("touch $(date +%s).log", "`$(date +%s).log`"),
-            ("echo $((n+1)) > count", "`$((n+1))`"),
+            ("head -n $((n+1)) README.md > count", "`$((n+1))`"),
             (
                 "find . -name '*.tmp' | xargs rm",
                 "`{input}` of `rm {input}`",
@@ -938,6 +949,16 @@ mod tests {
             let why = capped(&allow_all(), script);
             assert!(why.contains(word), "{script}: {why}");
         }
+    }
+
+    #[test]
+    fn a_reader_that_opens_no_operand_runs_the_same_whatever_its_words() {
+        // `echo` and `printf` open nothing their words name: a word decided at run time
+        // changes what they print, not what they do (the write's target is static).
+        runs(&allow_all(), "echo $((n+1)) > count");
+        runs(&allow_all(), "printf '%s\\n' \"$(date +%s)\"");
+        // What a substitution runs is still a command of its own.
+        capped(&allow_all(), "echo \"$(cat $F)\"");
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct Resolution {
     pub symlinks: Vec<PathBuf>,
     /// The size in bytes of an existing regular file.
     pub size: Option<u64>,
+    /// Whether the resolved path is an existing folder.
+    pub folder: bool,
 }
 
 /// Why a path could not be resolved. Every one of these fails closed.
@@ -246,17 +248,18 @@ pub fn resolve_with(
         }
     }
     let exists = missing_at.is_none();
-    let size = exists
+    let meta = exists
         .then(|| seen.or_else(|| looks.lstat(&out).ok()))
-        .flatten()
-        .filter(|m| m.is_file())
-        .map(|m| m.len());
+        .flatten();
+    let size = meta.as_ref().filter(|m| m.is_file()).map(|m| m.len());
+    let folder = meta.as_ref().is_some_and(|m| m.is_dir());
     Ok(Resolution {
         lexical: lexical_form,
         exists,
         resolved: out,
         symlinks,
         size,
+        folder,
     })
 }
 

@@ -29,7 +29,7 @@
 pub use super::environment::{ENVIRONMENT, EnvRow, env};
 use super::programs::spec::{self, Parsed, Role};
 use super::programs::{self, awk, git, paths, sed, unseen};
-use super::{Analysis, Command, Feature, Hazard};
+use super::{Analysis, Command, Feature, Hazard, readers};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -93,17 +93,15 @@ pub const COMMANDS: &[Row] = &[
     Row { id: "changes_folder", names: &["cd", "pushd"], test: Test::Check(dynamic_folder), why: "relative paths after it are decided at run time", example: "cd $DIR", benign: "cd src" },
     Row { id: "alias", names: &["shopt"], test: Test::Check(shopt_aliases), why: "expand_aliases lets aliases rewrite later commands", example: "shopt -s expand_aliases", benign: "shopt -s globstar" },
     // Issue 27: what a program reads, writes or runs that its command line does not name.
-    Row { id: "unnamed_input", names: &["wc", "du", "sort"], test: Test::Check(unseen::files0_from), why: "--files0-from reads the files a list names", example: "wc --files0=- ", benign: "wc -l README.md" },
+    // Issue 27: what a program reads, writes or runs that its command line does not name (the
+    // options that decide it alone are risks of the programs' specs).
     Row { id: "unnamed_input", names: &["grep", "egrep", "fgrep", "zgrep", "rg"], test: Test::Check(unseen::patterns_from_stdin), why: "-f - reads patterns from stdin", example: "grep -f - README.md", benign: "grep -f names.txt README.md" },
-    Row { id: "unnamed_input", names: &["diff"], test: Test::Check(unseen::diff_folders), why: "diff compares folders whole", example: "diff -N dir .", benign: "diff a.txt b.txt" },
-    Row { id: "unnamed_input", names: &["man"], test: Test::Check(unseen::man_local), why: "a local page's .so requests read other files", example: "man -l -", benign: "man ls" },
-    Row { id: "unnamed_input", names: &["git"], test: Test::Check(unseen::git_unseen), why: "reads files git does not track, or requests from stdin", example: "git cat-file --batch", benign: "git cat-file -p HEAD" },
-    Row { id: "in_place", names: &["yq"], test: Test::Check(unseen::yq_in_place), why: "edits files in place", example: "yq --in-pl .a x.yaml", benign: "yq .a x.yaml" },
+    Row { id: "unnamed_input", names: &["diff"], test: Test::Check(unseen::diff_folders), why: "diff compares folders whole", example: "diff src/ old/", benign: "diff a.txt b.txt" },
+    Row { id: "unnamed_input", names: &["man"], test: Test::Check(unseen::man_local), why: "a local page's .so requests read other files", example: "man ./page.1", benign: "man ls" },
+    Row { id: "unnamed_input", names: unseen::ARGUMENT_FILES, test: Test::Check(argument_file), why: "@FILE holds arguments no rule sees", example: "gcc @args.txt", benign: "gcc -c main.c" },
     Row { id: "output_file", names: &["script"], test: Test::Check(unseen::script_log), why: "script writes a typescript of the session", example: "script -q -c ls", benign: "script -q -c ls /dev/null" },
-    Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_output), why: "-o writes (or pipes to a command), -E sets the environment", example: "strace -o '|sh' ls", benign: "strace -c ls" },
-    Row { id: "output_file", names: &["valgrind"], test: Test::Check(unseen::valgrind_output), why: "its log options write or send where they name", example: "valgrind --log-file=v.txt ls", benign: "valgrind ls" },
+    Row { id: "output_file", names: &["strace", "ltrace"], test: Test::Check(unseen::tracer_pipe), why: "-o '|CMD' pipes the trace to a command", example: "strace -o '|sh' ls", benign: "strace -c ls" },
     Row { id: "output_file", names: &["tar", "gtar"], test: Test::Check(unseen::tar_absolute), why: "extracting with -P writes where the archive's names (or --transform) say", example: "tar -xPf a.tar", benign: "tar -xf a.tar" },
-    Row { id: "output_file", names: &["fakeroot"], test: Test::Check(unseen::fakeroot_files), why: "-s/-i/-l/--faked name files it writes, reads or loads", example: "fakeroot -s state.db ls", benign: "fakeroot ls" },
 ];
 
 /// Programs that read configuration, hooks, makefiles, manifests or scripts from the folder they
@@ -191,23 +189,38 @@ fn table_names(basename: &str) -> [&str; 2] {
     ]
 }
 
+/// Each command's argv as its option spec reads it (a program no spec knows is read
+/// generically).
+pub(super) fn parse_all(commands: &[Command]) -> Vec<Parsed<'_>> {
+    commands
+        .iter()
+        .map(|c| {
+            let spec = programs::spec_for(c.basename()).unwrap_or(&spec::GENERIC);
+            spec::parse(spec, &c.words[1..])
+        })
+        .collect()
+}
+
 /// Finds every command hazard in the analysis. Reading each command against its spec, it also
 /// records the paths its words hide ([`paths::hidden`]) as those words' values, which the path
 /// requests read.
-pub(super) fn scan(analysis: &mut Analysis) {
+///
+/// `commands` are the analysis' commands (taken out of it while it is changed) and `specs` each
+/// one's argv as its option spec reads it ([`parse_all`]), shared with the reader
+/// classification.
+pub(super) fn scan(analysis: &mut Analysis, commands: &[Command], specs: &[Parsed]) {
     let mut found = Vec::new();
     let mut revealed: Vec<(usize, usize, Vec<String>)> = Vec::new();
-    let away = moves_away(analysis);
+    let away = moves_away(commands);
     let mut run_folders: Vec<String> = Vec::new();
     let mut written: Vec<String> = Vec::new();
-    for (i, command) in analysis.commands.iter().enumerate() {
+    for ((i, command), parsed) in commands.iter().enumerate().zip(specs) {
         if !command.words.first().is_some_and(|w| w.is_static()) {
             continue;
         }
         let spec = programs::spec_for(command.basename());
-        let parsed = spec::parse(spec.unwrap_or(&spec::GENERIC), &command.words[1..]);
-        let outer = wrapper_moves(analysis, i);
-        for (word, hidden) in paths::hidden(command, &parsed, &outer) {
+        let outer = wrapper_moves(commands, i);
+        for (word, hidden) in paths::hidden(command, parsed, &outer) {
             revealed.push((i, word, hidden));
         }
         let line = || command.argv.join(" ");
@@ -226,8 +239,22 @@ pub(super) fn scan(analysis: &mut Analysis) {
             });
         }
         let names = table_names(command.basename());
+        // A program no table knows may read `@FILE` argument files (the known readers of them
+        // have a row).
+        let known = spec.is_some() || readers::known(command) || rows_for(names).next().is_some();
+        if !known && let Some(detail) = unseen::argument_file(command, false) {
+            found.push(Hazard {
+                id: "unnamed_input",
+                command: Some(i),
+                detail: format!("{}: {detail}", line()),
+            });
+        }
+        let at_files = unseen::argument_file_paths(command, known);
+        if !at_files.is_empty() {
+            revealed.push((i, 0, at_files));
+        }
         for row in rows_for(names) {
-            if let Some(detail) = test(row, command, &parsed) {
+            if let Some(detail) = test(row, command, parsed) {
                 found.push(Hazard {
                     id: row.id,
                     command: Some(i),
@@ -235,14 +262,14 @@ pub(super) fn scan(analysis: &mut Analysis) {
                 });
             }
         }
-        written.extend(programs::unseen::written_paths(command, &parsed));
+        written.extend(programs::unseen::written_paths(command, parsed));
         let obeys_folder = names
             .iter()
             .any(|n| FOLDER_PROGRAMS.binary_search(n).is_ok());
         if obeys_folder {
-            run_folders.extend(folders_run_in(analysis, i, &parsed));
+            run_folders.extend(folders_run_in(commands, i, parsed));
         }
-        if obeys_folder && let Some(folder) = folder_elsewhere(analysis, i, &parsed, &away) {
+        if obeys_folder && let Some(folder) = folder_elsewhere(commands, i, parsed, &away) {
             found.push(Hazard {
                 id: "foreign_folder",
                 command: Some(i),
@@ -323,6 +350,11 @@ fn test(row: &Row, command: &Command, parsed: &Parsed) -> Option<String> {
     }
 }
 
+/// An `@FILE` argument of a program that reads argument files.
+fn argument_file(command: &Command, _: &Parsed) -> Option<String> {
+    unseen::argument_file(command, true)
+}
+
 /// A folder a program runs in, as written, may be outside the workspace: absolute, from the
 /// home folder, climbing with `..`, the previous folder (`-`), or decided at run time.
 pub fn elsewhere(folder: &str, fixed: bool) -> bool {
@@ -335,8 +367,8 @@ pub fn elsewhere(folder: &str, fixed: bool) -> bool {
 
 /// The first folder the script changes to that may be outside the workspace (`cd /x`,
 /// `pushd ../y`), with the index of the command that changes there.
-fn moves_away(analysis: &Analysis) -> Option<(usize, String)> {
-    analysis.commands.iter().enumerate().find_map(|(i, c)| {
+fn moves_away(commands: &[Command]) -> Option<(usize, String)> {
+    commands.iter().enumerate().find_map(|(i, c)| {
         if !matches!(c.trusted_name(), Some("cd" | "pushd")) {
             return None;
         }
@@ -381,8 +413,8 @@ fn named_folders<'a>(command: &'a Command, parsed: &Parsed<'a>) -> Vec<(&'a str,
 /// config options, its wrappers', and the folders the script changes to. The path rules
 /// resolve and judge them (`Analysis::run_folders`): `link` may be a symbolic link to a
 /// folder outside the workspace, which no spelling shows.
-fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<String> {
-    let command = &analysis.commands[index];
+fn folders_run_in(commands: &[Command], index: usize, parsed: &Parsed) -> Vec<String> {
+    let command = &commands[index];
     let mut out: Vec<String> = named_folders(command, parsed)
         .into_iter()
         .filter(|(_, fixed)| *fixed)
@@ -390,7 +422,7 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
         .collect();
     let mut parent = command.parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         let outer = spec::parse(spec, &wrapper.words[1..]);
         out.extend(
@@ -401,7 +433,7 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
         );
         parent = wrapper.parent;
     }
-    for c in &analysis.commands[..index] {
+    for c in &commands[..index] {
         if matches!(c.trusted_name(), Some("cd" | "pushd"))
             && let Some(w) = c.words.iter().skip(1).find(|w| !w.text.starts_with('-'))
             && w.is_static()
@@ -415,12 +447,12 @@ fn folders_run_in(analysis: &Analysis, index: usize, parsed: &Parsed) -> Vec<Str
 /// Where the command at `index` runs, when that may be outside the workspace: a folder its
 /// options name, a folder a wrapper around it moves to, or one the script changed to before.
 fn folder_elsewhere(
-    analysis: &Analysis,
+    commands: &[Command],
     index: usize,
     parsed: &Parsed,
     away: &Option<(usize, String)>,
 ) -> Option<String> {
-    let command = &analysis.commands[index];
+    let command = &commands[index];
     if let Some((folder, _)) = named_folders(command, parsed)
         .into_iter()
         .find(|(f, fixed)| elsewhere(f, *fixed))
@@ -429,7 +461,7 @@ fn folder_elsewhere(
     }
     let mut parent = command.parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         let outer = spec::parse(spec, &wrapper.words[1..]);
         if let Some((folder, _)) = named_folders(wrapper, &outer)
@@ -447,11 +479,11 @@ fn folder_elsewhere(
 }
 
 /// The folders the wrappers around the command at `index` move it to (`env -C D cmd`).
-fn wrapper_moves(analysis: &Analysis, index: usize) -> Vec<String> {
+fn wrapper_moves(commands: &[Command], index: usize) -> Vec<String> {
     let mut out = Vec::new();
-    let mut parent = analysis.commands[index].parent;
+    let mut parent = commands[index].parent;
     while let Some(p) = parent {
-        let wrapper = &analysis.commands[p];
+        let wrapper = &commands[p];
         let spec = programs::spec_for(wrapper.basename()).unwrap_or(&spec::GENERIC);
         out.extend(paths::moves(
             wrapper,

@@ -41,6 +41,10 @@ pub enum Recursion {
     Options,
     /// Always (`rg`).
     Always,
+    /// With a recursive option, and every operand that is a folder (`diff DIR1 DIR2` reads
+    /// the files beneath both): its operands are [`Analysis::folder_reads`], which the policy
+    /// stage judges as unnamed reads when they resolve to folders.
+    Folders,
 }
 
 /// One row of the reader table.
@@ -76,7 +80,8 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["awk", "gawk", "mawk", "nawk"], rule: Rule::Options, recursive: Never, example: "awk '{ print $1 }' f.txt", writer: "awk '{ print > \"o\" }' f.txt" },
     Reader { names: &["cut", "tr", "paste", "join", "comm", "column", "fold", "fmt", "expand", "unexpand", "rev", "strings", "od", "hexdump", "base64", "base32", "numfmt"], rule: Rule::Plain, recursive: Never, example: "cut -d: -f1 f.txt", writer: "" },
     Reader { names: &["xxd"], rule: Rule::Check(at_most_one_operand), recursive: Never, example: "xxd f.bin", writer: "xxd -r dump.txt out.bin" },
-    Reader { names: &["diff", "cmp"], rule: Rule::Options, recursive: Recursion::Options, example: "diff -u a.txt b.txt", writer: "" },
+    Reader { names: &["diff"], rule: Rule::Options, recursive: Recursion::Folders, example: "diff -u a.txt b.txt", writer: "" },
+    Reader { names: &["cmp"], rule: Rule::Options, recursive: Never, example: "cmp a.bin b.bin", writer: "" },
     Reader { names: &["md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "cksum"], rule: Rule::Plain, recursive: Never, example: "sha256sum Cargo.lock", writer: "" },
     Reader { names: &["jq"], rule: Rule::Plain, recursive: Never, example: "jq .name package.json", writer: "" },
     Reader { names: &["yq"], rule: Rule::Options, recursive: Never, example: "yq .a x.yaml", writer: "yq -i '.a = 1' x.yaml" },
@@ -85,10 +90,26 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["hostname"], rule: Rule::Check(no_operand), recursive: Never, example: "hostname -f", writer: "hostname evil" },
     Reader { names: &["whoami", "id", "groups", "uname", "uptime", "nproc", "free", "locale", "getconf", "tty", "printenv", "arch", "ps"], rule: Rule::Plain, recursive: Never, example: "uname -a", writer: "" },
     Reader { names: &["which", "type", "command", "whereis", "help", "man", "info", "apropos", "whatis"], rule: Rule::Options, recursive: Never, example: "command -v cargo", writer: "info -o out.txt ls" },
-    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset", "shopt"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["cd", "pushd", "popd", "dirs", "set", "shift", "break", "continue", "return", "exit", "wait", "local", "declare", "typeset", "export", "readonly", "unset", "shopt", "read", "mapfile", "readarray", "getopts"], rule: Rule::Plain, recursive: Never, example: "cd src", writer: "" },
+    Reader { names: &["tar", "gtar"], rule: Rule::Check(tar_lists), recursive: Never, example: "tar -tvf a.tar", writer: "tar -xf a.tar" },
     Reader { names: &["git"], rule: Rule::Check(git_reads), recursive: Never, example: "git diff --stat", writer: "git hash-object -w f.txt" },
     Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: Never, example: "env", writer: "" },
 ];
+
+/// Readers that open no file their operands name, so an operand decided at run time cannot make
+/// them read anything (`echo "$(date -u +%F)"`, `printf '%s\n' "$line"`, `test -n "$x"`): what
+/// a substitution in it runs is a command of its own, judged as such. (`test -f "$x"` looks at a
+/// path's type, as `ls` does.) Every name is a [`READERS`] row; each is tested.
+pub const NO_FILE_OPERANDS: &[&str] = &[
+    ":", "[", "echo", "expr", "false", "printf", "seq", "sleep", "test", "true", "yes",
+];
+
+/// Whether the command is one of [`NO_FILE_OPERANDS`], by a name bash runs as written.
+pub fn opens_no_operand(command: &Command) -> bool {
+    command
+        .trusted_name()
+        .is_some_and(|n| NO_FILE_OPERANDS.binary_search(&n).is_ok())
+}
 
 /// One row of the effects table.
 pub struct Effects {
@@ -184,6 +205,11 @@ fn effects_of(name: &str) -> &'static [Effect] {
     index.get(name).map(Vec::as_slice).unwrap_or(&[])
 }
 
+/// Whether the reader table has a row for the command's name.
+pub(super) fn known(command: &Command) -> bool {
+    the_reader(command).is_some()
+}
+
 fn the_reader(command: &Command) -> Option<&'static Reader> {
     static INDEX: OnceLock<HashMap<&'static str, &'static Reader>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
@@ -227,7 +253,7 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
     let recursive = the_reader(command).is_some_and(|r| match r.recursive {
         Never => false,
         Always => true,
-        Recursion::Options => parsed.options.iter().any(|f| match f.role() {
+        Recursion::Options | Recursion::Folders => parsed.options.iter().any(|f| match f.role() {
             Role::Recursive(None) => true,
             Role::Recursive(Some(word)) => f
                 .value
@@ -242,8 +268,24 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
             .any(|w| w.dynamic.contains(&Dynamic::Input) || w.dynamic.contains(&Dynamic::Found))
 }
 
-/// Sets `read_only`, `unnamed_reads` and `effects`.
-pub(super) fn classify(analysis: &mut Analysis) {
+/// The operands of a reader that reads a folder operand whole ([`Recursion::Folders`]), as
+/// bash expands them.
+fn folder_operands<'a>(command: &'a Command, parsed: &Parsed) -> Vec<&'a str> {
+    if !the_reader(command).is_some_and(|r| r.recursive == Recursion::Folders) {
+        return Vec::new();
+    }
+    parsed
+        .operands
+        .iter()
+        .flat_map(|&i| command.words[i + 1].expanded_texts())
+        .filter(|t| !t.is_empty() && *t != "-")
+        .collect()
+}
+
+/// Sets `read_only`, `unnamed_reads`, `folder_reads` and `effects`. `commands` are the
+/// analysis' commands (taken out of it while it is changed), `specs` each one's argv as its
+/// option spec reads it.
+pub(super) fn classify(analysis: &mut Analysis, commands: &[Command], specs: &[Parsed]) {
     let mut effects = std::collections::BTreeSet::from([Effect::Exec]);
     let mut read_only = analysis.analysed && analysis.hazards.is_empty();
     // The same, for the programs alone (redirections set aside).
@@ -270,9 +312,13 @@ pub(super) fn classify(analysis: &mut Analysis) {
         }
     }
     let mut unnamed = Vec::new();
-    for c in &analysis.commands {
-        effects.extend(effects_of(c.basename()).iter().copied());
-        let parsed = parse(c);
+    let mut folders: Vec<String> = Vec::new();
+    for (c, parsed) in commands.iter().zip(specs) {
+        let reads_only = !c.wrapper && reads_only_as(c, parsed);
+        if !reads_only {
+            // A reader used read-only has only its read (`tar -t` lists, it writes nothing).
+            effects.extend(effects_of(c.basename()).iter().copied());
+        }
         if c.basename() == "git"
             && parsed
                 .subcommand(0)
@@ -283,19 +329,21 @@ pub(super) fn classify(analysis: &mut Analysis) {
         if c.wrapper {
             continue;
         }
-        if reads_only_as(c, &parsed) {
+        if reads_only {
             effects.insert(Effect::Read);
-            if c.words
-                .iter()
-                .any(|w| !w.depends_on_static() && !w.dynamic.contains(&Dynamic::Input))
+            if !opens_no_operand(c)
+                && c.words
+                    .iter()
+                    .any(|w| !w.depends_on_static() && !w.dynamic.contains(&Dynamic::Input))
             {
                 // A reader of something decided at run time (`cat $F`): not known to be harmless.
                 read_only = false;
                 programs_read_only = false;
             }
-            if reads_unnamed(c, &parsed) {
+            if reads_unnamed(c, parsed) {
                 unnamed.push(c.argv.join(" "));
             }
+            folders.extend(folder_operands(c, parsed).into_iter().map(str::to_owned));
         } else {
             read_only = false;
             programs_read_only = false;
@@ -303,11 +351,19 @@ pub(super) fn classify(analysis: &mut Analysis) {
     }
     if !read_only {
         unnamed.clear();
+        folders.clear();
     }
     analysis.read_only = read_only;
     analysis.programs_read_only = programs_read_only;
     analysis.unnamed_reads = unnamed;
+    analysis.folder_reads = folders;
     analysis.effects = effects;
+}
+
+/// `tar -t`: lists an archive, and writes nothing unless an option says so (those are the
+/// spec's writes and hazards).
+fn tar_lists(_: &Command, parsed: &Parsed) -> bool {
+    parsed.has("-t") && !parsed.has_any(&["-A", "-c", "-d", "--delete", "-r", "-u", "-x"])
 }
 
 fn at_most_one_operand(_: &Command, parsed: &Parsed) -> bool {
@@ -473,6 +529,49 @@ mod tests {
                 .effects
                 .contains(&Effect::Network)
         );
+    }
+
+    #[test]
+    fn readers_that_open_no_operand_stay_read_only_with_operands_decided_at_run_time() {
+        assert!(NO_FILE_OPERANDS.windows(2).all(|w| w[0] < w[1]));
+        for name in NO_FILE_OPERANDS {
+            let script = format!("{name} \"$(date -u +%F)\" = \"$x\" ]");
+            let a = Analysis::of(&script);
+            assert!(a.read_only, "{script}: {:?}", a.hazards);
+            assert!(READERS.iter().any(|r| r.names.contains(name)), "{name}");
+        }
+        // A reader that opens its operands does not.
+        for script in [
+            "cat \"$(date -u +%F)\"",
+            "head \"$x\"",
+            "echo \"$(cat $f)\"",
+        ] {
+            assert!(!Analysis::of(script).read_only, "{script}");
+        }
+    }
+
+    #[test]
+    fn tar_lists_read_only_and_writes_otherwise() {
+        for script in [
+            "tar -tf a.tar",
+            "tar -tvf a.tar src/a.rs",
+            "tar --list -f a.tar",
+        ] {
+            let a = Analysis::of(script);
+            assert!(
+                a.read_only && !a.effects.contains(&Effect::Write),
+                "{script}"
+            );
+        }
+        for script in [
+            "tar -xf a.tar",
+            "tar -cf a.tar src",
+            "tar -tf a.tar -g snap",
+            "tar -t --delete -f a.tar x",
+            "tar -tf a.tar --to-command=sh",
+        ] {
+            assert!(!Analysis::of(script).read_only, "{script}");
+        }
     }
 
     #[test]

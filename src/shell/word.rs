@@ -151,6 +151,28 @@ impl Word {
         self.dynamic.iter().all(|d| d.depends_on_static())
     }
 
+    /// What the word stands for once bash has expanded it, when that depends only on static
+    /// text: a static word's text; for a word with a `~`, braces or bound variables (`-f
+    /// ~/x.tar`, `-o $out` after `out=a.txt`), each of its values' texts (a `~` still at the
+    /// start is the home folder's, which path resolution expands). Empty for a word decided at
+    /// run time.
+    pub fn expanded_texts(&self) -> Vec<&str> {
+        if self.is_static() {
+            return vec![self.text.as_str()];
+        }
+        if !self.depends_on_static() || self.dynamic.contains(&Dynamic::Found) {
+            return Vec::new();
+        }
+        if self.values.is_empty() {
+            return vec![self.text.as_str()];
+        }
+        self.values
+            .iter()
+            .filter(|v| v.depends_on_static() && !v.dynamic.contains(&Dynamic::Found))
+            .map(|v| v.text.as_str())
+            .collect()
+    }
+
     /// Appends another part of the same word.
     pub fn push(&mut self, part: Word) {
         let Word {

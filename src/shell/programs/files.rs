@@ -23,10 +23,21 @@ pub const PAGER: Risk = Risk {
     id: "pager",
     why: "man -P/-H runs the program named",
 };
+/// `man -l FILE`: a local page, whose `.so` requests read other files.
+pub const MAN_LOCAL: Risk = Risk {
+    id: "unnamed_input",
+    why: "a local page's .so requests read files the command line does not name",
+};
 /// `rg --pre`.
 pub const PREPROCESSOR: Risk = Risk {
     id: "rg_preprocessor",
     why: "rg --pre runs a program on every file",
+};
+/// An option that makes a program read files or input its command line does not name: a list
+/// of file names (`--files0-from`), folders compared whole (`diff -N`), requests on stdin.
+pub const UNNAMED_INPUT: Risk = Risk {
+    id: "unnamed_input",
+    why: "this option makes the program read files or input its command line does not name",
 };
 /// An option that edits files in place.
 pub const IN_PLACE: Risk = Risk {
@@ -82,7 +93,7 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-o", "--output"]).role(Role::Writes).risk(&OUTPUT_FILE),
         Opt::value(&["--compress-program"]).risk(&RUNS_PROGRAM),
         Opt::value(&["-k", "--key"]), Opt::value(&["-t", "--field-separator"]), Opt::value(&["-S", "--buffer-size"]),
-        Opt::value(&["-T", "--temporary-directory"]), Opt::value(&["--files0-from"]), Opt::value(&["--parallel"]),
+        Opt::value(&["-T", "--temporary-directory"]), Opt::value(&["--files0-from"]).risk(&UNNAMED_INPUT), Opt::value(&["--parallel"]),
         Opt::value(&["--batch-size"]), Opt::value(&["--random-source"]), Opt::value(&["--sort"]),
         Opt::optional(&["-c", "--check"]), Opt::flag(&["-C"]), Opt::flag(&["-b", "--ignore-leading-blanks"]),
         Opt::flag(&["-d", "--dictionary-order"]), Opt::flag(&["-f", "--ignore-case"]), Opt::flag(&["-g", "--general-numeric-sort"]),
@@ -90,6 +101,22 @@ pub const SPECS: &[Spec] = &[
         Opt::flag(&["-n", "--numeric-sort"]), Opt::flag(&["-R", "--random-sort"]), Opt::flag(&["-r", "--reverse"]),
         Opt::flag(&["-V", "--version-sort"]), Opt::flag(&["--debug"]), Opt::flag(&["-m", "--merge"]),
         Opt::flag(&["-s", "--stable"]), Opt::flag(&["-u", "--unique"]), Opt::flag(&["-z", "--zero-terminated"]),
+        Opt::flag(&["--help"]), Opt::flag(&["--version"]),
+    ]),
+    Spec::new(&["wc"], GNU, &[
+        Opt::value(&["--files0-from"]).risk(&UNNAMED_INPUT), Opt::flag(&["-c", "--bytes"]), Opt::flag(&["-m", "--chars"]),
+        Opt::flag(&["-l", "--lines"]), Opt::flag(&["-L", "--max-line-length"]), Opt::flag(&["-w", "--words"]),
+        Opt::equals(&["--total"]), Opt::flag(&["--help"]), Opt::flag(&["--version"]),
+    ]),
+    Spec::new(&["du"], GNU, &[
+        Opt::value(&["--files0-from"]).risk(&UNNAMED_INPUT), Opt::flag(&["-0", "--null"]), Opt::flag(&["-a", "--all"]),
+        Opt::flag(&["--apparent-size"]), Opt::value(&["-B", "--block-size"]), Opt::flag(&["-b", "--bytes"]),
+        Opt::flag(&["-c", "--total"]), Opt::flag(&["-D", "--dereference-args", "-H"]), Opt::value(&["-d", "--max-depth"]),
+        Opt::flag(&["-h", "--human-readable"]), Opt::flag(&["--inodes"]), Opt::flag(&["-k"]), Opt::flag(&["-L", "--dereference"]),
+        Opt::flag(&["-l", "--count-links"]), Opt::flag(&["-m"]), Opt::flag(&["-P", "--no-dereference"]),
+        Opt::flag(&["-S", "--separate-dirs"]), Opt::flag(&["--si"]), Opt::flag(&["-s", "--summarize"]),
+        Opt::value(&["-t", "--threshold"]), Opt::optional(&["--time"]), Opt::value(&["--time-style"]),
+        Opt::value(&["-X", "--exclude-from"]), Opt::value(&["--exclude"]), Opt::flag(&["-x", "--one-file-system"]),
         Opt::flag(&["--help"]), Opt::flag(&["--version"]),
     ]),
     Spec::new(&["uniq"], GNU, &[
@@ -134,7 +161,10 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-C"]), Opt::optional(&["--context"]), Opt::value(&["-U"]), Opt::optional(&["--unified"]),
         Opt::value(&["-W", "--width"]), Opt::value(&["-F", "--show-function-line"]), Opt::value(&["--tabsize"]),
         Opt::value(&["-x", "--exclude"]), Opt::value(&["-X", "--exclude-from"]), Opt::value(&["-S", "--starting-file"]),
-        Opt::value(&["-I", "--ignore-matching-lines"]), Opt::value(&["--from-file"]), Opt::value(&["--to-file"]),
+        Opt::value(&["-I", "--ignore-matching-lines"]),
+        // Folders compared whole, files one side lacks read too, one file against each operand.
+        Opt::flag(&["-N", "--new-file"]).risk(&UNNAMED_INPUT), Opt::flag(&["--unidirectional-new-file"]).risk(&UNNAMED_INPUT),
+        Opt::value(&["--from-file"]).risk(&UNNAMED_INPUT), Opt::value(&["--to-file"]).risk(&UNNAMED_INPUT),
         Opt::value(&["--label"]), Opt::optional(&["--color"]), Opt::value(&["--palette"]),
         Opt::value(&["--line-format"]), Opt::value(&["--old-line-format"]), Opt::value(&["--new-line-format"]),
         Opt::value(&["--unchanged-line-format"]), Opt::value(&["--old-group-format"]), Opt::value(&["--new-group-format"]),
@@ -160,7 +190,7 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-p", "--preprocessor"]).risk(&PAGER), Opt::optional(&["-T", "--troff-device"]),
         Opt::value(&["-r", "--prompt"]), Opt::value(&["-e", "--extension"]),
         Opt::flag(&["-a", "--all"]), Opt::flag(&["-f", "--whatis"]), Opt::flag(&["-k", "--apropos"]),
-        Opt::flag(&["-K", "--global-apropos"]), Opt::flag(&["-l", "--local-file"]), Opt::flag(&["-w", "--where", "--path", "--location"]),
+        Opt::flag(&["-K", "--global-apropos"]), Opt::flag(&["-l", "--local-file"]).risk(&MAN_LOCAL), Opt::flag(&["-w", "--where", "--path", "--location"]),
         Opt::flag(&["-t", "--troff"]), Opt::flag(&["-Z", "--ditroff"]),
     ]),
     // less reads its long options with its own abbreviation rules; `-o`/`-O` keep a log file.
@@ -174,8 +204,10 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-t", "--tag"]), Opt::value(&["-T", "--tag-file"]), Opt::value(&["-x", "--tabs"]),
         Opt::value(&["-y", "--max-forw-scroll"]), Opt::value(&["-z", "--window"]), Opt::value(&["-#", "--shift"]),
     ]),
-    Spec::new(&["yq"], Syntax::EXACT, &[
-        Opt::flag(&["-i", "--inplace"]).role(Role::Writes).risk(&IN_PLACE),
+    // Two programs answer to `yq`: python's (argparse takes any unambiguous prefix of a long
+    // option: `--in-pl`) and go's (`--inplace`); the spec reads both, abbreviations included.
+    Spec::new(&["yq"], GNU, &[
+        Opt::flag(&["-i", "--inplace", "--in-place"]).role(Role::Writes).risk(&IN_PLACE),
         Opt::value(&["--from-file"]), Opt::value(&["-o", "--output-format"]), Opt::value(&["-p", "--input-format"]),
         Opt::value(&["--indent", "-I"]), Opt::value(&["--expression"]), Opt::value(&["--split-exp", "-s"]).role(Role::Writes).risk(&OUTPUT_FILE),
     ]),

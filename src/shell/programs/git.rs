@@ -11,6 +11,7 @@
 //! subcommands that run other programs, and by names that are not git's own: a subcommand the
 //! spec does not know may be an alias, which can run anything ([`subcommand_risk`]).
 
+use super::files::UNNAMED_INPUT;
 use super::spec::{Opt, Parsed, Risk, Role, Spec, Syntax};
 use crate::shell::Command;
 
@@ -63,7 +64,7 @@ const REVISIONS: &[Opt] = &[
     Opt::flag(&["-P", "--perl-regexp"]), Opt::flag(&["-m"]), Opt::flag(&["-c"]), Opt::flag(&["-t"]), Opt::flag(&["-r"]),
     Opt::flag(&["--oneline"]), Opt::flag(&["--graph"]), Opt::flag(&["--all"]), Opt::flag(&["--name-only"]),
     Opt::flag(&["--name-status"]), Opt::flag(&["--shortstat"]), Opt::flag(&["--numstat"]), Opt::flag(&["--summary"]),
-    Opt::flag(&["--cached", "--staged"]), Opt::flag(&["--no-index"]), Opt::flag(&["--follow"]), Opt::flag(&["--reverse"]),
+    Opt::flag(&["--cached", "--staged"]), Opt::flag(&["--no-index"]).risk(&UNNAMED_INPUT), Opt::flag(&["--follow"]), Opt::flag(&["--reverse"]),
     Opt::flag(&["--merges"]), Opt::flag(&["--no-merges"]), Opt::flag(&["--first-parent"]), Opt::flag(&["--quiet"]),
     Opt::flag(&["--exit-code"]), Opt::flag(&["--check"]), Opt::flag(&["--raw"]), Opt::flag(&["--full-index"]),
     Opt::flag(&["--binary"]), Opt::flag(&["--no-color"]), Opt::flag(&["--no-renames"]), Opt::flag(&["--show-signature"]),
@@ -85,7 +86,7 @@ const GREP: &[Opt] = &[
     Opt::optional(&["-O", "--open-files-in-pager"]).risk(&PROGRAM), Opt::value(&["-e"]), Opt::value(&["-f"]),
     Opt::value(&["-A", "--after-context"]), Opt::value(&["-B", "--before-context"]), Opt::value(&["-C", "--context"]),
     Opt::value(&["-m", "--max-count"]), Opt::value(&["--threads"]), Opt::value(&["--max-depth"]), Opt::optional(&["--color"]),
-    Opt::flag(&["--cached"]), Opt::flag(&["--untracked"]), Opt::flag(&["--no-index"]), Opt::flag(&["--no-exclude-standard"]),
+    Opt::flag(&["--cached"]), Opt::flag(&["--untracked"]), Opt::flag(&["--no-index"]).risk(&UNNAMED_INPUT), Opt::flag(&["--no-exclude-standard"]),
     Opt::flag(&["--exclude-standard"]), Opt::flag(&["--recurse-submodules"]), Opt::flag(&["-a", "--text"]),
     Opt::flag(&["--textconv"]), Opt::flag(&["-i", "--ignore-case"]), Opt::flag(&["-I"]), Opt::flag(&["-w", "--word-regexp"]),
     Opt::flag(&["-v", "--invert-match"]), Opt::flag(&["-h"]), Opt::flag(&["-H"]), Opt::flag(&["--full-name"]),
@@ -276,7 +277,9 @@ const SUBCOMMANDS: &[Spec] = &[
         Opt::optional(&["--abbrev"]), Opt::flag(&["-p", "--porcelain"]), Opt::flag(&["-e", "--show-email"]),
     ]),
     Spec::new(&["cat-file"], PO, &[
-        Opt::optional(&["--batch"]), Opt::optional(&["--batch-check"]), Opt::optional(&["--batch-command"]),
+        // Requests (`REV:PATH`) read from stdin, or every object in the repository.
+        Opt::optional(&["--batch"]).risk(&UNNAMED_INPUT), Opt::optional(&["--batch-check"]).risk(&UNNAMED_INPUT),
+        Opt::optional(&["--batch-command"]).risk(&UNNAMED_INPUT), Opt::flag(&["--batch-all-objects"]).risk(&UNNAMED_INPUT),
         Opt::value(&["--path"]), Opt::flag(&["-p"]), Opt::flag(&["-t"]), Opt::flag(&["-s"]), Opt::flag(&["-e"]),
         Opt::flag(&["--textconv"]), Opt::flag(&["--filters"]),
     ]),

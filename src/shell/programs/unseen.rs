@@ -5,161 +5,166 @@
 //! name, a log or state file a wrapper's own option writes (`strace -o`, `valgrind
 //! --log-file`, `fakeroot -s`, `script FILE`), and files edited in place (`yq --in-place`).
 //!
-//! They read the argv words directly, and match every abbreviation a GNU parser would take
-//! (`--files0` is `--files0-from`): a word that may be the option is taken to be it.
+//! Where an option alone decides (`--files0-from`, `diff -N`, `man -l`, `git cat-file
+//! --batch`, `strace -o`, `valgrind --log-file`, `fakeroot -s`, `yq --in-place`), the option
+//! is a risk of the program's spec, matched in every spelling the program accepts. The checks
+//! here read the matcher's output ([`Parsed`]) for what an option's value or an operand
+//! decides: `-f -`, `-o '|CMD'`, a folder operand, a local man page, an `@FILE` argument file.
 
 use super::spec::Parsed;
 use crate::shell::Command;
 
-/// Whether `word` (before any `=`) is `long` or an abbreviation of it at least `min` bytes
-/// long (`--fi` for `--files0-from`).
-fn abbreviates(word: &str, long: &str, min: usize) -> bool {
-    let name = word.split_once('=').map_or(word, |(n, _)| n);
-    name.len() >= min && long.starts_with(name)
-}
-
-/// The value of a short option `-X` written `-X VALUE`, `-XVALUE`, or in a cluster of flags.
-fn short_values(args: &[String], letter: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let w = args[i].as_str();
-        i += 1;
-        if w == "--" {
-            break;
-        }
-        if w.starts_with("--") || !w.starts_with('-') || w.len() < 2 {
-            continue;
-        }
-        if let Some(at) = w[1..].find(letter) {
-            let rest = &w[1 + at + 1..];
-            if rest.is_empty() {
-                if let Some(v) = args.get(i) {
-                    out.push(v.as_str());
-                    i += 1;
-                }
-            } else {
-                out.push(rest);
-            }
-        }
-    }
-    out
-}
-
-/// The values of a long option, `--name=V` or `--name V`, abbreviations included.
-fn long_values<'a>(args: &'a [String], long: &str, min: usize) -> Vec<&'a str> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let w = args[i].as_str();
-        i += 1;
-        if w == "--" {
-            break;
-        }
-        if !w.starts_with("--") || !abbreviates(w, long, min) {
-            continue;
-        }
-        match w.split_once('=') {
-            Some((_, v)) => out.push(v),
-            None => {
-                if let Some(v) = args.get(i) {
-                    out.push(v.as_str());
-                    i += 1;
-                }
-            }
-        }
-    }
-    out
-}
-
-fn args(command: &Command) -> &[String] {
-    &command.argv[1..]
-}
-
-/// `wc`, `du`, `sort --files0-from=F`: reads the names of the files to read from F (or stdin).
-pub fn files0_from(command: &Command, _: &Parsed) -> Option<String> {
-    args(command)
-        .iter()
-        .take_while(|a| *a != "--")
-        .find(|a| a.starts_with("--") && abbreviates(a, "--files0-from", 4))
-        .map(|a| format!("{a} reads the names of the files it reads from a list"))
-}
-
 /// `grep -f -`, `rg --file=-`: the patterns come from stdin.
-pub fn patterns_from_stdin(command: &Command, _: &Parsed) -> Option<String> {
-    let a = args(command);
-    short_values(a, 'f')
-        .into_iter()
-        .chain(long_values(a, "--file", 4))
-        .any(|v| v == "-")
+pub fn patterns_from_stdin(_: &Command, parsed: &Parsed) -> Option<String> {
+    parsed
+        .options
+        .iter()
+        .any(|f| f.name == "-f" && !f.negated && f.value == Some("-"))
         .then(|| "-f - reads its patterns from stdin".to_owned())
 }
 
-/// `diff -N DIR .`, `diff --from-file`: folders compared whole, files the command line does not
-/// name.
-pub fn diff_folders(command: &Command, _: &Parsed) -> Option<String> {
-    let a = args(command);
-    let option = a.iter().take_while(|w| *w != "--").find(|w| {
-        (w.starts_with('-') && !w.starts_with("--") && w.contains('N'))
-            || [
-                "--new-file",
-                "--unidirectional-new-file",
-                "--from-file",
-                "--to-file",
-            ]
-            .iter()
-            .any(|l| w.starts_with("--") && abbreviates(w, l, 5))
-    });
-    let folder = a
+/// `diff DIR/ .`: an operand that names a folder by its spelling (`.`, `..`, a trailing `/`)
+/// is compared whole, every file beneath read. (The options that do the same, `-N`,
+/// `--from-file`, are risks of diff's spec; any other operand that is a folder is judged at
+/// the policy stage, where it is resolved: [`Analysis::folder_reads`](crate::shell::Analysis).)
+pub fn diff_folders(command: &Command, parsed: &Parsed) -> Option<String> {
+    parsed
+        .operands
         .iter()
-        .filter(|w| !w.starts_with('-'))
-        .find(|w| matches!(w.as_str(), "." | "..") || w.ends_with('/') || w.ends_with("/."));
-    option
-        .or(folder)
+        .map(|&i| command.argv[i + 1].as_str())
+        .find(|w| matches!(*w, "." | "..") || w.ends_with('/') || w.ends_with("/."))
         .map(|w| format!("{w}: compares folders whole, reading files it does not name"))
 }
 
-/// `man -l FILE`: a local page's `.so` requests read other files.
-pub fn man_local(command: &Command, _: &Parsed) -> Option<String> {
-    args(command)
+/// `man ./page.1`: man-db reads a name with a `/` in it as a local page, whose `.so` requests
+/// read other files (`man -l` is a risk of man's spec).
+pub fn man_local(command: &Command, parsed: &Parsed) -> Option<String> {
+    parsed
+        .operands
         .iter()
-        .take_while(|a| *a != "--")
-        .find(|a| {
-            (a.starts_with('-') && !a.starts_with("--") && a.contains('l'))
-                || (a.starts_with("--") && abbreviates(a, "--local-file", 4))
-        })
-        .map(|a| format!("{a}: a local page's .so requests read files it does not name"))
+        .map(|&i| command.argv[i + 1].as_str())
+        .find(|w| w.contains('/'))
+        .map(|w| format!("{w}: a local page, whose .so requests read files it does not name"))
 }
 
-/// `git grep --no-index`, `git diff --no-index`, `git cat-file --batch`: files outside what git
-/// tracks, or `REV:PATH` requests read from stdin.
-pub fn git_unseen(command: &Command, parsed: &Parsed) -> Option<String> {
-    let sub = parsed.subcommand(0)?;
-    let a = args(command);
-    let found = match sub {
-        "grep" | "diff" => a
-            .iter()
-            .find(|w| w.starts_with("--") && abbreviates(w, "--no-index", 6)),
-        "cat-file" => a
-            .iter()
-            .find(|w| w.starts_with("--batch") || w.starts_with("--batch-")),
-        _ => None,
-    }?;
-    Some(format!(
-        "git {sub} {found} reads files or objects the command line does not name"
-    ))
+/// `strace -o '|CMD'`, `-o '!CMD'`: the trace is piped to a command (`-o FILE` writes, a risk
+/// of the spec; this row says that it runs).
+pub fn tracer_pipe(_: &Command, parsed: &Parsed) -> Option<String> {
+    parsed
+        .options
+        .iter()
+        .filter(|f| f.name == "-o" && !f.negated)
+        .filter_map(|f| f.value)
+        .find(|v| v.starts_with(['|', '!']))
+        .map(|v| format!("-o {v} runs a command"))
 }
 
-/// python `yq --in-place` (argparse takes any unambiguous prefix) and go `yq --inplace`.
-pub fn yq_in_place(command: &Command, _: &Parsed) -> Option<String> {
-    args(command)
+/// Programs that replace an argument `@FILE` with the arguments FILE holds (GNU libiberty's
+/// `expandargv`: gcc, binutils; the JDK's launchers; clang, rustc, .NET, 7-Zip's list files):
+/// FILE is read, and the arguments it holds are on no command line a rule sees. Sorted
+/// (searched by bisection; a test checks the order).
+pub const ARGUMENT_FILES: &[&str] = &[
+    "7z",
+    "7za",
+    "7zr",
+    "addr2line",
+    "ar",
+    "as",
+    "c++",
+    "c++filt",
+    "cc",
+    "clang",
+    "clang++",
+    "clang-cl",
+    "clang-cpp",
+    "cpp",
+    "csc",
+    "dlltool",
+    "dotnet",
+    "elfedit",
+    "g++",
+    "gcc",
+    "gccgo",
+    "gdc",
+    "gfortran",
+    "gnat",
+    "gold",
+    "gprof",
+    "jar",
+    "jarsigner",
+    "java",
+    "javac",
+    "javadoc",
+    "javap",
+    "jdeps",
+    "jlink",
+    "jpackage",
+    "kotlinc",
+    "ld",
+    "ld.bfd",
+    "ld.gold",
+    "ld.lld",
+    "lld",
+    "mcs",
+    "msbuild",
+    "nm",
+    "nvcc",
+    "objcopy",
+    "objdump",
+    "ranlib",
+    "readelf",
+    "rustc",
+    "scalac",
+    "size",
+    "strings",
+    "strip",
+    "swiftc",
+    "wasm-ld",
+    "windres",
+];
+
+/// An argument `@FILE` for a program that reads argument files ([`ARGUMENT_FILES`]), or for a
+/// program no table knows (`known` false), which may: the arguments FILE holds are not
+/// understood. A program with an option spec or a reader row is known not to read them (`npm
+/// i @types/node`, `jq -r @csv`).
+pub fn argument_file(command: &Command, known: bool) -> Option<String> {
+    let word = command.argv[1..]
         .iter()
-        .take_while(|a| *a != "--")
-        .find(|a| {
-            a.starts_with("--")
-                && (abbreviates(a, "--in-place", 5) || abbreviates(a, "--inplace", 5))
-        })
-        .map(|a| format!("{a} edits files in place"))
+        .find(|w| w.len() > 1 && w.starts_with('@'))?;
+    let name = command.basename();
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '-');
+    let reads = [name, trimmed]
+        .iter()
+        .any(|n| ARGUMENT_FILES.binary_search(n).is_ok());
+    if known && !reads {
+        return None;
+    }
+    Some(if reads {
+        format!(
+            "{word}: {name} reads its arguments from {:?}; no rule sees them",
+            &word[1..]
+        )
+    } else {
+        format!(
+            "{word}: a program no table knows may read its arguments from {:?}",
+            &word[1..]
+        )
+    })
+}
+
+/// The files `@FILE` arguments name, for the programs [`argument_file`] says read them.
+pub fn argument_file_paths(command: &Command, known: bool) -> Vec<String> {
+    if argument_file(command, known).is_none() {
+        return Vec::new();
+    }
+    command.words[1..]
+        .iter()
+        .filter(|w| w.text.len() > 1 && w.text.starts_with('@'))
+        .flat_map(|w| w.expanded_texts())
+        .filter_map(|t| t.strip_prefix('@'))
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `script [FILE]`: writes a typescript, to `typescript` when no file is named.
@@ -178,94 +183,54 @@ pub fn script_log(command: &Command, parsed: &Parsed) -> Option<String> {
     }
 }
 
-/// `strace -o FILE`, `-o '|CMD'`, `-E VAR=VALUE`; `ltrace -o FILE`.
-pub fn tracer_output(command: &Command, _: &Parsed) -> Option<String> {
-    let a = args(command);
-    let outputs: Vec<&str> = short_values(a, 'o')
-        .into_iter()
-        .chain(long_values(a, "--output", 5))
-        .collect();
-    if let Some(o) = outputs.iter().find(|o| o.starts_with(['|', '!'])) {
-        return Some(format!("-o {o} runs a command"));
-    }
-    if let Some(o) = outputs.first() {
-        return Some(format!("-o writes {o:?}"));
-    }
-    short_values(a, 'E')
-        .into_iter()
-        .chain(long_values(a, "--env", 5))
-        .next()
-        .map(|e| format!("-E {e} sets the traced program's environment"))
-}
-
-/// `valgrind --log-file=F`, `--xml-file=F`, `--log-socket=H`, `--vgdb-prefix`.
-pub fn valgrind_output(command: &Command, _: &Parsed) -> Option<String> {
-    args(command)
-        .iter()
-        .take_while(|a| a.starts_with('-'))
-        .find(|a| {
-            [
-                "--log-file",
-                "--xml-file",
-                "--log-socket",
-                "--xml-socket",
-                "--vgdb-prefix",
-            ]
-            .iter()
-            .any(|l| abbreviates(a, l, 5))
-        })
-        .map(|a| format!("{a} writes or sends its log where it names"))
-}
-
-/// `fakeroot -s FILE` saves its state, `-i FILE` loads it, `-l LIB` / `--faked BIN` load code.
-pub fn fakeroot_files(command: &Command, _: &Parsed) -> Option<String> {
-    args(command)
-        .iter()
-        .take_while(|a| *a != "--" && a.starts_with('-'))
-        .find(|a| {
-            matches!(a.as_str(), "-s" | "-i" | "-l" | "-b")
-                || ["--lib", "--faked"].iter().any(|l| abbreviates(a, l, 4))
-        })
-        .map(|a| format!("{a} names a file it writes, reads or loads as code"))
-}
-
 /// `tar -x -P`: absolute names (and `--transform`) write wherever the archive says.
 pub fn tar_absolute(_: &Command, parsed: &Parsed) -> Option<String> {
     (parsed.has("-x") && parsed.has("-P"))
         .then(|| "-x with -P writes to the absolute paths the archive holds".to_owned())
 }
 
-/// The files or folders a command writes through its options, static values only: each
-/// option with the role [`Role::Writes`] (`sort -o F`, `tar -g F`), the archive `tar` creates
-/// or updates (`-cf F`), and the folder it extracts into (`-x -C D`). They are judged as
-/// paths the call changes, resolved and confined (a `-f` that is a symbolic link to a file
-/// outside the workspace writes there). A device (`-o /dev/null`) is left to the option's
-/// hazard, as before.
+/// The files or folders a command writes through its options: each option with the role
+/// [`Role::Writes`] (`sort -o F`, `tar -g F`), the archive `tar` creates or updates (`-cf F`),
+/// and the folder it extracts into (`-x -C D`). They are judged as paths the call changes,
+/// resolved and confined (a `-f` that is a symbolic link to a file outside the workspace writes
+/// there). A value in a word of its own is taken as bash expands it: `-f ~/x.tar` writes in
+/// the home folder (bash expands that `~`, not the one in `-f~/x.tar` or `--file=~/x.tar`,
+/// which stays text and is judged as written). A value decided at run time is left to the
+/// option's hazard, and a device (`-o /dev/null`) too, as before.
 pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
-    use super::spec::Role;
+    use super::spec::{Found, Role};
     let words = &command.words[1..];
-    let fixed = |f: &super::spec::Found| f.value_at.is_none_or(|at| words[at].is_static());
+    let values = |f: &Found| -> Vec<String> {
+        match (f.value, f.value_at) {
+            (Some(v), None) => vec![v.to_owned()],
+            (Some(_), Some(at)) => words[at]
+                .expanded_texts()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            (None, _) => Vec::new(),
+        }
+    };
     let mut out: Vec<String> = parsed
         .options
         .iter()
-        .filter(|f| f.role() == Role::Writes && fixed(f))
-        .filter_map(|f| f.value)
-        .filter(|v| !v.is_empty() && *v != "-" && !crate::shell::walk::is_device(v))
-        .map(str::to_owned)
+        .filter(|f| f.role() == Role::Writes)
+        .flat_map(values)
+        .filter(|v| !v.is_empty() && v != "-" && !crate::shell::walk::is_device(v))
         .collect();
     if matches!(command.basename(), "tar" | "gtar") {
         let creates = parsed.has_any(&["-c", "-r", "-u", "-A", "--delete"]);
-        if creates && let Some(f) = parsed.get("-f").filter(|f| fixed(f)) {
+        if creates && let Some(f) = parsed.get("-f") {
             out.extend(
-                f.value
-                    .filter(|v| *v != "-" && !v.starts_with("/dev/"))
-                    .map(str::to_owned),
+                values(f)
+                    .into_iter()
+                    .filter(|v| v != "-" && !v.starts_with("/dev/")),
             );
         }
         if parsed.has("-x")
-            && let Some(folder) = parsed.get("-C").filter(|f| fixed(f)).and_then(|f| f.value)
+            && let Some(f) = parsed.get("-C")
         {
-            out.push(folder.to_owned());
+            out.extend(values(f));
         }
     }
     out
@@ -276,11 +241,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn abbreviations_and_values_are_read_as_gnu_does() {
-        assert!(abbreviates("--files0=x", "--files0-from", 4));
-        assert!(!abbreviates("--f", "--files0-from", 4));
-        let a: Vec<String> = ["-nf-", "x", "--file", "-"].map(String::from).to_vec();
-        assert_eq!(short_values(&a, 'f'), ["-"]);
-        assert_eq!(long_values(&a, "--file", 4), ["-"]);
+    fn the_argument_file_table_is_sorted() {
+        assert!(ARGUMENT_FILES.windows(2).all(|w| w[0] < w[1]));
     }
 }

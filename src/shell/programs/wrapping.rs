@@ -7,10 +7,23 @@
 //! on this machine). The valued options are complete (from each program's `--help`): a valued
 //! option the spec missed would make its value look like the inner command.
 
+use super::files::OUTPUT_FILE;
 use super::spec::{Opt, Risk, Role, Spec, Syntax};
 
 const STOP: Syntax = Syntax::GNU_STOP;
 
+/// A tracer's or wrapper's own option that writes, sends, loads or runs something besides the
+/// program it wraps (`strace -o F`, `strace -o '|CMD'`, `valgrind --log-socket=H`, `fakeroot
+/// -l LIB`).
+pub const WRAPPER_FILES: Risk = Risk {
+    id: "output_file",
+    why: "this option of the wrapper writes, sends, loads or runs something of its own",
+};
+/// `strace -E VAR=VALUE`: the traced program's environment, which no rule sees.
+pub const WRAPPER_ENV: Risk = Risk {
+    id: "output_file",
+    why: "this option sets the traced program's environment",
+};
 /// A login or interactive shell (`bash -l`, `--login`, `-i`, `--rcfile F`, `exec -l bash`):
 /// before the script it runs its startup files — `/etc/profile`, `~/.profile`, `~/.bashrc` or
 /// the file named — code the analysis does not see (the oracle watched `bash -lc` run `id -u`
@@ -137,22 +150,37 @@ pub const SPECS: &[Spec] = &[
         Opt::value(&["-O", "--log-out"]), Opt::value(&["-B", "--log-io"]), Opt::value(&["-T", "--log-timing"]),
         Opt::value(&["-m", "--logging-format"]), Opt::value(&["-o", "--output-limit"]), Opt::flag(&["-q", "--quiet"]),
     ]),
-    Spec::new(&["unbuffer", "chronic", "fakeroot", "catchsegv", "tsocks", "proxychains", "proxychains4", "torsocks"], Syntax::EXACT_STOP, &[
+    // fakeroot parses with getopt(1): long options abbreviate; `-s` saves its state to a file,
+    // `-i` loads one, `-l`/`--lib` loads a library, `--faked` runs a program.
+    Spec::new(&["fakeroot"], STOP, &[
+        Opt::value(&["-s"]).role(Role::Writes).risk(&WRAPPER_FILES), Opt::value(&["-i"]).risk(&WRAPPER_FILES),
+        Opt::value(&["-l", "--lib"]).risk(&WRAPPER_FILES), Opt::value(&["--faked"]).risk(&WRAPPER_FILES),
+        Opt::value(&["-b"]).risk(&WRAPPER_FILES), Opt::flag(&["-u", "--unknown-is-real"]), Opt::flag(&["-h", "--help"]),
+        Opt::flag(&["-v", "--version"]),
+    ]),
+    Spec::new(&["unbuffer", "chronic", "catchsegv", "tsocks", "proxychains", "proxychains4", "torsocks"], Syntax::EXACT_STOP, &[
         Opt::flag(&["-p"]), Opt::flag(&["-e"]), Opt::flag(&["-v"]), Opt::value(&["-f"]), Opt::value(&["-l"]), Opt::value(&["-s"]),
         Opt::value(&["-i"]),
     ]),
-    Spec::new(&["strace"], Syntax::EXACT_STOP, &[
-        Opt::value(&["-o", "--output"]).role(Role::Writes), Opt::value(&["-e"]), Opt::value(&["-p", "--attach"]).role(Role::Quiet),
-        Opt::value(&["-s", "--string-limit"]), Opt::value(&["-u", "--user"]), Opt::value(&["-E", "--env"]),
+    // strace and ltrace parse with getopt_long: long options abbreviate (`--output-a`), and
+    // `-o '|CMD'` or `-o '!CMD'` pipes the trace to a command.
+    Spec::new(&["strace"], STOP, &[
+        Opt::value(&["-o", "--output"]).role(Role::Writes).risk(&WRAPPER_FILES), Opt::value(&["-e"]), Opt::value(&["-p", "--attach"]).role(Role::Quiet),
+        Opt::value(&["-s", "--string-limit"]), Opt::value(&["-u", "--user"]), Opt::value(&["-E", "--env"]).risk(&WRAPPER_ENV),
         Opt::value(&["-a", "--columns"]), Opt::value(&["-b", "--detach-on"]), Opt::value(&["-I"]), Opt::value(&["-P", "--trace-path"]),
         Opt::value(&["-S", "--summary-sort-by"]), Opt::value(&["-X", "--const-print-style"]), Opt::value(&["-O"]),
     ]),
-    Spec::new(&["ltrace"], Syntax::EXACT_STOP, &[
-        Opt::value(&["-o", "--output"]).role(Role::Writes), Opt::value(&["-e"]), Opt::value(&["-p"]).role(Role::Quiet),
+    Spec::new(&["ltrace"], STOP, &[
+        Opt::value(&["-o", "--output"]).role(Role::Writes).risk(&WRAPPER_FILES), Opt::value(&["-e"]), Opt::value(&["-p"]).role(Role::Quiet),
         Opt::value(&["-s"]), Opt::value(&["-u"]), Opt::value(&["-a", "--align"]), Opt::value(&["-n", "--indent"]),
         Opt::value(&["-l", "--library"]), Opt::value(&["-x"]), Opt::value(&["-F", "--config"]),
     ]),
-    Spec::new(&["valgrind"], Syntax::EXACT_STOP, &[]),
+    // valgrind reads exact names, each value after `=` (`--log-file /x` is not its value).
+    Spec::new(&["valgrind"], Syntax::EXACT_STOP, &[
+        Opt::equals(&["--log-file"]).role(Role::Writes).risk(&OUTPUT_FILE), Opt::equals(&["--xml-file"]).role(Role::Writes).risk(&OUTPUT_FILE),
+        Opt::equals(&["--log-socket"]).risk(&WRAPPER_FILES), Opt::equals(&["--xml-socket"]).risk(&WRAPPER_FILES),
+        Opt::equals(&["--vgdb-prefix"]).risk(&WRAPPER_FILES), Opt::equals(&["--tool"]), Opt::equals(&["--log-fd"]),
+    ]),
     Spec::new(&["chroot"], STOP, &[
         Opt::value(&["--groups"]), Opt::value(&["--userspec"]), Opt::flag(&["--skip-chdir"]),
     ]),

@@ -243,7 +243,11 @@ pub(super) enum Close {
 
 /// How `node` closes a descriptor, read from its operator and its first destination.
 pub(super) fn closes(node: Node, src: &str) -> Close {
-    if node.kind_name() != "file_redirect" {
+    // Every closing form has a `&` (`>&-`, `<&-`, `>& -x`): without one, no need to read the
+    // redirection's parts (most redirections: `2>/dev/null`, `>> log`).
+    if node.kind_name() != "file_redirect"
+        || !src.get(node.byte_range()).is_some_and(|t| t.contains('&'))
+    {
         return Close::No;
     }
     let mut op = None;
