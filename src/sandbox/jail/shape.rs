@@ -114,53 +114,30 @@ struct Walked {
 /// The inotify instance of a [`WalkCache`].
 #[derive(Debug)]
 enum Watch {
-    On(nix::sys::inotify::Inotify),
+    On(super::inotify::Inotify),
     /// inotify cannot be had here: every walk reads the folders' times.
     Off,
 }
 
 impl Watch {
     fn new() -> Watch {
-        use nix::sys::inotify::{InitFlags, Inotify};
-        match Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) {
-            Ok(i) => Watch::On(i),
-            Err(_) => Watch::Off,
-        }
+        super::inotify::Inotify::new().map_or(Watch::Off, Watch::On)
     }
 
     /// Whether nothing watched has changed since the last look (the queue is emptied).
     fn quiet(&self) -> bool {
-        let Watch::On(inotify) = self else {
-            return false;
-        };
-        let mut quiet = true;
-        loop {
-            match inotify.read_events() {
-                Ok(events) if events.is_empty() => return quiet,
-                Ok(_) => quiet = false,
-                Err(nix::errno::Errno::EAGAIN) => return quiet,
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(_) => return false,
-            }
+        match self {
+            Watch::On(inotify) => inotify.quiet(),
+            Watch::Off => false,
         }
     }
 
-    /// Watches `dir` for entries made, removed or renamed in it and for its own removal or
-    /// move; `false` if it cannot be watched.
+    /// Watches `dir`; `false` if it cannot be watched.
     fn add(&self, dir: &Path) -> bool {
-        use nix::sys::inotify::AddWatchFlags as F;
-        let Watch::On(inotify) = self else {
-            return false;
-        };
-        let mask = F::IN_CREATE
-            | F::IN_DELETE
-            | F::IN_MOVED_FROM
-            | F::IN_MOVED_TO
-            | F::IN_DELETE_SELF
-            | F::IN_MOVE_SELF
-            | F::IN_ONLYDIR
-            | F::IN_DONT_FOLLOW;
-        inotify.add_watch(dir, mask).is_ok()
+        match self {
+            Watch::On(inotify) => inotify.watch_folder(dir),
+            Watch::Off => false,
+        }
     }
 }
 
