@@ -9,7 +9,12 @@
 //!   and settled;
 //! - `commit N files`: only what follows a writer's run — reading its upper layer, judging each
 //!   change through the gate, staging, `syncfs`, landing — for a run that wrote N new files
-//!   (the run itself is not timed).
+//!   (the run itself is not timed);
+//! - `plan a call, …` (issue 30): the plan of one call, computed as the bash tool computes it
+//!   (`Invocation::shape`): how it may write, and the paths the default policy protects from
+//!   reading that exist now (`**/.env` and the like), looked for in a workspace of 1,000 files
+//!   in 50 folders holding one `.env` — the walk a session keeps (`WalkCache`), so only the
+//!   folders' times are read again; and the same for a policy that protects nothing.
 
 use std::time::{Duration, Instant};
 
@@ -130,5 +135,65 @@ fn plans(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, plans);
+/// The plan of one call: its shape, as `Invocation::shape` computes it from its admission.
+fn call_plans(c: &mut Criterion) {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().expect("workspace");
+    let ws = dir.path().canonicalize().expect("workspace");
+    for d in 0..50 {
+        let folder = ws.join(format!("src/m{d}"));
+        std::fs::create_dir_all(&folder).expect("folder");
+        for f in 0..20 {
+            std::fs::write(folder.join(format!("f{f}.rs")), "fn f() {}\n").expect("file");
+        }
+    }
+    std::fs::write(ws.join("src/m7/.env"), "KEY=v\n").expect("secret");
+    // Old enough that no folder is racily clean (read again every time).
+    let old = std::time::SystemTime::now() - Duration::from_secs(60);
+    for d in std::iter::once(ws.clone())
+        .chain(std::iter::once(ws.join("src")))
+        .chain((0..50).map(|d| ws.join(format!("src/m{d}"))))
+    {
+        std::fs::File::open(&d)
+            .and_then(|f| f.set_modified(old))
+            .expect("folder time");
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let plan = Plan::new(&JailConfig::default(), &ws, home.as_deref());
+    let effects: BTreeSet<reasonix::vocab::Effect> = [reasonix::vocab::Effect::Exec].into();
+    let default = PolicySet::embedded_default();
+    let nothing = PolicySet::from_yaml("allow.yaml", ALLOW_ALL).expect("policy");
+    let mut g = c.benchmark_group("per-call plans");
+    for (name, policy) in [
+        ("plan a call, default policy, 1,000 files", &default),
+        ("plan a call, nothing protected", &nothing),
+    ] {
+        let gate = Gate::builder(Registry::with_builtins(), policy, &ws)
+            .posture(Posture::Unattended)
+            .host_files(HostFiles::for_workspace(&ws))
+            .build()
+            .expect("gate");
+        let filter = gate.withholding("bash", &effects);
+        let shape = || {
+            let hidden = if filter.protects_any() {
+                plan.protected(filter.identity(), &|p| filter.withholds(p).is_some())
+            } else {
+                Vec::new()
+            };
+            Shape {
+                writes: Writes::for_effects(true),
+                hidden,
+            }
+        };
+        // The first walk reads every folder; the session keeps it.
+        let first = shape();
+        if filter.protects_any() {
+            assert_eq!(first.hidden, [ws.join("src/m7/.env")]);
+        }
+        g.bench_function(name, |b| b.iter(shape));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, call_plans, plans);
 criterion_main!(benches);

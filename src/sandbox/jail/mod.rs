@@ -178,6 +178,8 @@
 pub mod cgroup;
 pub mod config;
 pub mod danger;
+#[allow(unsafe_code)]
+mod inotify;
 mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]

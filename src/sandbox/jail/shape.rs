@@ -88,9 +88,57 @@ pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> 
 /// matched again (a folder's time changes when an entry is made, removed or renamed in it, a
 /// link re-pointed included). A folder changed within [`RACY`] of when it was read is read again
 /// every time, as git treats a racily clean index entry: its time may not have moved yet.
+///
+/// On top of that (issue 30: the plan of a call in under 20 µs), every folder a walk reads is
+/// watched with inotify (added before the folder is read, so no change after the reading goes
+/// unseen): while the kernel reports no entry made, removed or renamed in any of them, nor one
+/// of them removed or moved, nor its queue overflowed, the last walk's answer stands and nothing
+/// is read at all — not even the folders' times. A walk that met a protected symbolic link (what
+/// it stands for is resolved anew each time), a folder it could not read, or a watch it could not
+/// add (no inotify, the watch limit) is not kept that way: the next walk reads the times again.
 #[derive(Debug, Default)]
 pub struct WalkCache {
-    folders: std::sync::Mutex<std::collections::HashMap<PathBuf, Listed>>,
+    state: std::sync::Mutex<Walked>,
+}
+
+/// A [`WalkCache`]'s contents.
+#[derive(Debug, Default)]
+struct Walked {
+    folders: std::collections::HashMap<PathBuf, Listed>,
+    /// The watches on the folders read (`None` until the first walk; made once).
+    watch: Option<Watch>,
+    /// The bases and the answer of the last walk, while nothing watched has changed.
+    last: Option<(Vec<PathBuf>, Vec<PathBuf>)>,
+}
+
+/// The inotify instance of a [`WalkCache`].
+#[derive(Debug)]
+enum Watch {
+    On(super::inotify::Inotify),
+    /// inotify cannot be had here: every walk reads the folders' times.
+    Off,
+}
+
+impl Watch {
+    fn new() -> Watch {
+        super::inotify::Inotify::new().map_or(Watch::Off, Watch::On)
+    }
+
+    /// Whether nothing watched has changed since the last look (the queue is emptied).
+    fn quiet(&self) -> bool {
+        match self {
+            Watch::On(inotify) => inotify.quiet(),
+            Watch::Off => false,
+        }
+    }
+
+    /// Watches `dir`; `false` if it cannot be watched.
+    fn add(&self, dir: &Path) -> bool {
+        match self {
+            Watch::On(inotify) => inotify.watch_folder(dir),
+            Watch::Off => false,
+        }
+    }
 }
 
 /// How close to a folder's own modification time a reading of it is not trusted to stand for
@@ -105,6 +153,19 @@ struct Listed {
     entries: Vec<(PathBuf, bool, bool, bool)>,
 }
 
+impl WalkCache {
+    /// A cache that reads the folders' times on every walk, as where inotify cannot be had.
+    #[cfg(test)]
+    fn unwatched() -> WalkCache {
+        WalkCache {
+            state: std::sync::Mutex::new(Walked {
+                watch: Some(Watch::Off),
+                ..Walked::default()
+            }),
+        }
+    }
+}
+
 /// [`protected_paths`], reusing what `cache` kept of earlier walks with the same predicate
 /// (the caller keeps one cache per predicate).
 pub fn protected_paths_cached(
@@ -112,10 +173,24 @@ pub fn protected_paths_cached(
     protected: &dyn Fn(&Path) -> bool,
     cache: &WalkCache,
 ) -> Vec<PathBuf> {
-    let mut folders = cache
-        .folders
+    let mut state = cache
+        .state
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let Walked {
+        folders,
+        watch,
+        last,
+    } = &mut *state;
+    let watch = watch.get_or_insert_with(Watch::new);
+    // Nothing watched changed since the last walk of the same bases: its answer stands.
+    let quiet = watch.quiet();
+    match last {
+        Some((b, found)) if quiet && b.as_slice() == bases => return found.clone(),
+        _ => *last = None,
+    }
+    // Whether this walk's answer may stand for the next one while nothing watched changes.
+    let mut exact = matches!(watch, Watch::On(_));
     let mut found: Vec<PathBuf> = Vec::new();
     let mut stack: Vec<PathBuf> = Vec::new();
     for base in bases {
@@ -128,13 +203,17 @@ pub fn protected_paths_cached(
     while let Some(dir) = stack.pop() {
         let Ok(mtime) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) else {
             folders.remove(&dir);
+            exact = false;
             continue;
         };
         let fresh = folders.get(&dir).is_some_and(|l| l.mtime == mtime);
         if !fresh {
+            // Watched before it is read: a change after the reading is reported.
+            exact &= watch.add(&dir);
             let read_at = std::time::SystemTime::now();
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 folders.remove(&dir);
+                exact = false;
                 continue;
             };
             let entries: Vec<(PathBuf, bool, bool, bool)> = entries
@@ -152,17 +231,16 @@ pub fn protected_paths_cached(
                 .duration_since(mtime)
                 .map_or(true, |since| since < RACY);
             if racy {
-                walk_entries(&listed.entries, bases, &mut found, &mut stack);
+                exact &= walk_entries(&listed.entries, bases, &mut found, &mut stack);
                 folders.remove(&dir);
                 continue;
             }
             folders.insert(dir.clone(), listed);
         }
         if let Some(listed) = folders.get(&dir) {
-            walk_entries(&listed.entries, bases, &mut found, &mut stack);
+            exact &= walk_entries(&listed.entries, bases, &mut found, &mut stack);
         }
     }
-    drop(folders);
     found.sort();
     found.dedup();
     let mut outermost: Vec<PathBuf> = Vec::with_capacity(found.len());
@@ -171,20 +249,26 @@ pub fn protected_paths_cached(
             outermost.push(p);
         }
     }
+    if exact {
+        *last = Some((bases.to_vec(), outermost.clone()));
+    }
     outermost
 }
 
 /// One folder's entries: the protected found (a link by what it points to now), the other
-/// folders walked into.
+/// folders walked into. `false` when a protected link was among them (what it points to may
+/// change without a change to any folder walked).
 fn walk_entries(
     entries: &[(PathBuf, bool, bool, bool)],
     bases: &[PathBuf],
     found: &mut Vec<PathBuf>,
     stack: &mut Vec<PathBuf>,
-) {
+) -> bool {
+    let mut no_link = true;
     for (path, dir, link, hit) in entries {
         if *hit {
             if *link {
+                no_link = false;
                 if let Ok(target) = path.canonicalize()
                     && bases.iter().any(|b| target.starts_with(b))
                 {
@@ -197,6 +281,7 @@ fn walk_entries(
             stack.push(path.clone());
         }
     }
+    no_link
 }
 
 #[cfg(test)]
@@ -265,7 +350,8 @@ mod tests {
             matched.set(matched.get() + 1);
             p.file_name().is_some_and(|n| n == ".env")
         };
-        let cache = WalkCache::default();
+        // The folders' times alone, as where inotify cannot be had.
+        let cache = WalkCache::unwatched();
         let bases = [ws.clone()];
         assert_eq!(
             protected_paths_cached(&bases, &protected, &cache),
@@ -286,5 +372,96 @@ mod tests {
             protected_paths(&bases, &protected)
         );
         assert!(protected_paths_cached(&bases, &protected, &cache).contains(&ws.join("d/.env")));
+    }
+
+    /// A workspace of old folders, each with a file, one with a secret.
+    fn old_tree(ws: &Path) {
+        for f in ["a/b/c.txt", "a/.env", "d/e.txt"] {
+            let p = ws.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for d in ["", "a", "a/b", "d"] {
+            std::fs::File::open(ws.join(d))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+
+    /// Issue 30: while nothing watched changes, a walk reads nothing and matches nothing; a
+    /// secret made deep in the tree, a folder holding one moved in from outside, and a secret
+    /// renamed into a protected name are each found on the next walk (each change is made
+    /// within the same second as the walk before it, where a folder's time alone may not show
+    /// it), and one removed is no longer listed.
+    #[test]
+    fn a_watched_walk_reads_nothing_until_a_folder_changes_and_then_finds_the_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        old_tree(&ws);
+        let matched = std::cell::Cell::new(0usize);
+        let protected = |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name().is_some_and(|n| n == ".env")
+        };
+        let cache = WalkCache::default();
+        let bases = [ws.clone()];
+        let walk = || protected_paths_cached(&bases, &protected, &cache);
+        assert_eq!(walk(), [ws.join("a/.env")]);
+        matched.set(0);
+        assert_eq!(walk(), [ws.join("a/.env")]);
+        assert_eq!(
+            matched.get(),
+            0,
+            "nothing changed: nothing is matched again"
+        );
+
+        // The attacks: each change must show on the next walk.
+        std::fs::write(ws.join("a/b/.env"), "k").unwrap();
+        assert_eq!(walk(), [ws.join("a/.env"), ws.join("a/b/.env")]);
+        let outside = root.join("outside");
+        std::fs::create_dir_all(outside.join("keys")).unwrap();
+        std::fs::write(outside.join("keys/.env"), "k").unwrap();
+        std::fs::rename(&outside, ws.join("d/moved")).unwrap();
+        assert!(walk().contains(&ws.join("d/moved/keys/.env")));
+        std::fs::write(ws.join("d/plain.txt"), "k").unwrap();
+        let _ = walk();
+        std::fs::rename(ws.join("d/plain.txt"), ws.join("d/.env")).unwrap();
+        assert!(walk().contains(&ws.join("d/.env")));
+        // The legitimate twin: a secret removed is not covered any more.
+        std::fs::remove_file(ws.join("a/.env")).unwrap();
+        assert!(!walk().contains(&ws.join("a/.env")));
+        assert_eq!(walk(), protected_paths(&bases, &protected));
+    }
+
+    /// A walk that met a protected symbolic link is walked again each time: what the link
+    /// points to can change without a change to any folder watched.
+    #[test]
+    fn a_walk_that_met_a_protected_link_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        old_tree(&ws);
+        std::fs::create_dir(root.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere/x"), ws.join("d/link.env")).unwrap();
+        let matched = std::cell::Cell::new(0usize);
+        let protected = |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".env"))
+        };
+        let cache = WalkCache::default();
+        let bases = [ws.clone()];
+        assert_eq!(
+            protected_paths_cached(&bases, &protected, &cache),
+            [ws.join("a/.env")]
+        );
+        matched.set(0);
+        let _ = protected_paths_cached(&bases, &protected, &cache);
+        assert!(matched.get() >= 1, "walked again");
     }
 }
