@@ -1286,6 +1286,9 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         assert!(!lists(&plan["enforced"], words), "{words}: {plan}");
     }
     assert!(!lists(&plan["backend"], "mount-namespace"), "{plan}");
+    // A Reasonix inside the jail cannot take a lease on the outer one's workspace (its
+    // `.reasonix` is read-only there, and the outer one holds the workspace): it refuses
+    // rather than run unleased (issue 28). On a workspace of its own it runs, best effort.
     let (code, _, stderr) = inside(&[
         "sandbox",
         "exec",
@@ -1297,8 +1300,24 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         "touch",
         "ran.txt",
     ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot take the write lease"), "{stderr}");
+    assert!(!w.ws.join("ran.txt").exists());
+    std::fs::create_dir(w.ws.join("sub")).unwrap();
+    let sub = w.ws.join("sub").display().to_string();
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        &sub,
+        "--policy",
+        &best,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(w.ws.join("ran.txt").exists());
+    assert!(w.ws.join("sub/ran.txt").exists());
 }
 
 // ---------------------------------------------------------------------------------------------
