@@ -1193,14 +1193,7 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         &format!("version: 1\nsandbox:\n  bash: best_effort\n  read_roots: [\"{bin}\"]\n"),
     );
     w.file("best.yaml", "version: 1\nsandbox:\n  bash: best_effort\n");
-    // The outer jail keeps its workspace's `.reasonix/` (leases included) from the jailed
-    // process, so the inner Reasonix works on a folder of its own inside it: on the outer
-    // workspace itself its write lease would be refused (issue 28: a lease that cannot be
-    // taken across processes refuses the call).
-    let inner = w.ws.join("inner");
-    std::fs::create_dir(&inner).unwrap();
     let ws = w.ws.to_str().unwrap();
-    let inner_ws = inner.to_str().unwrap();
     let best = w.ws.join("best.yaml").display().to_string();
     let call = r#"{"name":"bash","arguments":{"command":"ls"}}"#;
     let inside = |args: &[&str]| {
@@ -1220,15 +1213,14 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
     let refusal = "sandbox.bash is enforce, and this kernel lacks mount and PID namespaces; use best_effort to run with less, or a newer kernel";
 
     // `sandbox probe` inside: the machine lacks them, and the plan (enforce) refuses.
-    let (code, probe, stderr) = inside(&["sandbox", "probe", "--workspace", inner_ws]);
+    let (code, probe, stderr) = inside(&["sandbox", "probe", "--workspace", ws]);
     assert_eq!(code, 0, "{stderr}");
     let probe: serde_json::Value = serde_json::from_str(&probe).unwrap();
     assert_eq!(probe["machine"]["namespaces"], false, "{probe}");
     assert_eq!(probe["machine"]["cgroup_memory"], serde_json::Value::Null);
     assert_eq!(probe["plan"]["refusal"], refusal, "{probe}");
     // `check`: a bash call is blocked at the sandbox stage, in the same words.
-    let (code, check, stderr) =
-        inside(&["check", "--format", "json", "--workspace", inner_ws, call]);
+    let (code, check, stderr) = inside(&["check", "--format", "json", "--workspace", ws, call]);
     assert_eq!(code, 20, "{stderr}");
     let check: serde_json::Value = serde_json::from_str(&check).unwrap();
     assert_eq!(
@@ -1244,7 +1236,7 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         "sandbox",
         "exec",
         "--workspace",
-        inner_ws,
+        ws,
         "--",
         "touch",
         "ran.txt",
@@ -1253,7 +1245,7 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         (code, stderr.trim()),
         (126, format!("reasonix: {refusal}").as_str())
     );
-    assert!(!inner.join("ran.txt").exists());
+    assert!(!w.ws.join("ran.txt").exists());
 
     // best_effort: each part is listed as it stands without namespaces, and the run goes on.
     let (code, check, stderr) = inside(&[
@@ -1261,7 +1253,7 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         "--format",
         "json",
         "--workspace",
-        inner_ws,
+        ws,
         "--policy",
         &best,
         call,
@@ -1294,11 +1286,30 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         assert!(!lists(&plan["enforced"], words), "{words}: {plan}");
     }
     assert!(!lists(&plan["backend"], "mount-namespace"), "{plan}");
+    // A Reasonix inside the jail cannot take a lease on the outer one's workspace (its
+    // `.reasonix` is read-only there, and the outer one holds the workspace): it refuses
+    // rather than run unleased (issue 28). On a workspace of its own it runs, best effort.
     let (code, _, stderr) = inside(&[
         "sandbox",
         "exec",
         "--workspace",
-        inner_ws,
+        ws,
+        "--policy",
+        &best,
+        "--",
+        "touch",
+        "ran.txt",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot take the write lease"), "{stderr}");
+    assert!(!w.ws.join("ran.txt").exists());
+    std::fs::create_dir(w.ws.join("sub")).unwrap();
+    let sub = w.ws.join("sub").display().to_string();
+    let (code, _, stderr) = inside(&[
+        "sandbox",
+        "exec",
+        "--workspace",
+        &sub,
         "--policy",
         &best,
         "--",
@@ -1306,7 +1317,7 @@ fn where_namespaces_cannot_be_had_probe_and_check_say_so_and_enforce_refuses_in_
         "ran.txt",
     ]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(inner.join("ran.txt").exists());
+    assert!(w.ws.join("sub/ran.txt").exists());
 }
 
 // ---------------------------------------------------------------------------------------------
