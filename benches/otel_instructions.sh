@@ -6,7 +6,8 @@
 # on 127.0.0.1 (a Python process that answers 200 to every request; its own work is not
 # counted), under valgrind's callgrind; then the CPU time (user + system) of the same two runs
 # natively, in alternating pairs, and the wall clock. The user settings give the span queue
-# room for the whole batch (`otel.queue`), and the `otel:` section alone turns nothing on.
+# room for the whole batch (`otel.queue`) and the exit time to send it under valgrind
+# (`otel.exit_wait_ms`); the `otel:` section alone turns nothing on.
 #
 # Usage: benches/otel_instructions.sh [N] [PAIRS]   (N calls, default 10000; PAIRS native
 # pairs, default 5). PROFILE=release for the release build (fat LTO: slow to build on two
@@ -30,7 +31,7 @@ mkdir -p "$OUT/ws/src" "$OUT/home/.config/reasonix"
 # Under valgrind every thread runs in turn and slowly: a queue that holds the whole batch keeps
 # the exporter from dropping spans, so that both runs do all their work (a run that drops any
 # stops the script).
-echo "otel: {queue: $((N + 100))}" >"$OUT/home/.config/reasonix/reasonix.yaml"
+echo "otel: {queue: $((N + 100)), exit_wait_ms: 600000}" >"$OUT/home/.config/reasonix/reasonix.yaml"
 for i in $(seq 0 $((N - 1))); do
     case $((i % 4)) in
         0) echo "{\"id\":\"r$i\",\"name\":\"read_file\",\"arguments\":{\"path\":\"src/lib$i.rs\"}}" ;;

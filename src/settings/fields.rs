@@ -77,6 +77,7 @@ pub const FIELDS: &[Field] = &[
     Field { name: "otel.batch", rule: Rule::Trust, default: Some("512"), why: "shapes what is sent to the collector" },
     Field { name: "otel.flush_ms", rule: Rule::Trust, default: Some("5000"), why: "shapes what is sent to the collector" },
     Field { name: "otel.metrics", rule: Rule::Trust, default: Some("true"), why: "decides what your collector sees" },
+    Field { name: "otel.exit_wait_ms", rule: Rule::Trust, default: Some("5000"), why: "holds every process's exit while the collector is slow" },
     Field { name: "mcpServers.*", rule: Rule::Trust, default: None, why: "starts a program (with the environment given) or reaches a URL" },
 ];
 
@@ -129,7 +130,7 @@ mcp_servers: {time: {command: uvx}}
 hooks: {pre_tool: [{tools: ['*'], command: [x]}], post_tool: []}
 bundle: {url: https://x}
 decision_logs: {file: d.jsonl, url: https://x, batch: 1, flush_ms: 1, buffer: b, buffer_bytes: 1, mask: [/input/x], token_env: T}
-otel: {endpoint: http://c:4318, headers: {a: b}, service_name: s, resource_attributes: {k: v}, queue: 1, batch: 1, flush_ms: 1, metrics: false}
+otel: {endpoint: http://c:4318, headers: {a: b}, service_name: s, resource_attributes: {k: v}, queue: 1, batch: 1, flush_ms: 1, metrics: false, exit_wait_ms: 1}
 "#;
         let config: crate::agent::config::RunConfig = yaml_serde::from_str(example).unwrap();
         drop(config);
@@ -151,7 +152,7 @@ otel: {endpoint: http://c:4318, headers: {a: b}, service_name: s, resource_attri
             }
         }
         walk("", &value, &mut leaves);
-        assert_eq!(leaves.len(), 35, "{leaves:?}");
+        assert_eq!(leaves.len(), 36, "{leaves:?}");
         for leaf in &leaves {
             assert!(row(leaf).is_some(), "{leaf} has no row");
         }

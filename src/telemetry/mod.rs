@@ -30,9 +30,11 @@
 //!   `hook` when a pre-tool hook denied a call that was asked about), `reasonix.provider.retries`
 //!   (by `error.type`).
 //!
-//! - `queue.rs`: the bounded span queue and its sending thread.
+//! - `queue.rs`: the bounded span queue and its sending thread;
+//! - `wire.rs`: the gate's spans encoded straight from their timings into OTLP protobuf.
 
 mod queue;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -76,6 +78,9 @@ pub struct OtelSpec {
     pub flush_ms: Option<u64>,
     /// Export metrics too (default true).
     pub metrics: Option<bool>,
+    /// The longest the process waits at exit for the collector to take what is left, in ms
+    /// (default [`EXIT_WAIT`]).
+    pub exit_wait_ms: Option<u64>,
 }
 
 static ON: AtomicBool = AtomicBool::new(false);
@@ -101,6 +106,8 @@ pub struct Telemetry {
     traces: SdkTracerProvider,
     metrics: Option<SdkMeterProvider>,
     queue: queue::Stats,
+    /// The longest the exit waits ([`OtelSpec::exit_wait_ms`]).
+    exit_wait: Duration,
 }
 
 /// What export did, said at exit.
@@ -131,6 +138,77 @@ fn signal_url(spec: &OtelSpec, signal_var: &str, path: &str) -> Option<String> {
     spec.endpoint
         .as_ref()
         .map(|e| format!("{}/{path}", e.trim_end_matches('/')))
+}
+
+/// The traces endpoint, as the SDK's exporter finds it: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+/// whole, else `OTEL_EXPORTER_OTLP_ENDPOINT` or the settings' endpoint with `/v1/traces`.
+fn traces_url(spec: &OtelSpec) -> Option<String> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    if let Some(url) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        return Some(url);
+    }
+    var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .or_else(|| spec.endpoint.clone())
+        .map(|e| format!("{}/v1/traces", e.trim_end_matches('/')))
+}
+
+/// The settings' headers with `OTEL_EXPORTER_OTLP_HEADERS` and
+/// `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (`key=value,…`, values percent-decoded) over them.
+fn headers_with_env(
+    spec: &std::collections::HashMap<String, String>,
+) -> std::collections::HashMap<String, String> {
+    let mut out = spec.clone();
+    for var in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        let Ok(list) = std::env::var(var) else {
+            continue;
+        };
+        for pair in list.split(',') {
+            if let Some((k, v)) = pair.split_once('=') {
+                out.insert(k.trim().to_owned(), percent_decoded(v.trim()));
+            }
+        }
+    }
+    out
+}
+
+/// `%XX` escapes decoded (W3C baggage's encoding, which the OTLP header variables use).
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The longest a request to the collector may take: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms), else 10 s, as the SDK's exporter.
+fn export_timeout() -> Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse::<u64>().ok())
+    .map_or(Duration::from_secs(10), Duration::from_millis)
 }
 
 /// The resource: `service.name` and the attributes, variables first.
@@ -185,9 +263,17 @@ impl Telemetry {
                 .build()
                 .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))
         };
+        // The gate's spans: encoded from their timings and sent by requests of their own.
+        let sink = wire::Sink::new(
+            traces_url(&spec).ok_or("no OTLP traces endpoint")?,
+            &headers_with_env(&headers),
+            &resource,
+            export_timeout(),
+        )?;
         let (processor, stats) = queue::QueueProcessor::start(
             exporter()?,
             exporter()?,
+            Some(sink),
             &resource,
             spec.queue.unwrap_or(DEFAULT_QUEUE).max(1),
             spec.batch.unwrap_or(DEFAULT_BATCH).max(1),
@@ -259,6 +345,7 @@ impl Telemetry {
             traces,
             metrics,
             queue: stats,
+            exit_wait: spec.exit_wait_ms.map_or(EXIT_WAIT, Duration::from_millis),
         }))
     }
 
@@ -270,11 +357,11 @@ impl Telemetry {
         )));
         tracing::callsite::rebuild_interest_cache();
     }
-    /// Sends what waits and stops, waiting at most [`EXIT_WAIT`] in all: the root spans first,
+    /// Sends what waits and stops, waiting at most [`EXIT_WAIT`] (or `otel.exit_wait_ms`) in all: the root spans first,
     /// on a request of their own, beside the queue's last batches and the metrics' last
     /// export. Returns what was exported and dropped (what was not sent by then is dropped).
     pub fn shutdown(self) -> Sent {
-        let deadline = std::time::Instant::now() + EXIT_WAIT;
+        let deadline = std::time::Instant::now() + self.exit_wait;
         ON.store(false, Ordering::Relaxed);
         tracing::callsite::rebuild_interest_cache();
         // The metrics' last export on a thread of its own: their reader waits for its exporter
@@ -291,7 +378,7 @@ impl Telemetry {
                 tracing::debug!("cannot start the thread that sends the last metrics");
             }
         }
-        let _ = self.traces.shutdown_with_timeout(EXIT_WAIT);
+        let _ = self.traces.shutdown_with_timeout(self.exit_wait);
         let _ =
             metrics_rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()));
         self.queue.sent()

@@ -103,6 +103,7 @@ impl QueueProcessor {
     pub fn start<E: SpanExporter + 'static>(
         mut exporter: E,
         mut root: E,
+        sink: Option<super::wire::Sink>,
         resource: &Resource,
         queue: usize,
         batch: usize,
@@ -117,7 +118,7 @@ impl QueueProcessor {
         let thread_counts = Arc::clone(&counts);
         std::thread::Builder::new()
             .name("reasonix-otel".into())
-            .spawn(move || send_loop(exporter, rx, batch, flush, &thread_counts))?;
+            .spawn(move || send_loop(exporter, sink, rx, batch, flush, &thread_counts))?;
         let control = tx.clone();
         let _ = DIRECT.set((tx.clone(), Arc::clone(&counts)));
         Ok((
@@ -152,73 +153,111 @@ impl QueueProcessor {
     }
 }
 
+/// What waits to be sent: the SDK's spans, and the gate's, already encoded ([`super::wire`])
+/// when there is a sink for them (else made into span data for the SDK's exporter).
+struct Waiting<E> {
+    exporter: E,
+    sink: Option<super::wire::Sink>,
+    spans: Vec<SpanData>,
+    encoded: Vec<u8>,
+    encoded_n: u64,
+}
+
+impl<E: SpanExporter> Waiting<E> {
+    fn len(&self) -> usize {
+        self.spans.len() + self.encoded_n as usize
+    }
+
+    fn push(&mut self, m: Message) {
+        match m {
+            Message::Span(span) => self.spans.push(*span),
+            Message::Gate(gate) => match &self.sink {
+                Some(_) => {
+                    self.encoded_n += gate.len() as u64;
+                    gate.encode(&mut self.encoded);
+                }
+                None => self.spans.extend(gate.spans()),
+            },
+            Message::Flush(_) | Message::Stop(_) => {}
+        }
+    }
+
+    fn send(&mut self, counts: &Counts) {
+        if !self.spans.is_empty() {
+            let spans = std::mem::take(&mut self.spans);
+            let n = spans.len() as u64;
+            match futures_executor::block_on(self.exporter.export(spans)) {
+                Ok(()) => {
+                    counts.exported.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(e) => tracing::debug!("OTLP export failed: {e}"),
+            }
+        }
+        if let Some(sink) = &self.sink
+            && self.encoded_n > 0
+        {
+            match sink.send(&self.encoded) {
+                Ok(()) => {
+                    counts.exported.fetch_add(self.encoded_n, Ordering::Relaxed);
+                }
+                Err(e) => tracing::debug!("OTLP export of the gate's spans failed: {e}"),
+            }
+            self.encoded.clear();
+            self.encoded_n = 0;
+        }
+    }
+}
+
 fn send_loop<E: SpanExporter>(
     exporter: E,
+    sink: Option<super::wire::Sink>,
     rx: Receiver<Message>,
     batch: usize,
     flush: Duration,
     counts: &Counts,
 ) {
-    let mut waiting: Vec<SpanData> = Vec::with_capacity(batch);
-    let mut since = Instant::now();
-    let send = |waiting: &mut Vec<SpanData>| {
-        if waiting.is_empty() {
-            return;
-        }
-        let spans = std::mem::take(waiting);
-        let n = spans.len() as u64;
-        match futures_executor::block_on(exporter.export(spans)) {
-            Ok(()) => {
-                counts.exported.fetch_add(n, Ordering::Relaxed);
-            }
-            Err(e) => tracing::debug!("OTLP export failed: {e}"),
-        }
+    let mut waiting = Waiting {
+        exporter,
+        sink,
+        spans: Vec::with_capacity(batch),
+        encoded: Vec::new(),
+        encoded_n: 0,
     };
+    let mut since = Instant::now();
     loop {
         let wait = flush.saturating_sub(since.elapsed());
         match rx.recv_timeout(wait) {
-            Ok(Message::Span(span)) => {
-                waiting.push(*span);
-                if waiting.len() >= batch {
-                    send(&mut waiting);
-                    since = Instant::now();
-                }
-            }
-            Ok(Message::Gate(gate)) => {
-                waiting.extend(gate.spans());
-                if waiting.len() >= batch {
-                    send(&mut waiting);
-                    since = Instant::now();
-                }
-            }
             Ok(Message::Flush(done)) => {
-                send(&mut waiting);
+                waiting.send(counts);
                 since = Instant::now();
                 let _ = done.send(());
             }
             Ok(Message::Stop(done)) => {
                 // Spans queued before the stop are still in the channel: take them too.
                 while let Ok(m) = rx.try_recv() {
-                    match m {
-                        Message::Span(span) => waiting.push(*span),
-                        Message::Gate(gate) => waiting.extend(gate.spans()),
-                        _ => {}
-                    }
+                    waiting.push(m);
                     if waiting.len() >= batch {
-                        send(&mut waiting);
+                        waiting.send(counts);
                     }
                 }
-                send(&mut waiting);
-                let _ = exporter.shutdown();
+                waiting.send(counts);
+                let _ = waiting.exporter.shutdown();
                 let _ = done.send(());
                 return;
             }
+            Ok(m) => {
+                waiting.push(m);
+                if waiting.len() >= batch {
+                    waiting.send(counts);
+                    since = Instant::now();
+                }
+            }
             Err(RecvTimeoutError::Timeout) => {
-                send(&mut waiting);
+                waiting.send(counts);
                 since = Instant::now();
             }
             Err(RecvTimeoutError::Disconnected) => {
-                send(&mut waiting);
+                waiting.send(counts);
                 return;
             }
         }
@@ -330,6 +369,7 @@ mod tests {
         let (processor, stats) = QueueProcessor::start(
             slow.clone(),
             slow.clone(),
+            None,
             &Resource::builder_empty().build(),
             queue,
             batch,

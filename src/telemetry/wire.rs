@@ -1,0 +1,258 @@
+//! The gate's spans on the wire: a judgement's timings ([`super::Gate`]) encoded straight into
+//! OTLP protobuf (`opentelemetry/proto/trace/v1/trace.proto`, the `Span` message) and sent by
+//! a request of their own (`ExportTraceServiceRequest` to the traces endpoint), on the
+//! exporter's thread. A `check` batch makes nine spans per call (the judgement and eight
+//! stages); made as SDK span data, converted to the protobuf types and encoded, they cost
+//! about 60,000 instructions a call, more than the judgement itself. Encoded from the timings,
+//! with no span object in between, they cost a few thousand. The other spans (a run's, a
+//! provider request's, a jail run's: a handful per call at most) go through the SDK's exporter.
+//!
+//! What is written is what the SDK's exporter writes for the same span: ids, parent, name,
+//! kind `INTERNAL`, start and end in ns since the epoch, the `reasonix.*` attributes, flags
+//! `SAMPLED` with the parent known to be local, under the process's resource and the
+//! `reasonix` instrumentation scope. `tests/otel.rs` decodes it with the OpenTelemetry
+//! project's own definitions.
+
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::{KeyValue, Value};
+use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
+
+// Field numbers, from opentelemetry-proto (trace.proto, common.proto, resource.proto,
+// trace_service.proto).
+const REQUEST_RESOURCE_SPANS: u32 = 1;
+const RESOURCE_SPANS_RESOURCE: u32 = 1;
+const RESOURCE_SPANS_SCOPE_SPANS: u32 = 2;
+const RESOURCE_ATTRIBUTES: u32 = 1;
+const SCOPE_SPANS_SCOPE: u32 = 1;
+const SCOPE_SPANS_SPANS: u32 = 2;
+const SCOPE_NAME: u32 = 1;
+const SPAN_TRACE_ID: u32 = 1;
+const SPAN_SPAN_ID: u32 = 2;
+const SPAN_PARENT_SPAN_ID: u32 = 4;
+const SPAN_NAME: u32 = 5;
+const SPAN_KIND: u32 = 6;
+const SPAN_START: u32 = 7;
+const SPAN_END: u32 = 8;
+const SPAN_ATTRIBUTES: u32 = 9;
+const SPAN_FLAGS: u32 = 16;
+const KEY_VALUE_KEY: u32 = 1;
+const KEY_VALUE_VALUE: u32 = 2;
+const ANY_STRING: u32 = 1;
+const ANY_BOOL: u32 = 2;
+const ANY_INT: u32 = 3;
+const ANY_DOUBLE: u32 = 4;
+/// `SPAN_KIND_INTERNAL`.
+const KIND_INTERNAL: u64 = 1;
+/// Trace flags `SAMPLED` and `SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK` (the parent is local).
+const FLAGS: u32 = 0x01 | 0x100;
+
+fn bytes_field(tag: u32, bytes: &[u8], buf: &mut Vec<u8>) {
+    encode_key(tag, WireType::LengthDelimited, buf);
+    encode_varint(bytes.len() as u64, buf);
+    buf.extend_from_slice(bytes);
+}
+
+fn fixed64_field(tag: u32, value: u64, buf: &mut Vec<u8>) {
+    encode_key(tag, WireType::SixtyFourBit, buf);
+    buf.extend_from_slice(&value.to_le_bytes());
+}
+
+/// A message field whose body `body` writes: its length is learnt by writing it apart first.
+fn message_field(tag: u32, buf: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
+    let mut inner = Vec::with_capacity(64);
+    body(&mut inner);
+    bytes_field(tag, &inner, buf);
+}
+
+/// A `KeyValue` (as field `tag`): strings, booleans, integers and doubles as themselves,
+/// anything else in words.
+fn key_value(tag: u32, kv: &KeyValue, buf: &mut Vec<u8>) {
+    message_field(tag, buf, |b| {
+        bytes_field(KEY_VALUE_KEY, kv.key.as_str().as_bytes(), b);
+        message_field(KEY_VALUE_VALUE, b, |v| match &kv.value {
+            Value::Bool(x) => {
+                encode_key(ANY_BOOL, WireType::Varint, v);
+                encode_varint(u64::from(*x), v);
+            }
+            Value::I64(x) => {
+                encode_key(ANY_INT, WireType::Varint, v);
+                encode_varint(*x as u64, v);
+            }
+            Value::F64(x) => {
+                encode_key(ANY_DOUBLE, WireType::SixtyFourBit, v);
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+            Value::String(s) => bytes_field(ANY_STRING, s.as_str().as_bytes(), v),
+            other => bytes_field(ANY_STRING, other.to_string().as_bytes(), v),
+        });
+    });
+}
+
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// One `Span`, as a `spans` field of `ScopeSpans`.
+fn span(
+    buf: &mut Vec<u8>,
+    trace: &[u8; 16],
+    (id, parent): ([u8; 8], [u8; 8]),
+    name: &str,
+    (start, end): (u64, u64),
+    attributes: &[KeyValue],
+) {
+    // Nine fields of known size: the span's length is counted, not written apart.
+    let mut attrs = Vec::new();
+    for kv in attributes {
+        key_value(SPAN_ATTRIBUTES, kv, &mut attrs);
+    }
+    let len = (1 + 1 + 16)
+        + (1 + 1 + 8) * 2
+        + 1
+        + encoded_len_varint(name.len() as u64)
+        + name.len()
+        + 2
+        + (1 + 8) * 2
+        + attrs.len()
+        + (2 + 4);
+    encode_key(SCOPE_SPANS_SPANS, WireType::LengthDelimited, buf);
+    encode_varint(len as u64, buf);
+    let at = buf.len();
+    bytes_field(SPAN_TRACE_ID, trace, buf);
+    bytes_field(SPAN_SPAN_ID, &id, buf);
+    bytes_field(SPAN_PARENT_SPAN_ID, &parent, buf);
+    bytes_field(SPAN_NAME, name.as_bytes(), buf);
+    encode_key(SPAN_KIND, WireType::Varint, buf);
+    encode_varint(KIND_INTERNAL, buf);
+    fixed64_field(SPAN_START, start, buf);
+    fixed64_field(SPAN_END, end, buf);
+    buf.extend_from_slice(&attrs);
+    encode_key(SPAN_FLAGS, WireType::ThirtyTwoBit, buf);
+    buf.extend_from_slice(&FLAGS.to_le_bytes());
+    debug_assert_eq!(buf.len() - at, len, "a span's counted length");
+}
+
+impl super::Gate {
+    /// Appends its spans to `buf` as `ScopeSpans.spans` fields: a span per stage that ran, in
+    /// order, then the `call` span.
+    pub(crate) fn encode(self, buf: &mut Vec<u8>) {
+        let trace = self.parent.trace_id().to_bytes();
+        let call = super::span_id().to_bytes();
+        let start = nanos(self.start);
+        let mut at = start;
+        for (name, us) in self.names.iter().zip(self.us).take(self.ran) {
+            let end = at.saturating_add(us.saturating_mul(1000));
+            span(
+                buf,
+                &trace,
+                (super::span_id().to_bytes(), call),
+                name,
+                (at, end),
+                &[],
+            );
+            at = end;
+        }
+        span(
+            buf,
+            &trace,
+            (call, self.parent.span_id().to_bytes()),
+            "call",
+            (start, at),
+            &self.attributes,
+        );
+    }
+}
+
+/// Where the gate's spans go, and the parts of each request that never change.
+pub(crate) struct Sink {
+    client: reqwest::blocking::Client,
+    url: String,
+    headers: reqwest::header::HeaderMap,
+    /// `ResourceSpans.resource`, encoded once.
+    resource: Vec<u8>,
+    /// `ScopeSpans.scope`, encoded once.
+    scope: Vec<u8>,
+}
+
+impl Sink {
+    /// A sink for the traces endpoint `url` with `headers`, under `resource`.
+    pub(crate) fn new(
+        url: String,
+        headers: &std::collections::HashMap<String, String>,
+        resource: &opentelemetry_sdk::Resource,
+        timeout: Duration,
+    ) -> Result<Sink, String> {
+        let mut map = reqwest::header::HeaderMap::new();
+        for (k, v) in headers {
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| format!("the OTLP header {k:?}: {e}"))?;
+            let value = reqwest::header::HeaderValue::from_str(v)
+                .map_err(|e| format!("the OTLP header {k:?}'s value: {e}"))?;
+            map.insert(name, value);
+        }
+        map.insert(
+            reqwest::header::CONTENT_TYPE,
+            reqwest::header::HeaderValue::from_static("application/x-protobuf"),
+        );
+        let client = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| format!("cannot set up the OTLP client: {e}"))?;
+        let mut attrs = Vec::new();
+        for (k, v) in resource.iter() {
+            key_value(
+                RESOURCE_ATTRIBUTES,
+                &KeyValue::new(k.clone(), v.clone()),
+                &mut attrs,
+            );
+        }
+        let mut res = Vec::new();
+        bytes_field(RESOURCE_SPANS_RESOURCE, &attrs, &mut res);
+        let mut scope = Vec::new();
+        message_field(SCOPE_SPANS_SCOPE, &mut scope, |b| {
+            bytes_field(SCOPE_NAME, b"reasonix", b);
+        });
+        Ok(Sink {
+            client,
+            url,
+            headers: map,
+            resource: res,
+            scope,
+        })
+    }
+
+    /// Sends `spans` (`ScopeSpans.spans` fields, [`super::Gate::encode`]) as one request;
+    /// whether the collector took them.
+    pub(crate) fn send(&self, spans: &[u8]) -> Result<(), String> {
+        let scope_spans = self.scope.len() + spans.len();
+        let resource_spans =
+            self.resource.len() + 1 + encoded_len_varint(scope_spans as u64) + scope_spans;
+        let mut body = Vec::with_capacity(resource_spans + 8);
+        encode_key(REQUEST_RESOURCE_SPANS, WireType::LengthDelimited, &mut body);
+        encode_varint(resource_spans as u64, &mut body);
+        body.extend_from_slice(&self.resource);
+        encode_key(
+            RESOURCE_SPANS_SCOPE_SPANS,
+            WireType::LengthDelimited,
+            &mut body,
+        );
+        encode_varint(scope_spans as u64, &mut body);
+        body.extend_from_slice(&self.scope);
+        body.extend_from_slice(spans);
+        let answer = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .map_err(|e| e.to_string())?;
+        if answer.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!("the collector answered {}", answer.status()))
+        }
+    }
+}
