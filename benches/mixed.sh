@@ -29,8 +29,11 @@ if [ -z "${REASONIX:-}" ]; then
     cargo build -q --release
     REASONIX=target/release/reasonix
 fi
-WS=$(mktemp -d)
-trap 'rm -rf "$WS"' EXIT
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+# The workspace holds only the files the corpus names (a `du -sh *` call lists it); the input
+# and the verdicts stay outside it.
+WS=$TMP/ws
 mkdir -p "$WS/src/deep/a/b" "$WS/build" "$WS/target" "$WS/.github/workflows" "$WS/docs" \
     "$WS/tests/common" "$WS/web" "$WS/app" "$WS/scripts" "$WS/config" "$WS/src/cli" "$WS/src/gate"
 printf 'fn main() { println!("hello"); }\n' >"$WS/src/main.rs"
@@ -43,7 +46,7 @@ printf '# Usage\n' >"$WS/README.md"
 printf '#!/bin/sh\n' >"$WS/scripts/deploy.sh"
 printf 'remember\n' >"$WS/notes.txt"
 printf 'x\n' >"$WS/build/out.txt"
-INPUT="$WS/mixed.in.jsonl"
+INPUT="$TMP/mixed.in.jsonl"
 for _ in $(seq "$REPEATS"); do cat benches/mixed.jsonl; done >"$INPUT"
 LINES=$(wc -l <"$INPUT")
 
@@ -69,16 +72,16 @@ rate() {
     local name=$1; shift
     local mine=() base=()
     for _ in 1 2 3 4 5; do
-        mine+=("$(one "$REASONIX" "$WS/out.jsonl" "$@")")
-        [ -n "${BASE:-}" ] && base+=("$(one "$BASE" "$WS/base.jsonl" "$@")")
+        mine+=("$(one "$REASONIX" "$TMP/out.jsonl" "$@")")
+        [ -n "${BASE:-}" ] && base+=("$(one "$BASE" "$TMP/base.jsonl" "$@")")
     done
     local got
-    got=$(wc -l <"$WS/out.jsonl")
+    got=$(wc -l <"$TMP/out.jsonl")
     [ "$got" = "$LINES" ] || { echo "$name: $got verdicts for $LINES calls" >&2; return 1; }
     report "$name" "${mine[@]}"
     if [ -n "${BASE:-}" ]; then
         report "$name (base)" "${base[@]}"
-        cmp -s "$WS/out.jsonl" "$WS/base.jsonl" || { echo "$name: the verdicts differ from BASE's" >&2; return 1; }
+        cmp -s "$TMP/out.jsonl" "$TMP/base.jsonl" || { echo "$name: the verdicts differ from BASE's" >&2; diff "$TMP/out.jsonl" "$TMP/base.jsonl" | head -4 | cut -c1-600 >&2; return 1; }
     fi
 }
 
