@@ -19,9 +19,9 @@
 //! | `effects` | after a bash writer's run: observe what its overlay holds, judge each change (through the gate's judge), commit or discard |
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
-//! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve |
+//! | `hooks` | the hooks of the settings: their format, the process each runs as, their answers (the gate's last stage runs the pre-tool ones; the session runs the post-tool ones) |
+//! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve → pre_tool (the hooks) |
 //! | `claude` | Claude Code met where it is: its hook's tool calls mapped to calls for the gate, its settings' rules imported |
-//! | `hooks` | pre-tool hooks, after the gate's approve stage: they narrow, or replace and re-enter the gate |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
 //! | `decisions` | after the record: each decision, in OPA's decision-log shape, to a file or a collector |
@@ -49,9 +49,9 @@ const ORDER: &[&str] = &[
     "effects",
     "tool",
     "mcp",
+    "hooks",
     "gate",
     "claude",
-    "hooks",
     "lease",
     "execute",
     "seal",
@@ -65,6 +65,7 @@ const ORDER: &[&str] = &[
 
 const GATE_STAGES: &[&str] = &[
     "verdict", "target", "validate", "classify", "resolve", "judge", "confine", "plan", "approve",
+    "pre_tool",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -1076,7 +1076,11 @@ impl Session {
             exit_code,
             result: told,
         };
-        hooks.post_tool(&self.gate, &ended)
+        let plan = self.gate.hooks_jail();
+        let shape = self
+            .gate
+            .command_shape(plan, crate::sandbox::jail::Writes::None);
+        hooks.post_tool(plan, &shape, &ended)
     }
 
     /// The record line of a call that has ended.

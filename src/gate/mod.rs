@@ -47,6 +47,7 @@ mod egress;
 mod judge;
 mod misuse;
 mod plan;
+mod pre_tool;
 mod resolve;
 mod target;
 mod validate;
@@ -703,7 +704,7 @@ impl Gate {
         match &self.pre_tool {
             PreTool::Run(hooks) if !crate::mcp::tools::is_connect(&call.name) => {
                 // Hooks receive the policy input; it stays only where it was asked for.
-                let judged = hooks.pre_tool(self, call, self.admit_stages(call, true));
+                let judged = pre_tool::pre_tool(hooks, self, call, self.admit_stages(call, true));
                 if self.explain || self.inputs {
                     judged
                 } else {

@@ -329,9 +329,13 @@ impl Judgement {
             Judgement::Refused(a) => a,
         };
         a.replacement_sha256 = a.input.as_ref().and_then(|input| {
-            serde_json::to_string(&input.arguments)
-                .ok()
-                .map(|text| crate::record::sha256(text.as_bytes()))
+            serde_json::to_string(&input.arguments).ok().map(|text| {
+                use sha2::{Digest, Sha256};
+                Sha256::digest(text.as_bytes())
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect()
+            })
         });
         a.replaced_arguments = Some(original);
         self

@@ -63,10 +63,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::call::Call;
-use crate::gate::{Gate, Judgement, Stage, Verdict};
-use crate::policy::Posture;
-use crate::sandbox::jail::Mode;
+use crate::sandbox::jail::{Plan, Shape};
 
 /// Default limit on one hook run.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -95,7 +92,8 @@ pub struct HookSpec {
     pub timeout_ms: Option<u64>,
 }
 
-struct Hook {
+/// One hook, checked.
+pub(crate) struct Hook {
     name: String,
     tools: GlobSet,
     command: Vec<String>,
@@ -160,10 +158,10 @@ impl Hooks {
         self.pre.iter().any(|h| h.tools.is_match(tool))
     }
 
-    /// Runs the post-tool hooks that match `ended.name`, in order, under `gate`'s
-    /// [`Gate::hooks_jail`], read-only, what its policy protects from reading covered; see the
-    /// module doc. Returns each hook's note or failure.
-    pub fn post_tool(&self, gate: &Gate, ended: &Ended<'_>) -> Vec<PostToolRan> {
+    /// Runs the post-tool hooks that match `ended.name`, in order, under `plan` (the gate's
+    /// [`hooks_jail`](crate::Gate::hooks_jail): read-only) with `shape` (what its policy
+    /// protects from reading covered); see the module doc. Returns each hook's note or failure.
+    pub fn post_tool(&self, plan: &Plan, shape: &Shape, ended: &Ended<'_>) -> Vec<PostToolRan> {
         let matching: Vec<&Hook> = self
             .post
             .iter()
@@ -178,12 +176,10 @@ impl Hooks {
             "exit_code": ended.exit_code,
             "result": ended.result,
         });
-        let plan = gate.hooks_jail();
-        let shape = gate.command_shape(plan, crate::sandbox::jail::Writes::None);
         matching
             .into_iter()
             .map(|hook| {
-                let answer = process::run(plan, &shape, &hook.command, &stdin, hook.timeout)
+                let answer = process::run(plan, shape, &hook.command, &stdin, hook.timeout)
                     .and_then(|out| parse_post(&out));
                 match answer {
                     Ok(note) => PostToolRan {
@@ -205,125 +201,28 @@ impl Hooks {
             .collect()
     }
 
-    /// Runs the pre-tool hooks on the gate's judgement of `call` (see the module doc): the
-    /// gate's hooks stage ([`Gate::admit`] calls it; nothing else may). `judgement` carries the
-    /// policy input; `gate` judges a replacement again, from its first stage.
-    pub(crate) fn pre_tool(&self, gate: &Gate, call: &Call, judgement: Judgement) -> Judgement {
-        self.run(gate, call, judgement, false)
+    /// The pre-tool hooks that match `tool`, in the order written (the gate's hooks stage,
+    /// `gate::pre_tool`, runs them).
+    pub(crate) fn pre_matching<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Hook> {
+        self.pre.iter().filter(move |h| h.tools.is_match(tool))
+    }
+}
+
+impl Hook {
+    /// Which hook it is (`hooks.pre_tool[N]`).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
-    fn run(&self, gate: &Gate, call: &Call, judgement: Judgement, replaced: bool) -> Judgement {
-        if matches!(judgement, Judgement::Refused(_)) {
-            return judgement;
-        }
-        let admission = judgement.admission();
-        let Some(tool) = admission.tool.clone() else {
-            return judgement;
-        };
-        let arguments = admission
-            .input
-            .as_ref()
-            .map(|i| Value::Object(i.arguments.clone()))
-            .unwrap_or_else(|| call_arguments(call));
-        let mut judgement = judgement;
-        for hook in self.pre.iter().filter(|h| h.tools.is_match(&tool)) {
-            let admission = judgement.admission();
-            let stdin = json!({
-                "call": {"id": call.id, "name": tool, "arguments": arguments},
-                "admission": admission,
-                "input": admission.input,
-            });
-            let plan = gate.hooks_jail();
-            let shape = gate.command_shape(plan, crate::sandbox::jail::Writes::None);
-            let answer = match process::run(plan, &shape, &hook.command, &stdin, hook.timeout)
-                .and_then(|out| parse(&out))
-            {
-                Ok(a) => a,
-                Err(why) => {
-                    return judgement.block(
-                        Stage::Hook,
-                        format!(
-                            "{} ({}) blocked the call: {why}",
-                            hook.name, hook.command[0]
-                        ),
-                    );
-                }
-            };
-            let said = answer
-                .reason
-                .as_deref()
-                .map(|r| format!(": {}", crate::text::visible(r)))
-                .unwrap_or_default();
-            if plan.mode() == Mode::Off {
-                judgement = judgement.note(format!(
-                    "not enforced: {} ran with Reasonix's own rights (sandbox.bash is off)",
-                    hook.name
-                ));
-            }
-            match (answer.decision, answer.arguments) {
-                (Decision::Deny, _) => {
-                    // A hook that denies a call that was asked about has answered the ask.
-                    let asked = matches!(judgement, Judgement::Ask(_));
-                    let denied =
-                        judgement.block(Stage::Hook, format!("{} denied{said}", hook.name));
-                    return if asked {
-                        denied.settled_by("hook")
-                    } else {
-                        denied
-                    };
-                }
-                (Decision::Ask, _) => {
-                    let why = format!("{} asks for a person{said}", hook.name);
-                    judgement = match gate.posture() {
-                        Posture::Interactive => judgement.narrow_to_ask(Stage::Hook, why),
-                        _ => judgement
-                            .block(
-                                Stage::Hook,
-                                format!(
-                                    "{why}; nobody can answer under this posture, so it is denied"
-                                ),
-                            )
-                            .settled_by("posture"),
-                    };
-                    if matches!(judgement, Judgement::Refused(_)) {
-                        return judgement;
-                    }
-                }
-                (Decision::Continue, None) => {}
-                (Decision::Continue, Some(_)) if replaced => {
-                    return judgement.block(
-                        Stage::Hook,
-                        format!(
-                            "{} replaced the arguments of a call a hook had already replaced; one replacement per call",
-                            hook.name
-                        ),
-                    );
-                }
-                (Decision::Continue, Some(new)) => {
-                    let was_ask = judgement.admission().verdict == Verdict::Ask;
-                    let again = Call {
-                        id: call.id.clone(),
-                        name: tool.clone(),
-                        arguments: crate::call::RawArguments::Object(new),
-                    };
-                    let rejudged = gate.admit_stages(&again, true).note(format!(
-                        "{} replaced the call's arguments{said}; the replaced call was judged again from the top",
-                        hook.name
-                    ));
-                    let rejudged = self.run(gate, &again, rejudged, true);
-                    let rejudged = if was_ask {
-                        rejudged.narrow_to_ask(
-                            Stage::Hook,
-                            "the original call needed a person's approval, and its replacement does too".into(),
-                        )
-                    } else {
-                        rejudged
-                    };
-                    return rejudged.replaced(arguments);
-                }
-            }
-        }
-        judgement
+    /// Its program, as written.
+    pub(crate) fn program(&self) -> &str {
+        &self.command[0]
+    }
+
+    /// Runs it on `stdin` under `plan` and `shape`, and reads its one answer; `Err` says why
+    /// there is none (the call is then blocked).
+    pub(crate) fn ask(&self, plan: &Plan, shape: &Shape, stdin: &Value) -> Result<Answer, String> {
+        process::run(plan, shape, &self.command, stdin, self.timeout).and_then(|out| parse(&out))
     }
 }
 
@@ -370,26 +269,22 @@ fn parse_post(stdout: &str) -> Result<Option<String>, String> {
     Ok(answer.note)
 }
 
-fn call_arguments(call: &Call) -> Value {
-    call.parse_arguments()
-        .map(Value::Object)
-        .unwrap_or(Value::Null)
-}
-
+/// What a pre-tool hook decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum Decision {
+pub(crate) enum Decision {
     Continue,
     Deny,
     Ask,
 }
 
+/// A pre-tool hook's one answer.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Answer {
-    decision: Decision,
-    reason: Option<String>,
-    arguments: Option<Map<String, Value>>,
+pub(crate) struct Answer {
+    pub decision: Decision,
+    pub reason: Option<String>,
+    pub arguments: Option<Map<String, Value>>,
 }
 
 /// The hook's stdout as its one answer, or why it is not one.
