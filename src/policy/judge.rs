@@ -953,10 +953,13 @@ mod tests {
 
     #[test]
     fn a_reader_that_opens_no_operand_runs_the_same_whatever_its_words() {
-        // `echo` and `printf` open nothing their words name: a word decided at run time
+        // `echo` and `seq` open nothing their words name: a word decided at run time
         // changes what they print, not what they do (the write's target is static).
         runs(&allow_all(), "echo $((n+1)) > count");
-        runs(&allow_all(), "printf '%s\\n' \"$(date +%s)\"");
+        runs(&allow_all(), "seq 1 \"$(nproc)\"");
+        // `printf` is not one of them: a run-time word may become `-v NAME`, whose subscript
+        // bash evaluates (`printf "$x" 'a[$(id)]' y`).
+        capped(&allow_all(), "printf \"$x\" 'a[$(id)]' y");
         // What a substitution runs is still a command of its own.
         capped(&allow_all(), "echo \"$(cat $F)\"");
     }

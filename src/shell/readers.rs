@@ -96,13 +96,17 @@ pub const READERS: &[Reader] = &[
     Reader { names: &["env"], rule: Rule::Check(no_operand), recursive: Never, example: "env", writer: "" },
 ];
 
-/// Readers that open no file their operands name, so an operand decided at run time cannot make
-/// them read anything (`echo "$(date -u +%F)"`, `printf '%s\n' "$line"`, `test -n "$x"`): what
-/// a substitution in it runs is a command of its own, judged as such. (`test -f "$x"` looks at a
-/// path's type, as `ls` does.) Every name is a [`READERS`] row; each is tested.
-pub const NO_FILE_OPERANDS: &[&str] = &[
-    ":", "[", "echo", "expr", "false", "printf", "seq", "sleep", "test", "true", "yes",
-];
+/// Readers that open no file their operands name and take no option that names a variable, so
+/// an operand decided at run time cannot make them read or run anything (`echo "$(date -u
+/// +%F)"`, `seq 1 "$n"`): what a substitution in it runs is a command of its own, judged as
+/// such. Every name is a [`READERS`] row; each is tested.
+///
+/// Not here, on purpose: `printf`, `test` and `[`. A word decided at run time may split into
+/// `-v NAME` (`printf -v`, `test -v`), and bash evaluates an array subscript in NAME — a
+/// `$(…)` there runs (`X='-v a[$(cmd)] x'; printf $X`), and `printf -v PATH …` changes how
+/// every later command is found.
+pub const NO_FILE_OPERANDS: &[&str] =
+    &[":", "echo", "expr", "false", "seq", "sleep", "true", "yes"];
 
 /// Whether the command is one of [`NO_FILE_OPERANDS`], by a name bash runs as written.
 pub fn opens_no_operand(command: &Command) -> bool {
@@ -539,6 +543,10 @@ mod tests {
             let a = Analysis::of(&script);
             assert!(a.read_only, "{script}: {:?}", a.hazards);
             assert!(READERS.iter().any(|r| r.names.contains(name)), "{name}");
+        }
+        // Nor do the builtins whose run-time words may become `-v NAME`.
+        for script in ["printf $X", "test $X", "[ $X ]", "printf '%s' \"$x\" $y"] {
+            assert!(!Analysis::of(script).read_only, "{script}");
         }
         // A reader that opens its operands does not.
         for script in [

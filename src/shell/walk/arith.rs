@@ -337,6 +337,10 @@ impl Walker<'_> {
                     let mut cursor = n.walk();
                     stack.extend(n.named_children(&mut cursor));
                 }
+                // In `[ … ]` an unquoted word decided at run time splits into words of its
+                // own, which may be `-v NAME` (`X='x -a -v a[$(cmd)]'; [ -n $X ]`): bash then
+                // evaluates NAME's subscript, and a `$(…)` there runs. `[[ … ]]` does not split.
+                _ if !double && unquoted_run_time(n) => unsafe_operands.push(n),
                 _ => {}
             }
         }
@@ -607,4 +611,17 @@ fn array_key<'t>(element: Node<'t>, src: &str) -> Option<Vec<Node<'t>>> {
         key.push(part);
     }
     None
+}
+
+/// Whether `node` (an operand of a test) holds an expansion outside double quotes, which bash
+/// splits into words when the test runs.
+fn unquoted_run_time(node: Node) -> bool {
+    match node.kind_name() {
+        "simple_expansion" | "expansion" | "command_substitution" | "arithmetic_expansion" => true,
+        "concatenation" => {
+            let mut cursor = node.walk();
+            node.named_children(&mut cursor).any(unquoted_run_time)
+        }
+        _ => false,
+    }
 }
