@@ -13,7 +13,7 @@
 //! `reasonix` instrumentation scope. `tests/otel.rs` decodes it with the OpenTelemetry
 //! project's own definitions.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use opentelemetry::{KeyValue, Value};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
@@ -178,12 +178,13 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    /// A sink for the traces endpoint `url` with `headers`, under `resource`.
+    /// A sink for the traces endpoint `url` with `headers`, under `resource`, sending with
+    /// `client` (the process's one OTLP client, shared with the SDK's exporters).
     pub(crate) fn new(
+        client: reqwest::blocking::Client,
         url: String,
         headers: &std::collections::HashMap<String, String>,
         resource: &opentelemetry_sdk::Resource,
-        timeout: Duration,
     ) -> Result<Sink, String> {
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
@@ -197,10 +198,6 @@ impl Sink {
             reqwest::header::CONTENT_TYPE,
             reqwest::header::HeaderValue::from_static("application/x-protobuf"),
         );
-        let client = reqwest::blocking::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| format!("cannot set up the OTLP client: {e}"))?;
         let mut attrs = Vec::new();
         for (k, v) in resource.iter() {
             key_value(
