@@ -224,11 +224,14 @@ fn plain_http_only(spec: &OtelSpec) -> bool {
     ]
     .iter()
     .flatten()
-    .all(|url| {
-        url.trim()
-            .get(..7)
-            .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
-    })
+    .all(|url| is_plain_http(url))
+}
+
+/// Whether `url` is a plain `http://` address (any case).
+fn is_plain_http(url: &str) -> bool {
+    url.trim()
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
 }
 
 /// The one HTTP client of export, shared by the gate's span sink and the SDK's span and
@@ -683,5 +686,29 @@ pub fn provider_retry(fault: &str) {
     if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
         i.retries
             .add(1, &[KeyValue::new("error.type", fault.to_owned())]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_plain_http;
+
+    #[test]
+    fn tls_roots_are_skipped_only_for_plain_http_endpoints() {
+        // Loaded: https, and anything not plainly http (the roots are the safe default).
+        for url in [
+            "https://collector:4318",
+            "HTTPS://c",
+            "httpx://c",
+            "http:/c",
+            "c:4318",
+            "",
+        ] {
+            assert!(!is_plain_http(url), "{url:?}");
+        }
+        // Skipped: plain http, any case.
+        for url in ["http://127.0.0.1:4318", " HTTP://collector/v1/traces"] {
+            assert!(is_plain_http(url), "{url:?}");
+        }
     }
 }
