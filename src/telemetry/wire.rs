@@ -13,7 +13,7 @@
 //! `reasonix` instrumentation scope. `tests/otel.rs` decodes it with the OpenTelemetry
 //! project's own definitions.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use opentelemetry::{KeyValue, Value};
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
@@ -65,28 +65,76 @@ fn message_field(tag: u32, buf: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
     bytes_field(tag, &inner, buf);
 }
 
-/// A `KeyValue` (as field `tag`): strings, booleans, integers and doubles as themselves,
-/// anything else in words.
+/// An `AnyValue`'s one field, borrowed where the value is already a string.
+enum Any<'a> {
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    Str(std::borrow::Cow<'a, str>),
+}
+
+/// Strings, booleans, integers and doubles as themselves, anything else in words.
+fn any_of(value: &Value) -> Any<'_> {
+    match value {
+        Value::Bool(x) => Any::Bool(*x),
+        Value::I64(x) => Any::Int(*x),
+        Value::F64(x) => Any::Double(*x),
+        Value::String(s) => Any::Str(s.as_str().into()),
+        other => Any::Str(other.to_string().into()),
+    }
+}
+
+/// The encoded length of an `AnyValue`'s body.
+fn any_len(any: &Any) -> usize {
+    match any {
+        Any::Bool(_) => 2,
+        Any::Int(x) => 1 + encoded_len_varint(*x as u64),
+        Any::Double(_) => 9,
+        Any::Str(s) => 1 + encoded_len_varint(s.len() as u64) + s.len(),
+    }
+}
+
+/// The encoded length of a `KeyValue`'s body.
+fn key_value_len(key: &str, any: &Any) -> usize {
+    let value = any_len(any);
+    1 + encoded_len_varint(key.len() as u64)
+        + key.len()
+        + 1
+        + encoded_len_varint(value as u64)
+        + value
+}
+
+/// The encoded length of a `KeyValue` as a field of a one-byte tag.
+fn key_value_field_len(kv: &KeyValue) -> usize {
+    let body = key_value_len(kv.key.as_str(), &any_of(&kv.value));
+    1 + encoded_len_varint(body as u64) + body
+}
+
+/// A `KeyValue` (as field `tag`), written in place: every length is counted, none written
+/// apart (no buffer per attribute).
 fn key_value(tag: u32, kv: &KeyValue, buf: &mut Vec<u8>) {
-    message_field(tag, buf, |b| {
-        bytes_field(KEY_VALUE_KEY, kv.key.as_str().as_bytes(), b);
-        message_field(KEY_VALUE_VALUE, b, |v| match &kv.value {
-            Value::Bool(x) => {
-                encode_key(ANY_BOOL, WireType::Varint, v);
-                encode_varint(u64::from(*x), v);
-            }
-            Value::I64(x) => {
-                encode_key(ANY_INT, WireType::Varint, v);
-                encode_varint(*x as u64, v);
-            }
-            Value::F64(x) => {
-                encode_key(ANY_DOUBLE, WireType::SixtyFourBit, v);
-                v.extend_from_slice(&x.to_le_bytes());
-            }
-            Value::String(s) => bytes_field(ANY_STRING, s.as_str().as_bytes(), v),
-            other => bytes_field(ANY_STRING, other.to_string().as_bytes(), v),
-        });
-    });
+    let key = kv.key.as_str();
+    let any = any_of(&kv.value);
+    encode_key(tag, WireType::LengthDelimited, buf);
+    encode_varint(key_value_len(key, &any) as u64, buf);
+    bytes_field(KEY_VALUE_KEY, key.as_bytes(), buf);
+    encode_key(KEY_VALUE_VALUE, WireType::LengthDelimited, buf);
+    encode_varint(any_len(&any) as u64, buf);
+    match any {
+        Any::Bool(x) => {
+            encode_key(ANY_BOOL, WireType::Varint, buf);
+            encode_varint(u64::from(x), buf);
+        }
+        Any::Int(x) => {
+            encode_key(ANY_INT, WireType::Varint, buf);
+            encode_varint(x as u64, buf);
+        }
+        Any::Double(x) => {
+            encode_key(ANY_DOUBLE, WireType::SixtyFourBit, buf);
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        Any::Str(s) => bytes_field(ANY_STRING, s.as_bytes(), buf),
+    }
 }
 
 fn nanos(t: SystemTime) -> u64 {
@@ -104,11 +152,9 @@ fn span(
     (start, end): (u64, u64),
     attributes: &[KeyValue],
 ) {
-    // Nine fields of known size: the span's length is counted, not written apart.
-    let mut attrs = Vec::new();
-    for kv in attributes {
-        key_value(SPAN_ATTRIBUTES, kv, &mut attrs);
-    }
+    // Nine fields of known size and the attributes: the span's length is counted, not
+    // written apart.
+    let attrs: usize = attributes.iter().map(key_value_field_len).sum();
     let len = (1 + 1 + 16)
         + (1 + 1 + 8) * 2
         + 1
@@ -116,7 +162,7 @@ fn span(
         + name.len()
         + 2
         + (1 + 8) * 2
-        + attrs.len()
+        + attrs
         + (2 + 4);
     encode_key(SCOPE_SPANS_SPANS, WireType::LengthDelimited, buf);
     encode_varint(len as u64, buf);
@@ -129,7 +175,9 @@ fn span(
     encode_varint(KIND_INTERNAL, buf);
     fixed64_field(SPAN_START, start, buf);
     fixed64_field(SPAN_END, end, buf);
-    buf.extend_from_slice(&attrs);
+    for kv in attributes {
+        key_value(SPAN_ATTRIBUTES, kv, buf);
+    }
     encode_key(SPAN_FLAGS, WireType::ThirtyTwoBit, buf);
     buf.extend_from_slice(&FLAGS.to_le_bytes());
     debug_assert_eq!(buf.len() - at, len, "a span's counted length");
@@ -178,12 +226,13 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-    /// A sink for the traces endpoint `url` with `headers`, under `resource`.
+    /// A sink for the traces endpoint `url` with `headers`, under `resource`, sending with
+    /// `client` (the process's one OTLP client, shared with the SDK's exporters).
     pub(crate) fn new(
+        client: reqwest::blocking::Client,
         url: String,
         headers: &std::collections::HashMap<String, String>,
         resource: &opentelemetry_sdk::Resource,
-        timeout: Duration,
     ) -> Result<Sink, String> {
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
@@ -197,10 +246,6 @@ impl Sink {
             reqwest::header::CONTENT_TYPE,
             reqwest::header::HeaderValue::from_static("application/x-protobuf"),
         );
-        let client = reqwest::blocking::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| format!("cannot set up the OTLP client: {e}"))?;
         let mut attrs = Vec::new();
         for (k, v) in resource.iter() {
             key_value(
