@@ -1262,7 +1262,11 @@ impl Session {
                 (admission, Some(approval), approver, runnable)
             }
         };
-        let replaced_sha256 = admission.replacement_sha256.clone();
+        let replaced_sha256 = admission.replacement.as_ref().and_then(|arguments| {
+            serde_json::to_string(arguments)
+                .ok()
+                .map(|text| sha256(text.as_bytes()))
+        });
         Decided {
             time_ms,
             call,

@@ -838,7 +838,7 @@ impl Gate {
             }),
             annotations: call.tool.annotations(),
             replaced_arguments: None,
-            replacement_sha256: None,
+            replacement: None,
             ask_settled_by: asked.then_some("posture"),
         };
         if !matches!(verdict, Verdict::Allow | Verdict::Ask) {

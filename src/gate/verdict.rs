@@ -138,10 +138,10 @@ pub struct Admission {
     /// When a pre-tool hook replaced the call's arguments: the model's original arguments (the
     /// verdict is on the replacement, judged again from the top).
     pub replaced_arguments: Option<Value>,
-    /// When a pre-tool hook replaced the call's arguments: the sha256 of the replacement as the
-    /// gate judged it (for the record, which shows the digest, not the arguments).
+    /// When a pre-tool hook replaced the call's arguments: the replacement as the gate judged
+    /// it (the record keeps its digest; not printed, since the policy input shows it).
     #[serde(skip)]
-    pub replacement_sha256: Option<String>,
+    pub replacement: Option<serde_json::Map<String, Value>>,
     /// Who settled an `ask` within the admission path, when someone did: `posture` (the
     /// unattended or strict posture answered it) or `hook` (a pre-tool hook denied a call that
     /// was asked about). Not printed; OpenTelemetry's `reasonix.asks.answered` counts it.
@@ -229,7 +229,7 @@ impl Admission {
             sandbox: None,
             annotations: None,
             replaced_arguments: None,
-            replacement_sha256: None,
+            replacement: None,
             ask_settled_by: None,
         }
     }
@@ -328,15 +328,7 @@ impl Judgement {
             Judgement::Ask(p) => &mut p.0.admission,
             Judgement::Refused(a) => a,
         };
-        a.replacement_sha256 = a.input.as_ref().and_then(|input| {
-            serde_json::to_string(&input.arguments).ok().map(|text| {
-                use sha2::{Digest, Sha256};
-                Sha256::digest(text.as_bytes())
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect()
-            })
-        });
+        a.replacement = a.input.as_ref().map(|input| input.arguments.clone());
         a.replaced_arguments = Some(original);
         self
     }

@@ -539,7 +539,6 @@ enum Unkept {
 
 /// The content the store keeps under `sha256`, checked against it.
 fn kept(store: &Store, sha256: &str) -> Result<Vec<u8>, Unkept> {
-    use sha2::Digest as _;
     if !crate::rewind::is_sha256(sha256) {
         return Err(Unkept::Missing);
     }
@@ -553,11 +552,7 @@ fn kept(store: &Store, sha256: &str) -> Result<Vec<u8>, Unkept> {
         return Err(Unkept::TooLarge);
     }
     let bytes = std::fs::read(&path).map_err(|_| Unkept::Missing)?;
-    let digest: String = sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if digest == sha256 {
+    if crate::record::sha256(&bytes) == sha256 {
         Ok(bytes)
     } else {
         Err(Unkept::Mismatch)

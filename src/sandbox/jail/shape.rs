@@ -334,17 +334,7 @@ mod tests {
     fn a_cached_walk_finds_what_a_fresh_one_finds_and_reads_only_changed_folders() {
         let dir = tempfile::tempdir().unwrap();
         let ws = dir.path().canonicalize().unwrap();
-        for f in ["a/b/c.txt", "a/.env", "d/e.txt"] {
-            let p = ws.join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "x").unwrap();
-        }
-        // Old enough not to be racy.
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        for d in ["", "a", "a/b", "d"] {
-            let f = std::fs::File::open(ws.join(d)).unwrap();
-            f.set_modified(old).unwrap();
-        }
+        old_tree(&ws);
         let matched = std::cell::Cell::new(0usize);
         let protected = |p: &Path| {
             matched.set(matched.get() + 1);
