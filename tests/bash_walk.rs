@@ -600,8 +600,8 @@ fn the_analysis_reads_each_finding_as_bash_does() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-fn each_attack_is_refused_and_its_benign_twin_allowed() {
+/// The workspace the ROWS are judged in: the files they name, a secret, and a link outside.
+fn rows_world() -> World {
     let w = World::new();
     w.file(".env", "KEY=1");
     w.file("secrets.env", "KEY=1");
@@ -615,6 +615,12 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
     w.file("old/a.rs", "");
     w.file("page.1", ".so /etc/hostname\n");
     w.link("link", &w.outside);
+    w
+}
+
+#[test]
+fn each_attack_is_refused_and_its_benign_twin_allowed() {
+    let w = rows_world();
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();
     let mut failures = Vec::new();
@@ -653,19 +659,7 @@ fn each_attack_is_refused_and_its_benign_twin_allowed() {
 /// still not be allowed. A fix that holds only for the example as written fails here.
 #[test]
 fn each_attack_stays_refused_in_its_neighbourhood() {
-    let w = World::new();
-    w.file(".env", "KEY=1");
-    w.file("secrets.env", "KEY=1");
-    w.file("list.txt", "b\na\n");
-    w.file("names.txt", "x\n");
-    w.file("README.md", "");
-    w.file("src/a.rs", "");
-    w.file("x.yaml", "a: 1\n");
-    w.file("a.tar", "");
-    w.file("keys.txt", "");
-    w.file("old/a.rs", "");
-    w.file("page.1", ".so /etc/hostname\n");
-    w.link("link", &w.outside);
+    let w = rows_world();
     let benign = PolicySet::from_yaml("benign.yaml", BENIGN).unwrap();
     let default = PolicySet::embedded_default();
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
