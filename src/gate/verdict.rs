@@ -161,21 +161,20 @@ impl Admission {
     /// Its `reasonix.*` attributes for OpenTelemetry export ([`crate::telemetry`]): tool,
     /// verdict, stage, the rules that decided (comma-separated), posture, policy revision, and
     /// the call's id as `gen_ai.tool.call.id`.
-    pub fn attributes(&self) -> Vec<opentelemetry::KeyValue> {
-        use opentelemetry::KeyValue;
+    pub fn attributes(&self) -> crate::telemetry::Attributes {
         let decisive: Vec<&str> = self.decisive_rules().collect();
-        let mut out = vec![
-            KeyValue::new("reasonix.tool", self.tool.clone().unwrap_or_default()),
-            KeyValue::new("reasonix.verdict", self.verdict.as_str()),
-            KeyValue::new("reasonix.stage", self.stage.as_str()),
-            KeyValue::new("reasonix.rules", decisive.join(",")),
-            KeyValue::new("reasonix.posture", self.posture.as_str()),
-        ];
+        let rules = decisive.join(",");
+        let mut out = crate::telemetry::Attributes::with_capacity(256 + rules.len());
+        out.add("reasonix.tool", self.tool.as_deref().unwrap_or_default());
+        out.add("reasonix.verdict", self.verdict.as_str());
+        out.add("reasonix.stage", self.stage.as_str());
+        out.add("reasonix.rules", &rules);
+        out.add("reasonix.posture", self.posture.as_str());
         if let Some(r) = &self.policy_revision {
-            out.push(KeyValue::new("reasonix.policy_revision", r.clone()));
+            out.add("reasonix.policy_revision", r);
         }
         if let Some(id) = &self.id {
-            out.push(KeyValue::new("gen_ai.tool.call.id", id.clone()));
+            out.add("gen_ai.tool.call.id", id);
         }
         out
     }

@@ -36,6 +36,8 @@
 mod queue;
 mod wire;
 
+pub use wire::Attributes;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,8 +54,10 @@ use serde::Deserialize;
 
 /// The most spans waiting to be sent; past it a span is dropped and counted.
 pub const DEFAULT_QUEUE: usize = 4096;
-/// Spans per request.
-pub const DEFAULT_BATCH: usize = 512;
+/// Spans per request. Above the 512 of the OTel SDKs' batch processors: a gate's span is about
+/// a hundred bytes (a call and its eight stages, about 900), so a request of 2,048 is about
+/// 200 KB, and a quarter as many requests cost a quarter of the per-request work on both sides.
+pub const DEFAULT_BATCH: usize = 2048;
 /// Send at least this often while spans wait, and export metrics this often, in ms.
 pub const DEFAULT_FLUSH_MS: u64 = 5_000;
 
@@ -405,6 +409,7 @@ impl Telemetry {
         let deadline = std::time::Instant::now() + self.exit_wait;
         ON.store(false, Ordering::Relaxed);
         tracing::callsite::rebuild_interest_cache();
+        record_judged();
         // The metrics' last export on a thread of its own: their reader waits for its exporter
         // by its own clock.
         let (metrics_tx, metrics_rx) = std::sync::mpsc::sync_channel(1);
@@ -551,7 +556,7 @@ pub fn gate_spans(
     names: &'static [&'static str; GATE_STAGES],
     us: [u64; GATE_STAGES],
     ran: usize,
-    attributes: Vec<KeyValue>,
+    attributes: Attributes,
 ) {
     if !on() {
         return;
@@ -577,7 +582,7 @@ pub(crate) struct Gate {
     names: &'static [&'static str; GATE_STAGES],
     us: [u64; GATE_STAGES],
     ran: usize,
-    attributes: Vec<KeyValue>,
+    attributes: Attributes,
 }
 
 impl Gate {
@@ -585,73 +590,86 @@ impl Gate {
     pub(crate) fn len(&self) -> usize {
         self.ran + 1
     }
-
-    /// Its spans, on the exporter's thread: a stage span per stage that ran, then the `call`.
-    pub(crate) fn spans(self) -> impl Iterator<Item = opentelemetry_sdk::trace::SpanData> {
-        use opentelemetry::trace::{SpanContext, SpanKind, Status, TraceFlags, TraceState};
-        use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
-        let scope =
-            SCOPE.get_or_init(|| opentelemetry::InstrumentationScope::builder("reasonix").build());
-        let trace = self.parent.trace_id();
-        let data = move |id, parent_id, name: &'static str, start, end, attributes| SpanData {
-            span_context: SpanContext::new(
-                trace,
-                id,
-                TraceFlags::SAMPLED,
-                false,
-                TraceState::default(),
-            ),
-            parent_span_id: parent_id,
-            parent_span_is_remote: false,
-            span_kind: SpanKind::Internal,
-            name: std::borrow::Cow::Borrowed(name),
-            start_time: start,
-            end_time: end,
-            attributes,
-            dropped_attributes_count: 0,
-            events: SpanEvents::default(),
-            links: SpanLinks::default(),
-            status: Status::Unset,
-            instrumentation_scope: scope.clone(),
-        };
-        let call = span_id();
-        let mut at = self.start;
-        let mut spans = Vec::with_capacity(self.len());
-        for (name, us) in self.names.iter().zip(self.us).take(self.ran) {
-            let end = at + Duration::from_micros(us);
-            spans.push(data(span_id(), call, name, at, end, Vec::new()));
-            at = end;
-        }
-        spans.push(data(
-            call,
-            self.parent.span_id(),
-            "call",
-            self.start,
-            at,
-            self.attributes,
-        ));
-        spans.into_iter()
-    }
 }
 
-static SCOPE: OnceLock<opentelemetry::InstrumentationScope> = OnceLock::new();
-
-/// A finished call, for the `reasonix.calls` counter/// A finished call, for the `reasonix.calls` counter and the admission histogram.
+/// A finished call, for the `reasonix.calls` counter and the admission histogram. The call's
+/// thread only notes it ([`JUDGED`]); the exporter's thread records what is noted each time it
+/// wakes ([`record_judged`]), and the exit before the last metrics export.
 pub fn call_judged(
     tool: &str,
     verdict: &'static str,
     outcome: Option<&'static str>,
     admission: Duration,
 ) {
-    if let Some(i) = INSTRUMENTS.get().filter(|_| on()) {
+    if INSTRUMENTS.get().is_none() || !on() {
+        return;
+    }
+    let judged = Judged {
+        tool: tool.to_owned(),
+        verdict,
+        outcome: outcome.unwrap_or("none"),
+        ms: admission.as_secs_f64() * 1000.0,
+    };
+    let full = match JUDGED.lock() {
+        Ok(mut noted) => {
+            noted.push(judged);
+            noted.len() >= JUDGED_BOUND
+        }
+        Err(_) => false,
+    };
+    if full {
+        // Nobody took them for a while: record them here rather than let them grow.
+        record_judged();
+    }
+}
+
+/// A call judged and not yet recorded in the instruments.
+struct Judged {
+    tool: String,
+    verdict: &'static str,
+    outcome: &'static str,
+    ms: f64,
+}
+
+/// Calls judged and not yet recorded. Recording a measurement in an OTel instrument hashes its
+/// attributes and takes the instrument's lock: about 1,500 instructions a call for each of the
+/// two, the largest per-call cost of export when the call's thread paid it. Noted here, the
+/// counter is added to once per tool, verdict and outcome of a whole batch, on the exporter's
+/// thread.
+static JUDGED: std::sync::Mutex<Vec<Judged>> = std::sync::Mutex::new(Vec::new());
+
+/// The most calls noted before the call's thread records them itself.
+const JUDGED_BOUND: usize = 4096;
+
+/// Records the calls noted ([`call_judged`]) in the calls counter and the admission histogram.
+pub(crate) fn record_judged() {
+    let Some(i) = INSTRUMENTS.get() else {
+        return;
+    };
+    let mut noted = match JUDGED.lock() {
+        Ok(mut noted) => std::mem::take(&mut *noted),
+        Err(_) => return,
+    };
+    if noted.is_empty() {
+        return;
+    }
+    // Grouped by tool, verdict and outcome: one counter add and one attribute set per group.
+    noted.sort_unstable_by(|a, b| {
+        (&a.tool, a.verdict, a.outcome).cmp(&(&b.tool, b.verdict, b.outcome))
+    });
+    for group in
+        noted.chunk_by(|a, b| (&a.tool, a.verdict, a.outcome) == (&b.tool, b.verdict, b.outcome))
+    {
+        let first = &group[0];
         let attrs = [
-            KeyValue::new("reasonix.tool", tool.to_owned()),
-            KeyValue::new("reasonix.verdict", verdict),
-            KeyValue::new("reasonix.outcome", outcome.unwrap_or("none")),
+            KeyValue::new("reasonix.tool", first.tool.clone()),
+            KeyValue::new("reasonix.verdict", first.verdict),
+            KeyValue::new("reasonix.outcome", first.outcome),
         ];
-        i.calls.add(1, &attrs);
-        i.admission
-            .record(admission.as_secs_f64() * 1000.0, &attrs[..2]);
+        i.calls.add(group.len() as u64, &attrs);
+        for judged in group {
+            i.admission.record(judged.ms, &attrs[..2]);
+        }
     }
 }
 

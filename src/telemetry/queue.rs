@@ -1,9 +1,14 @@
-//! The bounded span queue: a finished span is handed to a channel of fixed size without
-//! waiting (`try_send`); a span that finds it full is dropped and counted. One thread of its own
-//! takes spans in batches and sends each batch with the OTLP exporter (blocking HTTP, on this
-//! thread only), at the batch size or the flush interval, whichever comes first. A batch the
-//! collector refuses or cannot take is dropped and counted too: a call never waits for the
-//! collector, and the count is said at exit.
+//! The bounded span queue: a finished span is put in the queue without waiting; a span that
+//! finds it full is dropped and counted. One thread of its own takes spans in batches and sends
+//! each batch with the OTLP exporter (blocking HTTP, on this thread only), at the batch size or
+//! the flush interval, whichever comes first. A batch the collector refuses or cannot take is
+//! dropped and counted too: a call never waits for the collector, and the count is said at exit.
+//!
+//! The sending thread sleeps until a batch is waiting, the flush interval has passed, or it is
+//! asked to flush or stop ([`Inbox`]): a call that queues its spans takes a lock no one holds
+//! for long and wakes the thread only when its spans complete a batch. (A channel whose
+//! receiver waits on every message wakes the thread once per call: on a `check` batch that was
+//! most of what export cost.)
 //!
 //! A trace's root span (a run's `run`, a `check` batch's `check`) is never put in the queue: it
 //! would be the first span dropped by a slow collector, and every other span of its trace hangs
@@ -11,9 +16,9 @@
 //! exporter that does not queue behind the batches in flight ([`QueueProcessor`]'s shutdown),
 //! while the queue is drained beside it; the exit waits for both at most the time it is given.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use opentelemetry::Context;
@@ -29,6 +34,85 @@ enum Message {
     Flush(SyncSender<()>),
     /// Send what waits, then stop.
     Stop(SyncSender<()>),
+}
+
+impl Message {
+    /// The spans it carries.
+    fn spans(&self) -> usize {
+        match self {
+            Message::Span(_) => 1,
+            Message::Gate(gate) => gate.len(),
+            Message::Flush(_) | Message::Stop(_) => 0,
+        }
+    }
+}
+
+/// What waits for the sending thread: at most `queue` entries (a span, or a judgement with its
+/// stages), taken all at once by the thread, which is woken when the spans waiting reach a
+/// batch, and for a flush or a stop.
+struct Inbox {
+    waiting: Mutex<Vec<Message>>,
+    /// Entries in `waiting` (bounded by `queue`).
+    entries: AtomicUsize,
+    /// Spans in `waiting` (the thread is woken when they reach `batch`).
+    spans: AtomicUsize,
+    queue: usize,
+    batch: usize,
+    /// The sending thread, set once it is started.
+    thread: OnceLock<std::thread::Thread>,
+}
+
+impl Inbox {
+    /// Puts `m` in the queue without waiting; false (nothing queued) when the queue is full.
+    fn offer(&self, m: Message) -> bool {
+        if self.entries.fetch_add(1, Ordering::AcqRel) >= self.queue {
+            self.entries.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        let n = m.spans();
+        let Ok(mut waiting) = self.waiting.lock() else {
+            self.entries.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        };
+        waiting.push(m);
+        let before = self.spans.fetch_add(n, Ordering::AcqRel);
+        drop(waiting);
+        if before < self.batch && before + n >= self.batch {
+            self.wake();
+        }
+        true
+    }
+
+    /// Puts a flush or a stop in the queue, past its bound (they come once, at the end), and
+    /// wakes the thread.
+    fn control(&self, m: Message) -> bool {
+        let Ok(mut waiting) = self.waiting.lock() else {
+            return false;
+        };
+        waiting.push(m);
+        drop(waiting);
+        self.wake();
+        true
+    }
+
+    fn wake(&self) {
+        if let Some(thread) = self.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    /// Everything waiting, in the order it came.
+    fn take(&self) -> Vec<Message> {
+        let taken = match self.waiting.lock() {
+            Ok(mut waiting) => std::mem::take(&mut *waiting),
+            Err(_) => return Vec::new(),
+        };
+        let spans = taken.iter().map(Message::spans).sum();
+        let entries = taken.iter().filter(|m| m.spans() > 0).count();
+        self.spans.fetch_sub(spans, Ordering::AcqRel);
+        self.entries.fetch_sub(entries, Ordering::AcqRel);
+        taken
+    }
 }
 
 #[derive(Debug, Default)]
@@ -61,19 +145,20 @@ impl Stats {
     }
 }
 
-static DIRECT: std::sync::OnceLock<(SyncSender<Message>, Arc<Counts>)> = std::sync::OnceLock::new();
+static DIRECT: OnceLock<(Arc<Inbox>, Arc<Counts>)> = OnceLock::new();
 
-/// Queues a judgement's timings (the gate's spans, made on the sending thread) in one message,
+/// Queues a judgement's timings (the gate's spans, made on the sending thread) as one entry,
 /// without waiting: when the queue is full its spans are dropped and counted.
 pub(crate) fn push(gate: super::Gate) {
-    let Some((tx, counts)) = DIRECT.get() else {
+    let Some((inbox, counts)) = DIRECT.get() else {
         return;
     };
     let n = gate.len() as u64;
-    match tx.try_send(Message::Gate(gate)) {
-        Ok(()) => counts.queued.fetch_add(n, Ordering::Relaxed),
-        Err(_) => counts.full.fetch_add(n, Ordering::Relaxed),
-    };
+    if inbox.offer(Message::Gate(gate)) {
+        counts.queued.fetch_add(n, Ordering::Relaxed);
+    } else {
+        counts.full.fetch_add(n, Ordering::Relaxed);
+    }
 }
 
 /// Sends root spans at exit, on an exporter of their own.
@@ -81,10 +166,8 @@ type RootSender = Arc<dyn Fn(Vec<SpanData>) -> OTelSdkResult + Send + Sync>;
 
 /// The span processor: never blocks `on_end`.
 pub struct QueueProcessor {
-    tx: SyncSender<Message>,
+    inbox: Arc<Inbox>,
     counts: Arc<Counts>,
-    /// The control messages' own channel room: flush and stop wait for their answer, bounded.
-    control: SyncSender<Message>,
     /// Sends the root spans at exit.
     roots: RootSender,
 }
@@ -113,42 +196,42 @@ impl QueueProcessor {
         root.set_resource(resource);
         let roots: RootSender =
             Arc::new(move |spans| futures_executor::block_on(root.export(spans)));
-        let (tx, rx) = sync_channel(queue);
+        let inbox = Arc::new(Inbox {
+            waiting: Mutex::new(Vec::new()),
+            entries: AtomicUsize::new(0),
+            spans: AtomicUsize::new(0),
+            queue,
+            batch,
+            thread: OnceLock::new(),
+        });
         let counts = Arc::new(Counts::default());
         let thread_counts = Arc::clone(&counts);
-        std::thread::Builder::new()
+        let thread_inbox = Arc::clone(&inbox);
+        let sending = std::thread::Builder::new()
             .name("reasonix-otel".into())
-            .spawn(move || send_loop(exporter, sink, rx, batch, flush, &thread_counts))?;
-        let control = tx.clone();
-        let _ = DIRECT.set((tx.clone(), Arc::clone(&counts)));
+            .spawn(move || {
+                send_loop(exporter, sink, &thread_inbox, batch, flush, &thread_counts)
+            })?;
+        let _ = inbox.thread.set(sending.thread().clone());
+        let _ = DIRECT.set((Arc::clone(&inbox), Arc::clone(&counts)));
         Ok((
             QueueProcessor {
-                tx,
+                inbox,
                 counts: Arc::clone(&counts),
-                control,
                 roots,
             },
             Stats(counts),
         ))
     }
 
+    /// Asks the sending thread to flush or stop, and waits for its answer at most `wait`.
     fn ask(&self, make: fn(SyncSender<()>) -> Message, wait: Duration) -> OTelSdkResult {
         let (done_tx, done_rx) = sync_channel(1);
-        // Control messages may wait for room: they come once, at the end.
-        let deadline = Instant::now() + wait;
-        let mut msg = make(done_tx);
-        loop {
-            match self.control.try_send(msg) {
-                Ok(()) => break,
-                Err(TrySendError::Full(m)) if Instant::now() < deadline => {
-                    msg = m;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(_) => return Err(OTelSdkError::InternalFailure("queue closed".into())),
-            }
+        if !self.inbox.control(make(done_tx)) {
+            return Err(OTelSdkError::InternalFailure("queue closed".into()));
         }
         done_rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .recv_timeout(wait)
             .map_err(|_| OTelSdkError::Timeout(wait))
     }
 }
@@ -171,13 +254,14 @@ impl<E: SpanExporter> Waiting<E> {
     fn push(&mut self, m: Message) {
         match m {
             Message::Span(span) => self.spans.push(*span),
-            Message::Gate(gate) => match &self.sink {
-                Some(_) => {
+            // The gate's spans go only by the sink (the process always has one; a queue made
+            // without one, in tests, counts them as queued and never exported: dropped).
+            Message::Gate(gate) => {
+                if self.sink.is_some() {
                     self.encoded_n += gate.len() as u64;
                     gate.encode(&mut self.encoded);
                 }
-                None => self.spans.extend(gate.spans()),
-            },
+            }
             Message::Flush(_) | Message::Stop(_) => {}
         }
     }
@@ -211,7 +295,7 @@ impl<E: SpanExporter> Waiting<E> {
 fn send_loop<E: SpanExporter>(
     exporter: E,
     sink: Option<super::wire::Sink>,
-    rx: Receiver<Message>,
+    inbox: &Inbox,
     batch: usize,
     flush: Duration,
     counts: &Counts,
@@ -225,41 +309,45 @@ fn send_loop<E: SpanExporter>(
     };
     let mut since = Instant::now();
     loop {
-        let wait = flush.saturating_sub(since.elapsed());
-        match rx.recv_timeout(wait) {
-            Ok(Message::Flush(done)) => {
+        let taken = inbox.take();
+        super::record_judged();
+        if taken.is_empty() {
+            let wait = flush.saturating_sub(since.elapsed());
+            if wait.is_zero() {
                 waiting.send(counts);
                 since = Instant::now();
-                let _ = done.send(());
+            } else {
+                // Woken by a full batch, a flush or a stop (or spuriously: the loop looks again).
+                std::thread::park_timeout(wait);
             }
-            Ok(Message::Stop(done)) => {
-                // Spans queued before the stop are still in the channel: take them too.
-                while let Ok(m) = rx.try_recv() {
+            continue;
+        }
+        for m in taken {
+            match m {
+                Message::Flush(done) => {
+                    waiting.send(counts);
+                    since = Instant::now();
+                    let _ = done.send(());
+                }
+                Message::Stop(done) => {
+                    // Everything queued before the stop came in this take, ahead of it.
+                    waiting.send(counts);
+                    let _ = waiting.exporter.shutdown();
+                    let _ = done.send(());
+                    return;
+                }
+                m => {
                     waiting.push(m);
                     if waiting.len() >= batch {
                         waiting.send(counts);
+                        since = Instant::now();
                     }
                 }
-                waiting.send(counts);
-                let _ = waiting.exporter.shutdown();
-                let _ = done.send(());
-                return;
             }
-            Ok(m) => {
-                waiting.push(m);
-                if waiting.len() >= batch {
-                    waiting.send(counts);
-                    since = Instant::now();
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                waiting.send(counts);
-                since = Instant::now();
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                waiting.send(counts);
-                return;
-            }
+        }
+        if since.elapsed() >= flush {
+            waiting.send(counts);
+            since = Instant::now();
         }
     }
 }
@@ -281,13 +369,10 @@ impl SpanProcessor for QueueProcessor {
             }
             return;
         }
-        match self.tx.try_send(Message::Span(Box::new(span))) {
-            Ok(()) => {
-                self.counts.queued.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(_) => {
-                self.counts.full.fetch_add(1, Ordering::Relaxed);
-            }
+        if self.inbox.offer(Message::Span(Box::new(span))) {
+            self.counts.queued.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counts.full.fetch_add(1, Ordering::Relaxed);
         }
     }
 

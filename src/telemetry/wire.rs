@@ -104,12 +104,6 @@ fn key_value_len(key: &str, any: &Any) -> usize {
         + value
 }
 
-/// The encoded length of a `KeyValue` as a field of a one-byte tag.
-fn key_value_field_len(kv: &KeyValue) -> usize {
-    let body = key_value_len(kv.key.as_str(), &any_of(&kv.value));
-    1 + encoded_len_varint(body as u64) + body
-}
-
 /// A `KeyValue` (as field `tag`), written in place: every length is counted, none written
 /// apart (no buffer per attribute).
 fn key_value(tag: u32, kv: &KeyValue, buf: &mut Vec<u8>) {
@@ -143,6 +137,10 @@ fn nanos(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// The longest span name written through [`span`]'s stack buffer (the gate's names are a few
+/// bytes; a longer one is written field by field).
+const SHORT_NAME: usize = 64;
+
 /// One `Span`, as a `spans` field of `ScopeSpans`.
 fn span(
     buf: &mut Vec<u8>,
@@ -150,11 +148,11 @@ fn span(
     (id, parent): ([u8; 8], [u8; 8]),
     name: &str,
     (start, end): (u64, u64),
-    attributes: &[KeyValue],
+    attributes: &[u8],
 ) {
-    // Nine fields of known size and the attributes: the span's length is counted, not
-    // written apart.
-    let attrs: usize = attributes.iter().map(key_value_field_len).sum();
+    // Nine fields of known size and the attributes (encoded already): the span's length is
+    // counted, not written apart. The fields are written in field order, the flags last.
+    let attrs = attributes.len();
     let len = (1 + 1 + 16)
         + (1 + 1 + 8) * 2
         + 1
@@ -164,9 +162,51 @@ fn span(
         + (1 + 8) * 2
         + attrs
         + (2 + 4);
+    buf.reserve(len + 4);
     encode_key(SCOPE_SPANS_SPANS, WireType::LengthDelimited, buf);
     encode_varint(len as u64, buf);
     let at = buf.len();
+    if name.len() <= SHORT_NAME {
+        // The fields before the attributes, assembled on the stack and copied once: a call
+        // makes nine spans, and a small copy per field was most of what encoding them cost.
+        let mut head = [0u8; 2 + 16 + (2 + 8) * 2 + 2 + SHORT_NAME + 2 + (1 + 8) * 2];
+        head[..2].copy_from_slice(&[tag(SPAN_TRACE_ID, WireType::LengthDelimited), 16]);
+        head[2..18].copy_from_slice(trace);
+        head[18..20].copy_from_slice(&[tag(SPAN_SPAN_ID, WireType::LengthDelimited), 8]);
+        head[20..28].copy_from_slice(&id);
+        head[28..30].copy_from_slice(&[tag(SPAN_PARENT_SPAN_ID, WireType::LengthDelimited), 8]);
+        head[30..38].copy_from_slice(&parent);
+        // A name of at most 64 bytes: its length is one varint byte.
+        head[38..40]
+            .copy_from_slice(&[tag(SPAN_NAME, WireType::LengthDelimited), name.len() as u8]);
+        let mut n = 40 + name.len();
+        head[40..n].copy_from_slice(name.as_bytes());
+        head[n..n + 2].copy_from_slice(&[tag(SPAN_KIND, WireType::Varint), KIND_INTERNAL as u8]);
+        n += 2;
+        head[n] = tag(SPAN_START, WireType::SixtyFourBit);
+        head[n + 1..n + 9].copy_from_slice(&start.to_le_bytes());
+        head[n + 9] = tag(SPAN_END, WireType::SixtyFourBit);
+        head[n + 10..n + 18].copy_from_slice(&end.to_le_bytes());
+        n += 18;
+        buf.extend_from_slice(&head[..n]);
+    } else {
+        head_by_field(buf, trace, (id, parent), name, (start, end));
+    }
+    buf.extend_from_slice(attributes);
+    encode_key(SPAN_FLAGS, WireType::ThirtyTwoBit, buf);
+    buf.extend_from_slice(&FLAGS.to_le_bytes());
+    debug_assert_eq!(buf.len() - at, len, "a span's counted length");
+}
+
+/// The fields of a span before its attributes, one by one (a name too long for [`span`]'s stack
+/// buffer).
+fn head_by_field(
+    buf: &mut Vec<u8>,
+    trace: &[u8; 16],
+    (id, parent): ([u8; 8], [u8; 8]),
+    name: &str,
+    (start, end): (u64, u64),
+) {
     bytes_field(SPAN_TRACE_ID, trace, buf);
     bytes_field(SPAN_SPAN_ID, &id, buf);
     bytes_field(SPAN_PARENT_SPAN_ID, &parent, buf);
@@ -175,12 +215,40 @@ fn span(
     encode_varint(KIND_INTERNAL, buf);
     fixed64_field(SPAN_START, start, buf);
     fixed64_field(SPAN_END, end, buf);
-    for kv in attributes {
-        key_value(SPAN_ATTRIBUTES, kv, buf);
+}
+
+/// A span's string attributes, encoded as `Span.attributes` fields when the span is made (on
+/// the call's thread): one buffer, where a `KeyValue` per attribute would allocate its value
+/// there and free it on the exporter's thread.
+#[derive(Debug, Default)]
+pub struct Attributes(Vec<u8>);
+
+impl Attributes {
+    /// Room for attributes of about `bytes` in all.
+    pub fn with_capacity(bytes: usize) -> Attributes {
+        Attributes(Vec::with_capacity(bytes))
     }
-    encode_key(SPAN_FLAGS, WireType::ThirtyTwoBit, buf);
-    buf.extend_from_slice(&FLAGS.to_le_bytes());
-    debug_assert_eq!(buf.len() - at, len, "a span's counted length");
+
+    /// Adds `key` = `value` (an `AnyValue` string).
+    pub fn add(&mut self, key: &str, value: &str) {
+        let any = Any::Str(value.into());
+        let buf = &mut self.0;
+        encode_key(SPAN_ATTRIBUTES, WireType::LengthDelimited, buf);
+        encode_varint(key_value_len(key, &any) as u64, buf);
+        bytes_field(KEY_VALUE_KEY, key.as_bytes(), buf);
+        encode_key(KEY_VALUE_VALUE, WireType::LengthDelimited, buf);
+        encode_varint(any_len(&any) as u64, buf);
+        bytes_field(ANY_STRING, value.as_bytes(), buf);
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A one-byte field key (fields 1 to 15).
+const fn tag(field: u32, wire: WireType) -> u8 {
+    ((field << 3) | wire as u32) as u8
 }
 
 impl super::Gate {
@@ -209,7 +277,7 @@ impl super::Gate {
             (call, self.parent.span_id().to_bytes()),
             "call",
             (start, at),
-            &self.attributes,
+            self.attributes.bytes(),
         );
     }
 }
@@ -299,5 +367,56 @@ impl Sink {
         } else {
             Err(format!("the collector answered {}", answer.status()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stack-buffer path writes the very bytes the field-by-field path writes, for every
+    /// name length it takes (0 to 64 bytes), with and without attributes.
+    #[test]
+    fn a_short_named_span_is_written_as_field_by_field() {
+        let trace: [u8; 16] = std::array::from_fn(|i| i as u8 + 1);
+        let ids = ([0xAB; 8], [0xCD; 8]);
+        let times = (1_700_000_000_123_456_789, u64::MAX - 7);
+        let mut attrs = Attributes::default();
+        attrs.add("reasonix.tool", "bash");
+        attrs.add("reasonix.rules", &"r".repeat(200));
+        // Encoded as the `KeyValue` writer encodes the same string attributes.
+        let mut by_key_value = Vec::new();
+        key_value(
+            SPAN_ATTRIBUTES,
+            &KeyValue::new("reasonix.tool", "bash"),
+            &mut by_key_value,
+        );
+        key_value(
+            SPAN_ATTRIBUTES,
+            &KeyValue::new("reasonix.rules", "r".repeat(200)),
+            &mut by_key_value,
+        );
+        assert_eq!(attrs.bytes(), &by_key_value[..]);
+        for len in 0..=SHORT_NAME {
+            let name = "g".repeat(len);
+            for attributes in [attrs.bytes(), &[]] {
+                let mut fast = Vec::new();
+                span(&mut fast, &trace, ids, &name, times, attributes);
+                let mut slow = Vec::new();
+                head_by_field(&mut slow, &trace, ids, &name, times);
+                slow.extend_from_slice(attributes);
+                encode_key(SPAN_FLAGS, WireType::ThirtyTwoBit, &mut slow);
+                slow.extend_from_slice(&FLAGS.to_le_bytes());
+                // `fast` carries the `spans` field's key and length before the span.
+                let mut framed = Vec::new();
+                bytes_field(SCOPE_SPANS_SPANS, &slow, &mut framed);
+                assert_eq!(fast, framed, "name of {len} bytes");
+            }
+        }
+        // A longer name takes the field-by-field path and is still framed right.
+        let long = "n".repeat(SHORT_NAME + 1);
+        let mut out = Vec::new();
+        span(&mut out, &trace, ids, &long, times, &[]);
+        assert!(out.windows(long.len()).any(|w| w == long.as_bytes()));
     }
 }
