@@ -54,3 +54,44 @@ mod run_cli;
 mod tokens;
 mod tools;
 mod trust;
+
+/// The tests share one process: none changes its environment or working folder, which every
+/// other test's thread (and every child it starts) would see mid-run. A test that needs another
+/// environment gives it to its child with `Command::env`, or passes paths explicitly.
+#[test]
+fn no_test_changes_the_environment_or_folder_the_tests_share() {
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("tests"), &mut files);
+    assert!(files.len() > 40, "{files:?}");
+    // Spelled in two pieces so this file does not name them itself.
+    let calls = [
+        ["set", "_var("],
+        ["remove", "_var("],
+        ["set_current", "_dir("],
+    ]
+    .map(|[a, b]| format!("{a}{b}"));
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for call in &calls {
+                if code.contains(call.as_str()) {
+                    found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
