@@ -3,7 +3,7 @@
 //! `policy import`. Ignored in the ordinary suite; run them with
 //!
 //! ```sh
-//! cargo test --test edges_heldout -- --ignored --nocapture
+//! cargo test --test it edges_heldout:: -- --ignored --nocapture
 //! ```
 //!
 //! Each test prints `heldout KIND: N cases, P passed` and fails listing every case that did
@@ -42,7 +42,7 @@ deny contains "the bucher host is off limits" if input.arguments.host == "xn--bc
 
 /// Host spellings a Rego deny on a canonical host must not be passed by, and their twins.
 #[test]
-#[ignore = "held-out cases: cargo test --test edges_heldout -- --ignored"]
+#[ignore = "held-out cases: cargo test --test it edges_heldout:: -- --ignored"]
 fn heldout_host_spellings_through_check() {
     let w = World::new();
     let rego = w.root.join("hosts.rego");
@@ -144,7 +144,7 @@ fn heldout_host_spellings_through_check() {
 /// Import shapes: each source imported with `reasonix policy import`, then the imported
 /// policy judged by `reasonix check` on a call the source denies or asks about.
 #[test]
-#[ignore = "held-out cases: cargo test --test edges_heldout -- --ignored"]
+#[ignore = "held-out cases: cargo test --test it edges_heldout:: -- --ignored"]
 fn heldout_import_shapes_through_policy_import_and_check() {
     let w = World::new();
     w.file("secrets/key.txt", "k\n");
@@ -270,7 +270,7 @@ fn heldout_import_shapes_through_policy_import_and_check() {
 /// control, escape or line-breaking character from a path the model chose, so no line of it
 /// can be forged.
 #[test]
-#[ignore = "held-out cases: cargo test --test edges_heldout -- --ignored"]
+#[ignore = "held-out cases: cargo test --test it edges_heldout:: -- --ignored"]
 fn heldout_model_text_escapes_through_check() {
     let w = World::new();
     let paths = [
@@ -336,7 +336,7 @@ fn unsigned_record(lines: &[Value]) -> String {
 /// restore the gate asks about (git internals) is not made; a path outside the workspace is not
 /// written; rewind exits 1 when a path stays.
 #[test]
-#[ignore = "held-out cases: cargo test --test edges_heldout -- --ignored"]
+#[ignore = "held-out cases: cargo test --test it edges_heldout:: -- --ignored"]
 fn heldout_rewind_forgeries() {
     let mut failed = Vec::new();
     let mut cases = 0;
@@ -461,7 +461,7 @@ fn heldout_rewind_forgeries() {
 /// lines of one file and 15 `write_file` calls on files of its own, at once: every update each
 /// record says succeeded is on disk.
 #[test]
-#[ignore = "held-out cases: cargo test --test edges_heldout -- --ignored"]
+#[ignore = "held-out cases: cargo test --test it edges_heldout:: -- --ignored"]
 fn heldout_three_processes_lose_no_update() {
     const EDITS: usize = 15;
     let who = ["a", "b", "c"];

@@ -6,7 +6,7 @@
 //! script and make, and `reasonix check` over the whole corpus):
 //!
 //! ```sh
-//! cargo test --test heldout_bash -- --ignored --nocapture
+//! cargo test --test it heldout_bash:: -- --ignored --nocapture
 //! ```
 //!
 //! 1. every attack does its harm under bash in a fresh fixture (prints a secret, creates a

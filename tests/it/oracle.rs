@@ -727,8 +727,8 @@ fn system_scripts_parse_and_a_sample_does_what_the_analysis_says() {
 }
 
 /// The long run: every table script, many fuzz scripts, every system shell script parsed and
-/// every understood one run. `cargo test --release --test oracle -- --ignored long_run
-/// --nocapture`.
+/// every understood one run. `cargo test --release --test it oracle::long_run --
+/// --ignored --nocapture`.
 #[test]
 #[ignore = "the long run: minutes; its figures are in the README"]
 fn long_run() {
