@@ -1,4 +1,4 @@
-//! A small MCP server (stdio, `rmcp` as a server) for the failure cases of `tests/mcp.rs`: a
+//! A small MCP server (stdio, `rmcp` as a server) for the failure cases of `tests/it/mcp.rs`: a
 //! server that dies mid-call, a tool whose schema does not compile, a listing that never ends,
 //! a tool error, annotations that claim a writer is read-only.
 //!

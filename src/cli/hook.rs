@@ -91,7 +91,7 @@ fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
     judge(&args).context("the tool is blocked")
 }
 
-/// Fault injection for the test of a panic (`tests/claude_hook.rs`): in a debug build only,
+/// Fault injection for the test of a panic (`tests/it/claude_hook.rs`): in a debug build only,
 /// `REASONIX_HOOK_PANIC=1` panics halfway, after the record is opened and before anything is
 /// judged. A release build has no such switch. No input reaches a panic by design, and one
 /// that would is a bug to fix, so the test needs a trigger of its own.

@@ -1,6 +1,6 @@
 //! The policy input document: the one value Rego policies see as `input`, and what
 //! `reasonix check --explain` prints. Documented field by field in `docs/policy-input.md`, with
-//! a JSON Schema (`docs/policy-input.schema.json`) that `tests/policy_input.rs` checks real
+//! a JSON Schema (`docs/policy-input.schema.json`) that `tests/it/policy_input.rs` checks real
 //! inputs against for every builtin tool, for bash and for an extension tool.
 //!
 //! It is built from what the earlier stages produced — the validated arguments, the tool's

@@ -10,10 +10,10 @@
 //! code, guarantees that a symlink swapped in after admission cannot redirect the effect.
 //!
 //! # Test strategy
-//! `tests/paths.rs` runs the built binary over a temporary workspace with real symlinks: escapes
+//! `tests/it/paths.rs` runs the built binary over a temporary workspace with real symlinks: escapes
 //! through `..`, absolute paths, symlinked folders and files, dangling links, `/proc/self/root`
 //! and sibling prefixes must be denied at stage `sandbox`, and the legitimate forms must pass.
-//! `tests/race.rs` swaps a folder for a symlink between admission and execution.
+//! `tests/it/race.rs` swaps a folder for a symlink between admission and execution.
 
 mod beneath;
 pub mod jail;

@@ -157,7 +157,7 @@ fn mark_of(kind: &str, named: bool) -> Marks {
 /// The parser never sees a byte above 0x7f: each is replaced by `x` first, keeping every byte
 /// offset. tree-sitter-bash 0.25.1's external scanner passes non-ASCII lookahead to C's
 /// `isdigit`, which reads out of bounds and crashes the process on input as short as `{` and
-/// one CJK character (tree-sitter/tree-sitter-bash#337, found here by `tests/fuzz_bash.rs`).
+/// one CJK character (tree-sitter/tree-sitter-bash#337, found here by `tests/it/fuzz_bash.rs`).
 /// Bash itself treats such bytes as ordinary word characters, as `x` is, so the token
 /// boundaries are bash's; word text is always taken from the original script.
 ///

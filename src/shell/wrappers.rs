@@ -657,7 +657,7 @@ mod tests {
 
     #[test]
     fn non_ascii_options_do_not_break_the_option_reader() {
-        // Found by tests/fuzz_bash.rs: a byte slice inside a multi-byte character.
+        // Found by tests/it/fuzz_bash.rs: a byte slice inside a multi-byte character.
         for script in ["timeout -¥p x", "nice -é", "env -ü rm x", "bash -ç 'x'"] {
             let _ = Analysis::of(script);
         }

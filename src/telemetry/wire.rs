@@ -10,7 +10,7 @@
 //! What is written is what the SDK's exporter writes for the same span: ids, parent, name,
 //! kind `INTERNAL`, start and end in ns since the epoch, the `reasonix.*` attributes, flags
 //! `SAMPLED` with the parent known to be local, under the process's resource and the
-//! `reasonix` instrumentation scope. `tests/otel.rs` decodes it with the OpenTelemetry
+//! `reasonix` instrumentation scope. `tests/it/otel.rs` decodes it with the OpenTelemetry
 //! project's own definitions.
 
 use std::time::SystemTime;

@@ -1,5 +1,5 @@
 //! The bytecode VM held to the interpreter (tests only): the same votes, or a failure from
-//! both, on a table of error kinds; `tests/policy_rego.rs`
+//! both, on a table of error kinds; `tests/it/policy_rego.rs`
 //! (`both_engines_vote_alike_on_every_policy_and_case`) does the same on every policy and case
 //! in the repository, through the gate.
 

@@ -8,7 +8,7 @@
 //! the VM patched (`vendor/regorus/PATCHES.md` #6): with strict builtin errors, which is how it
 //! is set here, every error the interpreter reports ends the VM's evaluation too, and the call
 //! is denied. `engines.rs` holds the two engines to the same votes or the same failure over a
-//! table of error kinds, and `tests/policy_rego.rs` over every policy and case under
+//! table of error kinds, and `tests/it/policy_rego.rs` over every policy and case under
 //! `policies/` and `tests/`.
 //!
 //! # What falls back to the interpreter

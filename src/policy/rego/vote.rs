@@ -11,7 +11,7 @@
 //! `the_vm_fails_closed_where_the_published_vm_failed_open` pins the case that was open;
 //! `both_engines_fail_on_every_kind_of_error` (`engines.rs`) holds both engines to an error on
 //! each kind of error, and `both_engines_vote_alike_on_every_policy_and_case`
-//! (`tests/policy_rego.rs`) to the same votes over every policy and case in the repository. Policies the VM cannot compile are evaluated by the
+//! (`tests/it/policy_rego.rs`) to the same votes over every policy and case in the repository. Policies the VM cannot compile are evaluated by the
 //! interpreter, as before.
 //!
 //! # Bounds

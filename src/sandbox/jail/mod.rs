@@ -78,7 +78,7 @@
 //!
 //! # Test strategy
 //!
-//! `tests/jail.rs` runs real processes on this kernel, each attack beside a control that shows
+//! `tests/it/jail.rs` runs real processes on this kernel, each attack beside a control that shows
 //! it succeeding without the jail: writes outside the write roots fail and leave nothing — with
 //! `EROFS` from the read-only mount and, namespaces taken away, with `EACCES` from Landlock
 //! alone; `chmod`, `chown`, `utime` and `setxattr` on a file outside fail and change nothing,
@@ -87,7 +87,7 @@
 //! of the host's descriptors; a 6 GiB allocation fails under the default memory limit (with the
 //! memory cgroup and with `RLIMIT_AS`) and 100 MiB works; `/proc` shows only the jail's
 //! processes and `/proc/1/cmdline` is the command's own; `find . -delete`, `rm -rf .reasonix`
-//! and a folder renamed away leave the host's files as they were (and `tests/run_cli.rs` does
+//! and a folder renamed away leave the host's files as they were (and `tests/it/run_cli.rs` does
 //! it in an allowed bash call of an agent run, which goes on to its end with its record whole);
 //! two concurrent runs cannot read or write each other's TMPDIR, with and without namespaces;
 //! with Landlock taken away, `/etc/shadow` still reads empty (its cover);
