@@ -13,7 +13,7 @@
 
 use super::files::UNNAMED_INPUT;
 use super::spec::{Opt, Parsed, Risk, Role, Spec, Syntax};
-use crate::shell::Command;
+use crate::Command;
 
 /// Options that change the configuration, repository or pager git runs with.
 pub const CONFIG: Risk = Risk {

@@ -12,7 +12,7 @@
 //!   `bash -c`, …) are simple commands too ([`wrappers`]);
 //! - every **redirection** with operator, fd and target;
 //! - a **feature** set, from the node kinds of the tree (`parse`; the same as the query in
-//!   `grammars/bash/features.scm`, which the tests hold the table to);
+//!   `grammars/bash/features.scm` of this crate, which the tests hold the table to);
 //! - the **hazards** no prefix rule can judge ([`hazards`]);
 //! - whether the whole call is **read-only** ([`readers`]) and its **effects**.
 //!
@@ -53,12 +53,16 @@
 //!   pre-pass over what the script assigns (`scope`), bash's expansions of static text
 //!   (`expand`) and the places bash evaluates arithmetic (`arith`).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
 pub mod environment;
 pub mod hazards;
 mod options;
 mod parse;
 pub mod programs;
 pub mod readers;
+pub mod vocab;
 mod walk;
 pub mod word;
 pub mod wrappers;
@@ -67,8 +71,8 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::vocab::{Effect, PathRequest, PathRole};
 pub use options::Normalized;
+pub use vocab::{Access, Effect, PathRequest, PathRole};
 pub use word::{Dynamic, Word};
 
 /// Deepest nesting of `bash -c`, `env -S`, `watch` scripts analysed.

@@ -5,9 +5,9 @@
 //! the wrapper).
 
 use super::{Walker, analyse};
-use crate::shell::word::Word;
-use crate::shell::wrappers::{self, Inner, Unwrapped};
-use crate::shell::{Assignment, Feature};
+use crate::word::Word;
+use crate::wrappers::{self, Inner, Unwrapped};
+use crate::{Assignment, Feature};
 
 impl Walker<'_> {
     /// Reads the command at `index` as a wrapper, if it is one, recording what it runs.

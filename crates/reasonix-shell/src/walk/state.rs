@@ -452,7 +452,7 @@ impl super::Walker<'_> {
 /// assignment running what it holds: a quoted `(...)` holding anything but plain words, or a
 /// value made at run time for an array (`declare -a x=$v` with `v='($(id))'`).
 fn reparsed(word: &super::Word, value: &str, array: bool) -> bool {
-    use crate::shell::word::Piece;
+    use crate::word::Piece;
     let plain = |s: &str| {
         s.chars()
             .all(|c| c.is_ascii_alphanumeric() || " \t\n_-./,:=+@%()".contains(c))

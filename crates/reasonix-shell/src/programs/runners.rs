@@ -1,7 +1,7 @@
 //! Option specs of the environment and package runners: programs that run another command, or
 //! fetch a package and run it (`npx`, `uvx`, `uv run`, `pipx run`, `poetry run`, `nix develop
 //! -c`, `mise exec`, `direnv exec`, `dotenv`, …). The wrapper table
-//! ([`wrappers`](crate::shell::wrappers)) reads the command each one runs from these specs; the
+//! ([`wrappers`](crate::wrappers)) reads the command each one runs from these specs; the
 //! specs say which options take a value (so the command is found where the runner finds it),
 //! which option holds a script ([`Role::Script`]) or starts the command ([`Role::Command`]),
 //! and which folder the runner obeys ([`Role::Folder`]).

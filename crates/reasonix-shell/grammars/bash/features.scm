@@ -1,6 +1,6 @@
-; Features of a bash script, one capture name per feature (see src/shell/mod.rs, `Feature`).
+; Features of a bash script, one capture name per feature (see src/lib.rs, `Feature`).
 ; Each capture marks that the construct occurs at least once anywhere in the tree.
-; src/shell/parse.rs reads the same node kinds from its table `KINDS` in one pass over the tree
+; src/parse.rs reads the same node kinds from its table `KINDS` in one pass over the tree
 ; (compiling this query cost a fifth of a one-call process); its tests hold the table to this
 ; file, row by row, over a corpus of scripts.
 

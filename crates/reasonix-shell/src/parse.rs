@@ -282,7 +282,7 @@ fn collect_leaves(node: Node, out: &mut Vec<(usize, usize)>) {
 }
 
 /// What the nodes of a tree say, noted one node at a time by a pass that reads each node once
-/// (the scope pass, [`crate::shell::walk`]): the features found ([`KINDS`]) and how many
+/// (the scope pass, [`crate::walk`]): the features found ([`KINDS`]) and how many
 /// simple-command nodes the tree holds.
 pub(super) struct Census<'f> {
     marks: &'static [Marks],
@@ -384,8 +384,8 @@ mod tests {
 
     /// The feature query (`grammars/bash/features.scm`) and the command query
     /// (`grammars/bash/commands.scm`), the oracle for [`KINDS`].
-    const FEATURES: &str = include_str!("../../grammars/bash/features.scm");
-    const COMMANDS: &str = include_str!("../../grammars/bash/commands.scm");
+    const FEATURES: &str = include_str!("../grammars/bash/features.scm");
+    const COMMANDS: &str = include_str!("../grammars/bash/commands.scm");
 
     /// The feature a capture name in `features.scm` stands for.
     fn feature_named(name: &str) -> Option<Feature> {
@@ -550,7 +550,7 @@ mod tests {
         ] {
             assert!(parse(script).is_some(), "{script:?}");
         }
-        let a = crate::shell::Analysis::of("echo 'héllo wörld' ünïcode");
+        let a = crate::Analysis::of("echo 'héllo wörld' ünïcode");
         assert_eq!(a.commands[0].argv, ["echo", "héllo wörld", "ünïcode"]);
     }
 

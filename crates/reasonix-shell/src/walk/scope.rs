@@ -4,7 +4,7 @@
 //! integer or associative, whether it sets `HOME`, and whether `set -a` exports every
 //! assignment.
 
-use crate::shell::parse::{Census, KindName};
+use crate::parse::{Census, KindName};
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
@@ -73,7 +73,7 @@ pub(super) struct Scope {
     pub leaves: Vec<(usize, usize)>,
     /// How deep the syntax tree goes: the most nodes from the root to a leaf, the root not
     /// counted. The walk recurses along it, so it is bounded before the walk
-    /// ([`MAX_NESTING`](crate::shell::MAX_NESTING)).
+    /// ([`MAX_NESTING`](crate::MAX_NESTING)).
     pub deepest: usize,
 }
 

@@ -652,7 +652,7 @@ fn vim_commands(command: &Command, _: &Parsed) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::programs::spec::{Opt, Spec, Takes};
+    use crate::programs::spec::{Opt, Spec, Takes};
 
     fn ids(script: &str) -> Vec<&'static str> {
         Analysis::of(script).hazards.iter().map(|h| h.id).collect()

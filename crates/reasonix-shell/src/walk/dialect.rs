@@ -7,8 +7,8 @@
 //! script is not understood. And in POSIX mode an assignment before a special builtin stays
 //! set (`HOME=/x :` changes `HOME`), which the walk does not follow.
 
-use crate::shell::Feature;
-use crate::shell::parse::KindName;
+use crate::Feature;
+use crate::parse::KindName;
 use tree_sitter::Node;
 
 /// Node kinds only bash reads.
@@ -111,7 +111,7 @@ impl super::Walker<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::Analysis;
+    use crate::Analysis;
 
     #[test]
     fn each_bash_only_construct_is_not_understood_under_sh() {

@@ -601,7 +601,7 @@ fn shell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::Analysis;
+    use crate::Analysis;
 
     #[test]
     fn every_wrapper_row_finds_its_example_inner_command() {

@@ -7,7 +7,7 @@
 //! row calls [`command_risk`].
 
 use super::spec::{Opt, Parsed, Risk, Role, Spec, Syntax};
-use crate::shell::Command;
+use crate::Command;
 
 /// `sed -i`.
 pub const IN_PLACE: Risk = Risk {

@@ -3,12 +3,12 @@
 //! run time), and what a command reads on stdin from a heredoc or herestring (a shell wrapper
 //! may run it as a script).
 
-use crate::shell::parse::KindName;
+use crate::parse::KindName;
 use tree_sitter::Node;
 
 use super::{Walker, fields};
-use crate::shell::word::Word;
-use crate::shell::{Feature, Redirect, RedirectKind, hazards};
+use crate::word::Word;
+use crate::{Feature, Redirect, RedirectKind, hazards};
 
 /// Why the target of `>&` may run code.
 const TWICE: &str = "bash expands the target of `>&` a second time when it is no descriptor, running the command substitutions its text holds";
@@ -168,7 +168,7 @@ impl Walker<'_> {
                     quoted = raw.contains(['\'', '"', '\\']);
                     // Quote removal, as bash does to the delimiter word.
                     delimiter = raw.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
-                    delimiter = crate::shell::word::unquote(&delimiter);
+                    delimiter = crate::word::unquote(&delimiter);
                 }
                 "heredoc_end" if self.text(child).trim_start_matches('\t') != delimiter => {
                     // `<<- $P$` left open: bash reads the body to the end of the script;

@@ -3,13 +3,13 @@
 //! variables the script binds once to static words, which then stand for those words
 //! ([`Dynamic::Bound`]).
 
-use crate::shell::parse::KindName;
+use crate::parse::KindName;
 use tree_sitter::Node;
 
 use super::expand::{self, Context, Expanded, Home};
 use super::{Walker, is_expression};
-use crate::shell::word::{self, Dynamic, Piece, Word};
-use crate::shell::{Assignment, Feature};
+use crate::word::{self, Dynamic, Piece, Word};
+use crate::{Assignment, Feature};
 
 // Assignments and bindings.
 impl Walker<'_> {

@@ -15,7 +15,7 @@
 //! scan records them as the word's values, which is what the path requests read.
 
 use super::spec::{Parsed, Role};
-use crate::shell::Command;
+use crate::Command;
 
 /// Git subcommands whose operands are URLs or remote names, not `REV:PATH`.
 const GIT_REMOTE: &[&str] = &[

@@ -1,5 +1,5 @@
 //! Option specs of the programs that run another command: `timeout`, `nice`, `env`, `xargs`,
-//! `sudo`, the shells… (what each runs is read by [`wrappers`](crate::shell::wrappers)).
+//! `sudo`, the shells… (what each runs is read by [`wrappers`](crate::wrappers)).
 //!
 //! A wrapper's options end at its first operand (its `getopt` string starts with `+`), so the
 //! inner command's options stay its own; its long options abbreviate like any `getopt_long`

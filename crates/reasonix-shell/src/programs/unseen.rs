@@ -12,7 +12,7 @@
 //! decides: `-f -`, `-o '|CMD'`, a folder operand, a local man page, an `@FILE` argument file.
 
 use super::spec::Parsed;
-use crate::shell::Command;
+use crate::Command;
 
 /// `grep -f -`, `rg --file=-`: the patterns come from stdin.
 pub fn patterns_from_stdin(_: &Command, parsed: &Parsed) -> Option<String> {
@@ -26,7 +26,7 @@ pub fn patterns_from_stdin(_: &Command, parsed: &Parsed) -> Option<String> {
 /// `diff DIR/ .`: an operand that names a folder by its spelling (`.`, `..`, a trailing `/`)
 /// is compared whole, every file beneath read. (The options that do the same, `-N`,
 /// `--from-file`, are risks of diff's spec; any other operand that is a folder is judged at
-/// the policy stage, where it is resolved: [`Analysis::folder_reads`](crate::shell::Analysis).)
+/// the policy stage, where it is resolved: [`Analysis::folder_reads`](crate::Analysis).)
 pub fn diff_folders(command: &Command, parsed: &Parsed) -> Option<String> {
     parsed
         .operands
@@ -216,7 +216,7 @@ pub fn written_paths(command: &Command, parsed: &Parsed) -> Vec<String> {
         .iter()
         .filter(|f| f.role() == Role::Writes)
         .flat_map(values)
-        .filter(|v| !v.is_empty() && v != "-" && !crate::shell::walk::is_device(v))
+        .filter(|v| !v.is_empty() && v != "-" && !crate::walk::is_device(v))
         .collect();
     if matches!(command.basename(), "tar" | "gtar") {
         let creates = parsed.has_any(&["-c", "-r", "-u", "-A", "--delete"]);

@@ -21,12 +21,12 @@
 //! the script leaves to the environment, or assigns only such safe text). Anything else is
 //! dynamic code: the hazard `dynamic_code`, which no prefix rule or fallback allows.
 
-use crate::shell::parse::KindName;
+use crate::parse::KindName;
 use tree_sitter::Node;
 
 use super::{Walker, text};
-use crate::shell::Hazard;
-use crate::shell::word::{self, Piece, Word};
+use crate::Hazard;
+use crate::word::{self, Piece, Word};
 
 /// The operators of `[[ ]]` that compare integers, evaluating both sides as arithmetic.
 const INTEGER_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];

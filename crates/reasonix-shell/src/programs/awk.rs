@@ -10,7 +10,7 @@
 use super::files::OUTPUT_FILE;
 use super::interpreters::{INTERACTIVE, LOADS};
 use super::spec::{Opt, Parsed, Risk, Role, Spec, Syntax};
-use crate::shell::Command;
+use crate::Command;
 
 /// A program read from a file.
 pub const PROGRAM_FILE: Risk = Risk {

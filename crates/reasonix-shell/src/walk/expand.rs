@@ -8,7 +8,7 @@
 //! Bash's order is kept: braces first (on the text as written, quotes and expansions opaque),
 //! then tilde, then parameters, then splitting, then globbing; quote removal throughout.
 
-use crate::shell::word::{Dynamic, Expansion, Piece, Word, has_glob};
+use crate::word::{Dynamic, Expansion, Piece, Word, has_glob};
 
 /// Most words one word may expand to. Past it the word is not understood (`{1..100000}`).
 pub(super) const MAX_FIELDS: usize = 1024;
@@ -548,7 +548,7 @@ pub(super) fn fields(word: &Word, context: Context, home: Home) -> Result<Expand
 
 #[cfg(test)]
 mod tests {
-    use crate::shell::Analysis;
+    use crate::Analysis;
 
     fn argv(script: &str) -> Vec<String> {
         Analysis::of(script).commands[0].argv[1..].to_vec()

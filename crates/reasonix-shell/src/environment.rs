@@ -254,7 +254,7 @@ pub fn shell_variable(name: &str, value: Option<&str>, command: Option<usize>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::Analysis;
+    use crate::Analysis;
 
     fn ids(script: &str) -> Vec<&'static str> {
         Analysis::of(script).hazards.iter().map(|h| h.id).collect()

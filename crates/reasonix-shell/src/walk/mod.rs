@@ -27,7 +27,7 @@ mod scope;
 mod state;
 mod words;
 
-use crate::shell::parse::KindName;
+use crate::parse::KindName;
 use std::collections::HashMap;
 
 use tree_sitter::Node;

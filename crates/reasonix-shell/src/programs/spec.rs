@@ -34,7 +34,7 @@
 
 use std::borrow::Cow;
 
-use crate::shell::word::Word;
+use crate::word::Word;
 
 /// How an option takes its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
