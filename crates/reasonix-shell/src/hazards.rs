@@ -5,7 +5,7 @@
 //!
 //! Three sources, all data:
 //!
-//! 1. the **option specs** of [`programs`](super::programs): an option with a risk (`sort -o`,
+//! 1. the **option specs** of [`programs`]: an option with a risk (`sort -o`,
 //!    `tar --to-command`, `python -c`, `git -c`…) is a hazard in whatever spelling the program
 //!    accepts, and so is a subcommand with one (`git difftool`, `deno eval`);
 //! 2. [`COMMANDS`]: a command and the test that finds the hazard in its argv, as the matcher

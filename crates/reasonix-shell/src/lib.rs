@@ -1,5 +1,93 @@
-//! Bash analysis: turns a command line into facts a policy can judge soundly — the `classify`
-//! stage of a `bash` call.
+//! What a bash command line does, before it runs: every program it runs, every path it reads or
+//! writes, its effects, and the hazards no prefix rule can judge — or, when it cannot be sure,
+//! that it does not understand the script.
+//!
+//! This is the shell analysis of Reasonix, a permission and sandbox gateway for LLM agents' tool
+//! calls, as a crate of its own: a gateway that decides whether an agent's `bash` call may
+//! run can judge these facts instead of matching the command line's prefix. It decides nothing
+//! itself (no policy, no verdict) and runs nothing (the script is parsed, never executed).
+//!
+//! # Example: one command line
+//!
+//! A pipeline behind `&&`, a redirection, a wrapper and a nested shell with inline code:
+//!
+//! ```
+//! use reasonix_shell::{Analysis, Effect, PathRequest, PathRole};
+//!
+//! let a = Analysis::of(
+//!     r#"cat notes.md | sort -u > sorted.txt && timeout 10 sh -c 'python3 -c "print(1)"'"#,
+//! );
+//! // Understood: tree-sitter-bash parsed it and the walk knew every construct in it.
+//! assert!(a.analysed && a.problems.is_empty());
+//!
+//! // What it runs: every simple command, wrappers seen through. `timeout` and `sh -c` only run
+//! // the command inside them, so a rule need not cover them (`needs_cover`), only `python3`.
+//! let runs: Vec<&str> = (0..a.commands.len())
+//!     .filter(|&i| a.needs_cover(i))
+//!     .map(|i| a.commands[i].name())
+//!     .collect();
+//! assert_eq!(runs, ["cat", "sort", "python3"]);
+//! let python = &a.commands[4];
+//! assert_eq!(python.argv, ["python3", "-c", "print(1)"]);
+//! assert_eq!(python.context, ["list", "sh -c"]);
+//!
+//! // What it reads and writes: a redirection's target is a path the call changes; every other
+//! // word that may name a file is an argument it may read (`notes.md`, but also `print(1)`: the
+//! // text alone cannot tell), for rules such as "nothing touches `**/.env`".
+//! let paths = a.path_requests();
+//! assert!(paths.contains(&PathRequest::write("sorted.txt", PathRole::Redirect)));
+//! assert!(paths.contains(&PathRequest::read("notes.md", PathRole::Argument)));
+//!
+//! // Its effects, and whether nothing in it can change anything.
+//! assert_eq!(a.effects, [Effect::Read, Effect::Write, Effect::Exec].into());
+//! assert!(!a.read_only);
+//!
+//! // A hazard: code given on the command line, which no rule on `python3`'s words can judge.
+//! let hazard = &a.hazards[0];
+//! assert_eq!(hazard.id, "inline_code");
+//! assert_eq!(hazard.command, Some(4));
+//! ```
+//!
+//! A prefix rule such as `git status*` matches `git status; rm -rf ~`; the analysis sees two
+//! commands, and that the second deletes:
+//!
+//! ```
+//! # use reasonix_shell::{Analysis, Effect};
+//! let a = Analysis::of("git status; rm -rf ~");
+//! let names: Vec<&str> = a.commands.iter().map(|c| c.name()).collect();
+//! assert_eq!(names, ["git", "rm"]);
+//! assert!(a.effects.contains(&Effect::Delete));
+//! ```
+//!
+//! What it does not understand it says so, and a gateway should never allow such a call:
+//!
+//! ```
+//! # use reasonix_shell::Analysis;
+//! let a = Analysis::of("if then fi");
+//! assert!(!a.analysed);
+//! assert_eq!(a.problems[0], "the script does not parse as bash");
+//! ```
+//!
+//! # The public interface
+//!
+//! - [`Analysis::of`] and what it returns: [`Analysis`], with its [`Command`]s (argv after quote
+//!   removal, each [`Word`] and what makes it [`Dynamic`]), [`Redirect`]s, [`Feature`]s,
+//!   [`Hazard`]s, problems, effects ([`Effect`]) and [`Analysis::path_requests`]
+//!   ([`PathRequest`], [`PathRole`], [`Access`]). All of it serializes to JSON (serde): that is
+//!   the `bash` field of Reasonix's policy input.
+//! - [`Normalized`]: a command's options in canonical spelling, as Reasonix's `commands:` rules
+//!   match them (`rm --recur --forc` is `rm -rf`).
+//! - The tables, public so they can be listed, audited and tested, each row with its example:
+//!   [`hazards`], [`readers`] (read-only programs and each program's effects), [`wrappers`],
+//!   [`environment`] (variables that change what a program does), [`programs`] (one option spec
+//!   per program and the matcher that reads an argv against it). Their row types follow the
+//!   tables; code that builds on them ties itself to this version.
+//! - [`word`]: words after quote removal and bash's quoting decoders.
+//!
+//! The walk over the tree and tree-sitter's types stay private: no tree-sitter node appears in
+//! the interface, so the grammar can move on without breaking it.
+//!
+//! # What the analysis yields
 //!
 //! The script is parsed with tree-sitter-bash (no hand-written tokenizer) and walked once. The
 //! walk yields:
@@ -20,13 +108,12 @@
 //!
 //! A parse error, a node kind the walk does not know, a command name that is not static, a
 //! reserved word in command position, nesting of `bash -c` deeper than [`MAX_DEPTH`], a syntax
-//! tree deeper than [`MAX_NESTING`], a script over [`MAX_SCRIPT`] bytes, a word whose expansion gives more than 1024 words, text that
-//! tree-sitter left out of the tree, a word it split in two or joined across blanks, a reserved
-//! word or assignment it read where bash reads a plain word (`{}`, `[a]`, `!{x`, `1=x`), a
-//! here-document it ended before its delimiter, `time` before an option other than `-p`: each
-//! is recorded in
-//! [`Analysis::problems`], and a call with problems is never allowed (the policy stage asks, or
-//! denies under `strict`).
+//! tree deeper than [`MAX_NESTING`], a script over [`MAX_SCRIPT`] bytes, a word whose expansion
+//! gives more than 1024 words, text that tree-sitter left out of the tree, a word it split in two
+//! or joined across blanks, a reserved word or assignment it read where bash reads a plain word
+//! (`{}`, `[a]`, `!{x`, `1=x`), a here-document it ended before its delimiter, `time` before an
+//! option other than `-p`: each is recorded in [`Analysis::problems`], and a call with problems
+//! is never allowed (in Reasonix, the policy stage asks, or denies under `strict`).
 //!
 //! Two bash behaviours tree-sitter does not model are handled before the walk: a
 //! backslash-newline glued inside a word (`r\<newline>m`) is a line continuation that bash
@@ -34,7 +121,7 @@
 //! continuations are removed and the script parsed again); and a carriage return is a word
 //! character to bash, a blank to tree-sitter (the parser sees `x` in its place) (`parse`).
 //!
-//! # Layout
+//! # Layout (for maintainers)
 //!
 //! This file holds the types of the analysis and runs its stages. Each module below imports
 //! only modules listed before it (and these types), so no two import each other:
@@ -536,3 +623,8 @@ fn is_name(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's example, run with the doctests so it cannot drift from the crate.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;

@@ -6,7 +6,7 @@
 //! an example with the inner argv it must yield (the test
 //! `every_wrapper_row_finds_its_example_inner_command` runs every row). Which options take a
 //! value, which hold a script, which start the command and which make the wrapper run nothing
-//! is in each program's option spec ([`programs`](super::programs)), read by the one matcher: a
+//! is in each program's option spec ([`programs`]), read by the one matcher: a
 //! wrapper's options are found in every spelling it accepts (`timeout --sig KILL 5 cmd`).
 //!
 //! **Runners** (`npx`, `uvx`, `uv run`, `pipx run`, `poetry run`, `nix develop -c`, `mise

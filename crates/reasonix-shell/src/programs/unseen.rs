@@ -190,7 +190,7 @@ pub fn tar_absolute(_: &Command, parsed: &Parsed) -> Option<String> {
 }
 
 /// The files or folders a command writes through its options: each option with the role
-/// [`Role::Writes`] (`sort -o F`, `tar -g F`), the archive `tar` creates or updates (`-cf F`),
+/// [`Role::Writes`](super::spec::Role::Writes) (`sort -o F`, `tar -g F`), the archive `tar` creates or updates (`-cf F`),
 /// and the folder it extracts into (`-x -C D`). They are judged as paths the call changes,
 /// resolved and confined (a `-f` that is a symbolic link to a file outside the workspace writes
 /// there). A value in a word of its own is taken as bash expands it: `-f ~/x.tar` writes in
