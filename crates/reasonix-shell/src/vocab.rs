@@ -1,9 +1,13 @@
-//! The words every stage of the admission path shares: what a call can do ([`Effect`]), how it
-//! touches a path ([`Access`]), the part a path plays ([`PathRole`]) and a path as the model wrote
-//! it ([`PathRequest`]).
+//! The words every stage of Reasonix's admission path shares: what a call can do ([`Effect`]),
+//! how it touches a path ([`Access`]), the part a path plays ([`PathRole`]) and a path as the
+//! model wrote it ([`PathRequest`]). The analysis speaks them ([`Analysis::effects`],
+//! [`Analysis::path_requests`]); the gateway re-exports this module as `reasonix::vocab`.
 //!
 //! This module is a leaf: it imports nothing from the crate, so the shell analysis, the tools,
 //! the sandbox and the policy can all speak of effects and paths without importing each other.
+//!
+//! [`Analysis::effects`]: crate::Analysis::effects
+//! [`Analysis::path_requests`]: crate::Analysis::path_requests
 
 use std::fmt;
 
