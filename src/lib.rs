@@ -101,11 +101,16 @@ pub mod rewind;
 pub mod sandbox;
 pub mod seal;
 pub mod settings;
-pub mod shell;
 pub mod telemetry;
 pub mod text;
 pub mod tool;
-pub mod vocab;
+
+/// The shell analysis: the workspace's crate `reasonix-shell`, under the name the gateway's
+/// modules have always used for it (`crate::shell`).
+pub use reasonix_shell as shell;
+/// The words every stage shares ([`Effect`], [`vocab::PathRole`], [`vocab::Access`],
+/// [`vocab::PathRequest`]): they live in `reasonix-shell`, whose analysis speaks them.
+pub use reasonix_shell::vocab;
 
 pub use call::Call;
 pub use gate::{Admission, Gate, Judgement, Mode, Stage, Verdict};

@@ -6,10 +6,10 @@
 //!
 //! | module | what it is on the path |
 //! |---|---|
-//! | `text`, `vocab` | leaves: cutting and showing text; the words every stage shares |
+//! | `text`, `vocab` | leaves: cutting and showing text; the words every stage shares (`vocab` is the shell crate's, below) |
 //! | `telemetry` | a leaf: OpenTelemetry export (the exporter, its queue, the metrics); the stages record onto their spans |
 //! | `call` | parse |
-//! | `shell` | classify's engine for bash |
+//! | `shell` | classify's engine for bash: the crate `reasonix-shell`, re-exported under this name |
 //! | `egress` | the egress proxy the jail runs for a run with `network` rules, and the `sandbox.network` entries the policy stage reads as allows for `network_connect` |
 //! | `sandbox` | resolve and confine (path resolution, roots, confined paths, the jail) |
 //! | `policy` | judge (YAML, Rego, the input document) |
@@ -30,6 +30,15 @@
 //! | `settings` | before any gate is built: the layers of settings and what a project may decide (it reads the settings format the agent's config module defines) |
 //!
 //! Inside `gate`, each stage module may use only the stages before it.
+//!
+//! `shell` and `vocab` are no longer modules of this crate but the workspace's crate
+//! `reasonix-shell` (`crates/reasonix-shell/`), which `src/lib.rs` re-exports under those names.
+//! That the analysis imports nothing of the gateway is now enforced by the crate boundary
+//! itself: `reasonix-shell` does not depend on `reasonix`, and Cargo refuses a cycle between
+//! packages, so a `use reasonix::…` in it does not compile. The order above still says which
+//! of this crate's modules may use them (not `text`, `telemetry` or `call`), and the tests
+//! below hold the shell crate's own rules: it names no gateway dependency, `vocab` stays a leaf,
+//! and no two of its sibling modules import each other.
 
 use std::path::{Path, PathBuf};
 
@@ -134,6 +143,14 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The sources of the shell analysis, the workspace's crate `reasonix-shell`.
+fn shell_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/reasonix-shell/src")
+}
+
+/// The modules of the order that are not files of this crate: the shell crate, re-exported.
+const REEXPORTED: &[&str] = &["vocab", "shell"];
+
 /// The top-level module a source file belongs to (`None` for lib.rs, main.rs and the CLI).
 fn top_module(file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src()).unwrap();
@@ -155,6 +172,73 @@ fn every_module_is_in_the_order() {
             );
         }
     }
+}
+
+#[test]
+fn the_shell_crate_is_reexported_under_the_names_of_the_order() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    for line in [
+        "pub use reasonix_shell as shell;",
+        "pub use reasonix_shell::vocab;",
+    ] {
+        assert!(lib.contains(line), "src/lib.rs lost `{line}`");
+    }
+    for name in REEXPORTED {
+        assert!(
+            !src().join(format!("{name}.rs")).exists() && !src().join(name).exists(),
+            "src/{name} is back in the gateway; it is the shell crate's ({})",
+            shell_src().display()
+        );
+    }
+}
+
+/// The crate boundary is what keeps the analysis below the gateway: `reasonix-shell` must not
+/// depend on `reasonix` (Cargo would then refuse the cycle with the gateway's own dependency on
+/// it, so this only says why in words a reviewer sees first), and its sources name no gateway
+/// path.
+#[test]
+fn the_shell_crate_imports_nothing_of_the_gateway() {
+    let manifest =
+        std::fs::read_to_string(shell_src().parent().unwrap().join("Cargo.toml")).unwrap();
+    let mut wrong = Vec::new();
+    let mut section = String::new();
+    for line in manifest.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            section = t.to_owned();
+            continue;
+        }
+        let name = t
+            .split(['=', ' ', '.'])
+            .next()
+            .unwrap_or("")
+            .trim_matches('"');
+        if section.contains("dependencies") && name == "reasonix" {
+            wrong.push(format!("Cargo.toml {section}: {t}"));
+        }
+    }
+    let mut files = Vec::new();
+    sources(&shell_src(), &mut files);
+    for f in &files {
+        let text = code_text(f);
+        if text.contains("reasonix::") {
+            wrong.push(format!("{}: names `reasonix::`", f.display()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `vocab` was a leaf of the order (it imported nothing of the crate); inside the shell crate
+/// it still imports nothing, so the analysis, the tools, the sandbox and the policy can all
+/// speak of effects and paths without importing each other.
+#[test]
+fn vocab_imports_nothing_of_the_shell_crate() {
+    let text = code_text(&shell_src().join("vocab.rs"));
+    let used: Vec<String> = names_after(&text, "crate::")
+        .into_iter()
+        .chain(names_after(&text, "super::"))
+        .collect();
+    assert!(used.is_empty(), "vocab.rs uses {used:?}");
 }
 
 #[test]
@@ -199,57 +283,20 @@ fn each_gate_stage_uses_only_the_stages_before_it() {
 
 #[test]
 fn no_two_sibling_modules_import_each_other() {
-    // Every folder module: its children may use the parent's shared types, but no two children
+    // Every folder module, of this crate and of the shell crate (its root too: its modules
+    // were `src/shell/`'s): its children may use the parent's shared types, but no two children
     // may use each other both ways.
-    let mut folders = Vec::new();
-    let mut files = Vec::new();
-    sources(&src(), &mut files);
-    for f in &files {
-        if f.file_name().is_some_and(|n| n == "mod.rs") {
-            folders.push(f.parent().unwrap().to_path_buf());
-        }
-    }
     let mut cycles = Vec::new();
-    for folder in folders {
-        let children: Vec<(String, PathBuf)> = std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter_map(|p| {
-                let name = if p.is_dir() {
-                    p.file_name()?.to_str()?.to_owned()
-                } else {
-                    p.file_stem()?.to_str()?.to_owned()
-                };
-                (name != "mod" && name != "tests").then_some((name, p))
-            })
-            .collect();
-        let uses = |path: &Path| -> Vec<String> {
-            let mut files = Vec::new();
-            if path.is_dir() {
-                sources(path, &mut files);
-            } else {
-                files.push(path.to_path_buf());
+    for (root, mut folders) in [(src(), vec![]), (shell_src(), vec![shell_src()])] {
+        let mut files = Vec::new();
+        sources(&root, &mut files);
+        for f in &files {
+            if f.file_name().is_some_and(|n| n == "mod.rs") {
+                folders.push(f.parent().unwrap().to_path_buf());
             }
-            let module = folder
-                .strip_prefix(src())
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .replace('/', "::");
-            let mut out = Vec::new();
-            for f in files {
-                let text = code_text(&f);
-                out.extend(names_after(&text, "super::"));
-                out.extend(names_after(&text, &format!("crate::{module}::")));
-            }
-            out
-        };
-        for (a, pa) in &children {
-            for (b, pb) in &children {
-                if a < b && uses(pa).contains(b) && uses(pb).contains(a) {
-                    cycles.push(format!("{}: {a} <-> {b}", folder.display()));
-                }
-            }
+        }
+        for folder in folders {
+            sibling_cycles(&root, &folder, &mut cycles);
         }
     }
     assert!(
@@ -257,4 +304,54 @@ fn no_two_sibling_modules_import_each_other() {
         "sibling modules that import each other:\n{}",
         cycles.join("\n")
     );
+}
+
+/// The pairs of children of `folder` (a module of the crate whose sources are `root`) that
+/// import each other.
+fn sibling_cycles(root: &Path, folder: &Path, cycles: &mut Vec<String>) {
+    let children: Vec<(String, PathBuf)> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = if p.is_dir() {
+                p.file_name()?.to_str()?.to_owned()
+            } else {
+                p.file_stem()?.to_str()?.to_owned()
+            };
+            (name != "mod" && name != "lib" && name != "tests").then_some((name, p))
+        })
+        .collect();
+    let module = folder
+        .strip_prefix(root)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .replace('/', "::");
+    let prefix = if module.is_empty() {
+        "crate::".to_owned()
+    } else {
+        format!("crate::{module}::")
+    };
+    let uses = |path: &Path| -> Vec<String> {
+        let mut files = Vec::new();
+        if path.is_dir() {
+            sources(path, &mut files);
+        } else {
+            files.push(path.to_path_buf());
+        }
+        let mut out = Vec::new();
+        for f in files {
+            let text = code_text(&f);
+            out.extend(names_after(&text, "super::"));
+            out.extend(names_after(&text, &prefix));
+        }
+        out
+    };
+    for (a, pa) in &children {
+        for (b, pb) in &children {
+            if a < b && uses(pa).contains(b) && uses(pb).contains(a) {
+                cycles.push(format!("{}: {a} <-> {b}", folder.display()));
+            }
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! bash analysis and the gate are held to it ([`common::oracle`] says how, and what is judged).
 //!
 //! Fed with every script of the analysis tables (the rows of `tests/it/bash_analysis.rs` and the
-//! examples of the tables in `src/shell/`), scripts of the fuzz generator of
+//! examples of the tables in `crates/reasonix-shell/src/`), scripts of the fuzz generator of
 //! `tests/it/fuzz_bash.rs`, and the shell scripts shipped in this system's packages. A mismatch
 //! fails the test unless `tests/oracle/known.txt` lists it, with its reason; every run writes
 //! its report under `target/tmp/`.
@@ -180,7 +180,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every script of the analysis tables: the rows of `tests/it/bash_analysis.rs` (cases, verdict
 /// rows and the scripts listed in its tests), the `example`, `benign` and `writer` scripts of
-/// the tables under `src/shell/`, and the rows of `tests/it/bash_walk.rs` and
+/// the tables under `crates/reasonix-shell/src/`, and the rows of `tests/it/bash_walk.rs` and
 /// `tests/it/bash_programs.rs`. Read when the test runs, so new rows join by themselves.
 fn table_scripts() -> Vec<String> {
     let mut scripts = Vec::new();
@@ -214,7 +214,7 @@ fn table_scripts() -> Vec<String> {
     assert!(verdicts >= 60, "only {verdicts} verdict rows found");
     let mut files = Vec::new();
     rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shell"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/reasonix-shell/src"),
         &mut files,
     );
     files.sort();
