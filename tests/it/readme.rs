@@ -95,3 +95,42 @@ fn every_command_of_the_readme_tour_does_what_it_says() {
         "the tour left a record in the example workspace"
     );
 }
+
+/// The contributing notes' commands (`cargo test --test it MODULE::…`) are not run here (they
+/// run this binary): each must name a module of it, and a suite said to be ignored by default
+/// must have ignored tests.
+#[test]
+fn the_contributing_commands_name_modules_of_the_test_binary() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let main = std::fs::read_to_string(Path::new(ROOT).join("tests/it/main.rs")).unwrap();
+    let section = readme
+        .split("\n## Contributing\n")
+        .nth(1)
+        .expect("the README has its contributing notes")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut seen = 0;
+    for line in section
+        .lines()
+        .filter(|l| l.starts_with("cargo test --test it "))
+    {
+        let filter = line.split_whitespace().nth(4).unwrap();
+        let module = filter.split("::").next().unwrap();
+        assert!(
+            main.lines().any(|l| l.trim() == format!("mod {module};")),
+            "{line}: no module {module} in tests/it/main.rs"
+        );
+        if line.contains("--ignored") {
+            let file =
+                std::fs::read_to_string(Path::new(ROOT).join(format!("tests/it/{module}.rs")))
+                    .unwrap();
+            assert!(
+                file.contains("#[ignore"),
+                "{line}: {module} ignores no test"
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 3, "{seen} commands");
+}
