@@ -95,4 +95,15 @@ for i in $(seq "$PAIRS"); do
     a=$(cpu off)
     b=$(cpu on)
     echo "pair $i: cpu/wall s, off $a, on $b (load $(cut -d' ' -f1 /proc/loadavg))"
+    echo "$a" >>"$OUT/off.times"
+    echo "$b" >>"$OUT/on.times"
+done
+median() { # median FILE COLUMN
+    awk -v c="$2" '{print $c}' "$1" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+for col in 1 2; do
+    name=$([ "$col" = 1 ] && echo "cpu" || echo "wall")
+    off=$(median "$OUT/off.times" "$col")
+    on=$(median "$OUT/on.times" "$col")
+    echo "median $name over $PAIRS pairs: off $off s, on $on s: $(echo "scale=1; ($on - $off) * 100 / $off" | bc) %"
 done

@@ -290,14 +290,19 @@ fn shown(dom: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn chromium_renders_every_call_and_the_filters_change_what_is_shown() {
-    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+/// Debian's headless Chromium, when it is installed.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"].into_iter().find(|c| {
         Command::new("sh")
             .args(["-c", &format!("command -v {c}")])
             .output()
             .is_ok_and(|o| o.status.success())
-    });
+    })
+}
+
+#[test]
+fn chromium_renders_every_call_and_the_filters_change_what_is_shown() {
+    let chromium = chromium();
     if common::skip_unless(chromium.is_some(), "headless Chromium (Debian's chromium)") {
         return;
     }
@@ -489,4 +494,23 @@ fn a_bash_calls_observed_changes_are_shown_as_a_diff_from_the_content_store() {
     let forged = section(ids[5]);
     assert!(!forged.contains("+forged"), "{forged}");
     assert!(forged.contains("does not match its sha256"), "{forged}");
+
+    // In a browser, from a shared link to the call: the diff is rendered, and the model's
+    // markup is text on the page, not an element.
+    let chromium = chromium();
+    if common::skip_unless(chromium.is_some(), "headless Chromium (Debian's chromium)") {
+        return;
+    }
+    let url = format!("file://{}#call-{}", page_path.display(), ids[0]);
+    let dom = dump_dom(chromium.unwrap(), &w.root.join("chromium"), &url);
+    assert!(
+        articles(&dom).contains(&(format!("call-{}", ids[0]), true)),
+        "the shared call is shown"
+    );
+    assert!(dom.contains("<span class=\"del\">-two</span>"), "{dom}");
+    assert!(
+        dom.contains("<span class=\"add\">+&lt;b&gt;TWO&lt;/b&gt;</span>"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<b>TWO</b>"), "{dom}");
 }
