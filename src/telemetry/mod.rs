@@ -641,11 +641,16 @@ static JUDGED: std::sync::Mutex<Vec<Judged>> = std::sync::Mutex::new(Vec::new())
 /// The most calls noted before the call's thread records them itself.
 const JUDGED_BOUND: usize = 4096;
 
+/// Held while calls noted are recorded, so that the exit's last recording waits for one in
+/// flight on the exporter's thread before the metrics' last export.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Records the calls noted ([`call_judged`]) in the calls counter and the admission histogram.
 pub(crate) fn record_judged() {
     let Some(i) = INSTRUMENTS.get() else {
         return;
     };
+    let _recording = RECORDING.lock();
     let mut noted = match JUDGED.lock() {
         Ok(mut noted) => std::mem::take(&mut *noted),
         Err(_) => return,
