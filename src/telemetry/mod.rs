@@ -52,7 +52,8 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde::Deserialize;
 
-/// The most spans waiting to be sent; past it a span is dropped and counted.
+/// The most entries waiting to be sent (a span, or a call's judgement with its stages); past it
+/// an entry's spans are dropped and counted.
 pub const DEFAULT_QUEUE: usize = 4096;
 /// Spans per request. Above the 512 of the OTel SDKs' batch processors: a gate's span is about
 /// a hundred bytes (a call and its eight stages, about 900), so a request of 2,048 is about
@@ -74,7 +75,8 @@ pub struct OtelSpec {
     pub service_name: Option<String>,
     /// More resource attributes (`OTEL_RESOURCE_ATTRIBUTES` wins on a shared key).
     pub resource_attributes: Option<BTreeMap<String, String>>,
-    /// The most spans waiting to be sent (default [`DEFAULT_QUEUE`]).
+    /// The most entries waiting to be sent, a call's judgement with its stages counting once
+    /// (default [`DEFAULT_QUEUE`]).
     pub queue: Option<usize>,
     /// Spans per request (default [`DEFAULT_BATCH`]).
     pub batch: Option<usize>,
