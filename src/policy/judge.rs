@@ -181,6 +181,87 @@ struct PathMatches {
     whole: Vec<Vec<bool>>,
 }
 
+/// What the rules are matched with, computed once per call ([`CompiledPolicy::judge`]).
+struct Matching {
+    /// Per rule: it applies to the call's tool.
+    tool_ok: Vec<bool>,
+    /// Per rule: the paths it matches.
+    matches: PathMatches,
+    /// Each command of a bash call, normalized.
+    normalized: Vec<Normalized>,
+    /// Per rule: the call's `except:` exempts it.
+    excepted: Vec<bool>,
+}
+
+/// The votes counted: the winning decision, and the hits and reasons a ruling shows (the
+/// decisive ones first).
+struct Tally {
+    winner: Option<Decision>,
+    /// Some vote allowed the call.
+    allow_voted: bool,
+    /// An allow vote names the variables of a started process's environment.
+    env_named: bool,
+    reasons: Vec<String>,
+    hits: Vec<RuleHit>,
+}
+
+impl Tally {
+    fn of(hits: &[Hit]) -> Tally {
+        let winner = hits.iter().map(|h| h.decision).max();
+        let allow_voted = hits.iter().any(|h| h.decision == Decision::Allow);
+        let env_named = hits
+            .iter()
+            .any(|h| h.decision == Decision::Allow && h.names_env);
+        let mut reasons = Vec::new();
+        let mut rule_hits: Vec<RuleHit> = Vec::new();
+        for decisive in [true, false] {
+            for hit in hits {
+                if (Some(hit.decision) == winner) != decisive {
+                    continue;
+                }
+                if decisive {
+                    reasons.push(match &hit.reason {
+                        Some(reason) => format!("{}: {reason}", hit.id),
+                        None => format!("rule {} ({}) says {}", hit.id, hit.source, hit.decision),
+                    });
+                }
+                rule_hits.push(RuleHit {
+                    id: hit.id.clone(),
+                    source: hit.source.clone(),
+                    decision: hit.decision,
+                    decisive,
+                });
+            }
+        }
+        Tally {
+            winner,
+            allow_voted,
+            env_named,
+            reasons,
+            hits: rule_hits,
+        }
+    }
+}
+
+/// Step 5: fail closed. What was not understood is never allowed, whatever allowed it (a rule,
+/// Rego or a fallback); a hazard only by an exact rule or Rego, and a part decided at run time
+/// only by Rego — never by a fallback. An ask on such a call needs a person whatever the
+/// posture.
+fn fail_closed(facts: &Facts<'_>, ruling: &mut Ruling, allow_voted: bool, env_named: bool) {
+    if ruling.decision != Decision::Deny
+        && let Some(cap) = person_needed(facts, allow_voted, env_named, ruling.fallback)
+    {
+        if ruling.decision == Decision::Allow {
+            ruling.decision = Decision::Ask;
+            ruling.reasons.insert(0, format!("{}{}", cap.why, cap.then));
+            for hit in &mut ruling.hits {
+                hit.decisive = false;
+            }
+        }
+        ruling.needs_person = Some(cap.why);
+    }
+}
+
 impl CompiledPolicy {
     fn tool_ok(&self, tool: &str) -> Vec<bool> {
         let mut scratch = Vec::new();
@@ -327,8 +408,42 @@ impl CompiledPolicy {
         PathMatches { any, whole }
     }
 
-    /// Judges one call under the precedence in the module doc.
+    /// Judges one call under the precedence in the module doc, one step after the other.
     pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
+        let matching = self.matching(facts);
+        // Steps 1 and 2: deny and ask rules, matched generously.
+        let mut hits = self.deny_and_ask(facts, &matching);
+        // Rego votes join the rules'; an error denies (fail closed).
+        hits.extend(self.rego_votes(facts));
+        // The Rego modules of files nobody trusts vote deny and ask; their allow votes are left
+        // out, and an error denies as any Rego error does.
+        hits.extend(self.untrusted_rego_votes(facts));
+        // A `sandbox.network` entry is an allow for the connections it names.
+        hits.extend(self.network_entry(facts));
+        // Step 3: allow, strictly.
+        let mut notes = Vec::new();
+        hits.extend(self.allows(facts, &matching, &mut notes));
+        let tally = Tally::of(&hits);
+        // Step 4: the fallback, when no vote decided.
+        let mut ruling = match tally.winner {
+            Some(decision) => Ruling {
+                decision,
+                fallback: None,
+                hits: tally.hits,
+                reasons: tally.reasons,
+                needs_person: None,
+            },
+            None => self.fall_back(facts, tally.hits, tally.reasons, &mut notes),
+        };
+        ruling.reasons.extend(notes);
+        // Step 5: fail closed.
+        fail_closed(facts, &mut ruling, tally.allow_voted, tally.env_named);
+        ruling
+    }
+
+    /// What the rules are matched with: which apply to the tool, which paths they match, each
+    /// command's normalized form, and which rules the call's `except:` exempts.
+    fn matching(&self, facts: &Facts<'_>) -> Matching {
         let tool_ok = self.tool_ok(facts.tool);
         let matches = self.match_paths(facts.paths);
         let normalized: Vec<Normalized> = facts
@@ -338,8 +453,23 @@ impl CompiledPolicy {
 
         // A rule does not apply to a call its `except:` exempts.
         let excepted = self.excepted(facts, &normalized);
+        Matching {
+            tool_ok,
+            matches,
+            normalized,
+            excepted,
+        }
+    }
 
-        // Steps 1 and 2: deny and ask rules, matched generously.
+    /// Steps 1 and 2: the deny and ask rules that match, matched generously (any path, any
+    /// effect, any command).
+    fn deny_and_ask(&self, facts: &Facts<'_>, matching: &Matching) -> Vec<Hit> {
+        let Matching {
+            tool_ok,
+            matches,
+            normalized,
+            excepted,
+        } = matching;
         let mut hits: Vec<Hit> = Vec::new();
         for (i, rule) in self.rules.iter().enumerate() {
             if !tool_ok[i] || rule.decision == Decision::Allow || excepted[i] {
@@ -352,7 +482,7 @@ impl CompiledPolicy {
                 .is_none_or(|e| !e.is_disjoint(facts.effects));
             let commands_ok = !rule.has_commands()
                 || facts.bash.is_some_and(|b| {
-                    b.commands.iter().zip(&normalized).any(|(c, n)| {
+                    b.commands.iter().zip(normalized).any(|(c, n)| {
                         rule.commands.iter().any(|p| p.sees(c, n))
                             || rule.exact.iter().any(|e| commands::exact(e, c))
                     })
@@ -365,8 +495,12 @@ impl CompiledPolicy {
                 hits.push(Hit::rule(rule, rule.decision));
             }
         }
+        hits
+    }
 
-        // Rego votes join the rules'; an error denies (fail closed).
+    /// The Rego votes; an error, or no input document, is a deny (fail closed).
+    fn rego_votes(&self, facts: &Facts<'_>) -> Vec<Hit> {
+        let mut hits = Vec::new();
         if let Some(rego) = &self.rego {
             match facts.input.map(|input| rego.votes_on(input)) {
                 Some(Ok(votes)) => hits.extend(votes.into_iter().map(|v| Hit {
@@ -397,9 +531,13 @@ impl CompiledPolicy {
                 }),
             }
         }
+        hits
+    }
 
-        // The Rego modules of files nobody trusts vote deny and ask; their allow votes are left
-        // out, and an error denies as any Rego error does.
+    /// The deny and ask votes of the Rego modules of files nobody trusts (their allow votes are
+    /// left out); an error denies as any Rego error does.
+    fn untrusted_rego_votes(&self, facts: &Facts<'_>) -> Vec<Hit> {
+        let mut hits = Vec::new();
         if let Some(rego) = &self.narrowing {
             match facts.narrowing_input.map(|input| rego.votes_on(input)) {
                 Some(Ok(votes)) => hits.extend(
@@ -435,13 +573,16 @@ impl CompiledPolicy {
                 }),
             }
         }
+        hits
+    }
 
-        // A `sandbox.network` entry is an allow for the connections it names.
+    /// A `sandbox.network` entry is an allow for the connections it names.
+    fn network_entry(&self, facts: &Facts<'_>) -> Option<Hit> {
         if facts.tool == crate::egress::CONNECT_TOOL
             && let Some((host, port)) = facts.destination
             && let Some(entry) = self.network.allows(host, port)
         {
-            hits.push(Hit {
+            return Some(Hit {
                 decision: Decision::Allow,
                 id: "sandbox.network".into(),
                 source: "sandbox.network".into(),
@@ -449,9 +590,19 @@ impl CompiledPolicy {
                 names_env: false,
             });
         }
+        None
+    }
 
-        // Step 3: allow, strictly.
-        let mut notes = Vec::new();
+    /// Step 3: the allow rules that cover the call, strictly (every effect, every path, every
+    /// command that needs one); why one that matched could not cover it goes to `notes`.
+    fn allows(&self, facts: &Facts<'_>, matching: &Matching, notes: &mut Vec<String>) -> Vec<Hit> {
+        let Matching {
+            tool_ok,
+            matches,
+            excepted,
+            ..
+        } = matching;
+        let mut hits = Vec::new();
         let allow_ok = |i: usize, rule: &Rule| {
             tool_ok[i]
                 && !excepted[i]
@@ -487,120 +638,71 @@ impl CompiledPolicy {
                 }
             }
             Some(bash) => {
-                let used = self.bash_allow(bash, facts, &matches, &allow_ok, &mut notes);
+                let used = self.bash_allow(bash, facts, matches, &allow_ok, notes);
                 hits.extend(
                     used.into_iter()
                         .map(|i| Hit::rule(&self.rules[i], Decision::Allow)),
                 );
             }
         }
+        hits
+    }
 
-        let winner = hits.iter().map(|h| h.decision).max();
-        let allow_voted = hits.iter().any(|h| h.decision == Decision::Allow);
-        let env_named = hits
-            .iter()
-            .any(|h| h.decision == Decision::Allow && h.names_env);
-        let mut reasons = Vec::new();
-        let mut rule_hits: Vec<RuleHit> = Vec::new();
-        for decisive in [true, false] {
-            for hit in &hits {
-                if (Some(hit.decision) == winner) != decisive {
-                    continue;
+    /// Step 4: no vote decided, so the fallback does: `defaults.read_only` for a read-only call,
+    /// `defaults.writer` otherwise — and a reader that reads files it does not name, where a rule
+    /// protects paths that may be among them, is judged as a writer.
+    fn fall_back(
+        &self,
+        facts: &Facts<'_>,
+        hits: Vec<RuleHit>,
+        mut reasons: Vec<String>,
+        notes: &mut Vec<String>,
+    ) -> Ruling {
+        let mut read_only = facts.read_only;
+        if let Some(bash) = facts.bash {
+            // A folder a reader reads whole (`diff DIR1 DIR2`) is read like `grep -r`.
+            let folder = |p: &TouchedPath| {
+                p.resolution.as_ref().is_some_and(|r| r.folder)
+                    && bash.folder_reads.contains(&p.written)
+            };
+            let unseen = bash.unnamed_reads.first().cloned().or_else(|| {
+                facts
+                    .paths
+                    .iter()
+                    .find(|p| (p.role == PathRole::Argument && p.resolution.is_none()) || folder(p))
+                    .map(|p| p.written.clone())
+            });
+            if let (true, Some(unseen)) = (read_only, unseen) {
+                let protecting = self.protecting(facts.tool, facts.effects);
+                if let Some(r) = protecting.iter().position(|&p| p) {
+                    read_only = false;
+                    notes.push(format!(
+                        "`{unseen}` reads files it does not name, and rule {} protects paths that may be among them: judged as a writer",
+                        self.rules[r].id
+                    ));
                 }
-                if decisive {
-                    reasons.push(match &hit.reason {
-                        Some(reason) => format!("{}: {reason}", hit.id),
-                        None => format!("rule {} ({}) says {}", hit.id, hit.source, hit.decision),
-                    });
-                }
-                rule_hits.push(RuleHit {
-                    id: hit.id.clone(),
-                    source: hit.source.clone(),
-                    decision: hit.decision,
-                    decisive,
-                });
             }
         }
-
-        // Step 4: the fallback.
-        let mut ruling = match winner {
-            Some(decision) => Ruling {
-                decision,
-                fallback: None,
-                hits: rule_hits,
-                reasons,
-                needs_person: None,
-            },
-            None => {
-                let mut read_only = facts.read_only;
-                if let Some(bash) = facts.bash {
-                    // A folder a reader reads whole (`diff DIR1 DIR2`) is read like `grep -r`.
-                    let folder = |p: &TouchedPath| {
-                        p.resolution.as_ref().is_some_and(|r| r.folder)
-                            && bash.folder_reads.contains(&p.written)
-                    };
-                    let unseen = bash.unnamed_reads.first().cloned().or_else(|| {
-                        facts
-                            .paths
-                            .iter()
-                            .find(|p| {
-                                (p.role == PathRole::Argument && p.resolution.is_none())
-                                    || folder(p)
-                            })
-                            .map(|p| p.written.clone())
-                    });
-                    if let (true, Some(unseen)) = (read_only, unseen) {
-                        let protecting = self.protecting(facts.tool, facts.effects);
-                        if let Some(r) = protecting.iter().position(|&p| p) {
-                            read_only = false;
-                            notes.push(format!(
-                                "`{unseen}` reads files it does not name, and rule {} protects paths that may be among them: judged as a writer",
-                                self.rules[r].id
-                            ));
-                        }
-                    }
-                }
-                let (fallback, decision, what) = if read_only {
-                    (Fallback::ReadOnly, self.defaults.read_only, "read_only")
-                } else {
-                    (Fallback::Writer, self.defaults.writer, "writer")
-                };
-                let kind = if read_only {
-                    "read-only call"
-                } else {
-                    "call that may change things"
-                };
-                reasons.push(format!(
-                    "no rule decided this {kind}; defaults.{what} is {decision}"
-                ));
-                Ruling {
-                    decision,
-                    fallback: Some(fallback),
-                    hits: rule_hits,
-                    reasons,
-                    needs_person: None,
-                }
-            }
+        let (fallback, decision, what) = if read_only {
+            (Fallback::ReadOnly, self.defaults.read_only, "read_only")
+        } else {
+            (Fallback::Writer, self.defaults.writer, "writer")
         };
-        ruling.reasons.extend(notes);
-
-        // Step 5: fail closed. What was not understood is never allowed, whatever allowed it
-        // (a rule, Rego or a fallback); a hazard only by an exact rule or Rego, and a part
-        // decided at run time only by Rego — never by a fallback. An ask on such a call needs a
-        // person whatever the posture.
-        if ruling.decision != Decision::Deny
-            && let Some(cap) = person_needed(facts, allow_voted, env_named, ruling.fallback)
-        {
-            if ruling.decision == Decision::Allow {
-                ruling.decision = Decision::Ask;
-                ruling.reasons.insert(0, format!("{}{}", cap.why, cap.then));
-                for hit in &mut ruling.hits {
-                    hit.decisive = false;
-                }
-            }
-            ruling.needs_person = Some(cap.why);
+        let kind = if read_only {
+            "read-only call"
+        } else {
+            "call that may change things"
+        };
+        reasons.push(format!(
+            "no rule decided this {kind}; defaults.{what} is {decision}"
+        ));
+        Ruling {
+            decision,
+            fallback: Some(fallback),
+            hits,
+            reasons,
+            needs_person: None,
         }
-        ruling
     }
 
     /// Step 3 for a bash call: allowed only when every command that needs it is covered by an

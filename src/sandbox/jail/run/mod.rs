@@ -20,23 +20,38 @@
 //! and with a PID namespace everything the command started dies with it. Without one, what the
 //! command left in the background lives on in the run's cgroups until the next Reasonix that
 //! probes the jail reclaims the cgroups whose owner is gone (`cgroup::reclaim`).
+//!
+//! # Where each part lives
+//!
+//! - `mod.rs`: one run — its folders, its environment, the start, the wait, the result;
+//! - `pre_exec.rs`: what the command's process applies between fork and exec (`Confine`);
+//! - `cap_drop.rs`: how it loses its capabilities (`CapDrop`);
+//! - `cgroups.rs`: the run's cgroups, and what stands in for one that cannot be made;
+//! - `landlock_raw.rs`: the raw Landlock system calls the `landlock` crate does not make;
+//! - [`namespace`]: the launcher in new namespaces; `watch.rs`: the clock and the bounded
+//!   output; `idle.rs`: the cgroups and TMPDIRs kept between runs; `child.rs`: a long-lived
+//!   jailed process.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::resource::Resource;
 use nix::unistd::Pid;
 
-use super::cgroup::{self, Cgroup};
+use super::cgroup::Cgroup;
 use super::mounts::{self, Layer, Layout};
 use super::shape::{Shape, Writes};
 use super::{Mode, Plan};
 
+mod cap_drop;
+mod cgroups;
 mod child;
 mod idle;
+mod landlock_raw;
 mod namespace;
+mod pre_exec;
 mod watch;
 
 pub use child::Jailed;
@@ -46,6 +61,12 @@ pub(super) use idle::{IdleCgroups, IdleTmpdirs};
 use namespace::{Exec, Prepared};
 pub(super) use namespace::{namespaces_work, overlays_work};
 use watch::Watch;
+
+pub(super) use cap_drop::CapDrop;
+pub(super) use cgroups::seed_cgroups;
+use cgroups::{RunCgroups, run_cgroups};
+pub(crate) use landlock_raw::landlock_abi_reported;
+use pre_exec::{Confine, close_inherited, die_with};
 
 /// What to do with the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,417 +210,6 @@ fn environment(tmp: &std::path::Path, home: Option<&std::path::Path>) -> Vec<(St
     env
 }
 
-/// How a child loses its capabilities between fork and exec, decided with the plan (before any
-/// fork) from whether Reasonix holds `CAP_SETPCAP`, so that the plan's words and the hook are one
-/// decision.
-///
-/// Either way the permitted, effective and inheritable sets are emptied with `capset` (which
-/// empties the ambient set too): lowering one's own sets is always permitted. Uid 0 without any
-/// capability is an ordinary user for every check but file ownership. (Landlock itself lets a
-/// process with `CAP_SYS_PTRACE` read `/proc/<pid>/environ` of processes outside the sandbox;
-/// without this, a root-run command could read Reasonix's own environment.) Exec cannot give a
-/// capability back: `no_new_privs` (set before exec) limits what exec grants — to root, to a
-/// setuid program, to file capabilities — to the permitted set the process already has, which
-/// is empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum CapDrop {
-    /// Reasonix holds `CAP_SETPCAP`: also drop every capability from 0 to `last` out of the
-    /// bounding set, and lock `SECBIT_NOROOT` so that exec does not treat root as privileged.
-    Full {
-        /// The highest capability number (`/proc/sys/kernel/cap_last_cap`).
-        last: u32,
-    },
-    /// It does not (the common case for a user other than root): the bounding set cannot be
-    /// changed and stays as it is; the sets are still emptied.
-    SetsOnly,
-}
-
-impl CapDrop {
-    /// The drop a plan computed for `caps` applies.
-    pub(super) fn for_capabilities(caps: &super::Capabilities) -> CapDrop {
-        if caps.cap_setpcap {
-            CapDrop::Full {
-                last: highest_capability(),
-            }
-        } else {
-            CapDrop::SetsOnly
-        }
-    }
-
-    /// The plan's words for it.
-    pub(super) fn words(self, uid: u32) -> String {
-        const BOUNDING_KEPT: &str =
-            "the bounding set stays as it is (emptying it needs CAP_SETPCAP, which Reasonix lacks)";
-        match (self, uid) {
-            (CapDrop::Full { .. }, _) => "capabilities: the bounding, permitted, effective, inheritable and ambient sets are emptied and SECBIT_NOROOT is locked, so the process runs without any, root too".into(),
-            (CapDrop::SetsOnly, 0) => format!("capabilities: the permitted, effective, inheritable and ambient sets are emptied, so root runs without any, and no_new_privs keeps exec from giving any back; {BOUNDING_KEPT}"),
-            (CapDrop::SetsOnly, _) => format!("capabilities: the permitted, effective, inheritable and ambient sets are emptied, and no_new_privs keeps setuid programs and file capabilities from granting any; {BOUNDING_KEPT}"),
-        }
-    }
-}
-
-/// The highest capability number this kernel knows, read before any fork from
-/// `/proc/sys/kernel/cap_last_cap`. If it cannot be read: 63 (the most a capability set holds),
-/// and the hook stops at the first number the kernel calls invalid.
-fn highest_capability() -> u32 {
-    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|n| *n < 64)
-        .unwrap_or(63)
-}
-
-/// Applies a [`CapDrop`]. Called between fork and exec: system calls only, on the stack
-/// (`io::Error::last_os_error` holds a raw code and does not allocate). With
-/// [`CapDrop::Full`] every step must succeed — the plan promised them — and the bounding set
-/// and the securebits go first, while `CAP_SETPCAP` is still effective.
-fn drop_capabilities(how: CapDrop) -> std::io::Result<()> {
-    use nix::libc;
-    const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
-    const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    if let CapDrop::Full { last } = how {
-        for cap in 0..=last {
-            // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
-            let rc = unsafe {
-                libc::prctl(
-                    libc::PR_CAPBSET_DROP,
-                    libc::c_ulong::from(cap),
-                    0 as libc::c_ulong,
-                    0 as libc::c_ulong,
-                    0 as libc::c_ulong,
-                )
-            };
-            if rc != 0 {
-                let err = std::io::Error::last_os_error();
-                // Past the kernel's last capability (only when `last` is the fallback 63).
-                if cap > 0 && err.raw_os_error() == Some(libc::EINVAL) {
-                    break;
-                }
-                return Err(err);
-            }
-        }
-        // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
-        let bits = unsafe {
-            libc::prctl(
-                libc::PR_GET_SECUREBITS,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            )
-        };
-        if bits < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // Keep the bits already set (a locked one cannot be cleared), add ours.
-        let bits = bits as libc::c_ulong | SECBIT_NOROOT | SECBIT_NOROOT_LOCKED;
-        // SAFETY: prctl with integer arguments only; no memory is passed to the kernel.
-        let rc = unsafe {
-            libc::prctl(
-                libc::PR_SET_SECUREBITS,
-                bits,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    let mut header = Header {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [Data {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: `header` and `data` are live, properly laid out (`struct __user_cap_header_struct`
-    // and two `struct __user_cap_data_struct`, as _LINUX_CAPABILITY_VERSION_3 requires) for the
-    // duration of the call; the kernel reads `data` and may write `header.version`.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// What this run applies instead of the pids cgroup its plan promised, when the cgroup cannot be
-/// made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_NPROC`, and the
-/// words for the run's result.
-fn without_pids_cgroup(
-    plan: &Plan,
-    parent: &std::path::Path,
-    error: &std::io::Error,
-) -> Result<String, RunError> {
-    let parent = parent.display();
-    if plan.mode == Mode::Enforce {
-        let instead = if plan.capabilities.uid == 0 {
-            "RLIMIT_NPROC, the fallback, does not bind root"
-        } else {
-            "RLIMIT_NPROC, the fallback, counts every process of this user rather than this run's, and misses processes that leave the group"
-        };
-        return Err(RunError::Refused(format!(
-            "sandbox.bash is enforce, and the pids cgroup the plan promises could not be made in {parent} ({error}); {instead}"
-        )));
-    }
-    Ok(if plan.capabilities.uid == 0 {
-        format!(
-            "process count: the pids cgroup could not be made in {parent} ({error}), and RLIMIT_NPROC, set instead, does not bind root: this run's processes were not counted"
-        )
-    } else {
-        format!(
-            "process count: the pids cgroup could not be made in {parent} ({error}); RLIMIT_NPROC counted this user's processes instead, and processes that left the group could outlive the run"
-        )
-    })
-}
-
-/// What this run applies instead of the memory cgroup its plan promised, when the cgroup cannot
-/// be made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_AS`, and the
-/// words for the run's result.
-fn without_memory_cgroup(
-    plan: &Plan,
-    parent: &std::path::Path,
-    error: &std::io::Error,
-) -> Result<String, RunError> {
-    let parent = parent.display();
-    if plan.mode == Mode::Enforce {
-        return Err(RunError::Refused(format!(
-            "sandbox.bash is enforce, and the memory cgroup the plan promises could not be made in {parent} ({error}); RLIMIT_AS, the fallback, bounds each process's address space rather than the run's memory"
-        )));
-    }
-    Ok(format!(
-        "memory: the memory cgroup could not be made in {parent} ({error}); RLIMIT_AS bounded each process's address space instead, so this run's processes together could use more"
-    ))
-}
-
-/// The cgroups of one run, as the plan promised them, and what could not be had.
-#[derive(Debug)]
-pub(super) struct RunCgroups {
-    /// Made (removed on drop, after killing what is left in them).
-    groups: Vec<Cgroup>,
-    /// The run has no pids cgroup: `RLIMIT_NPROC` instead.
-    nproc: bool,
-    /// The run has no memory cgroup: `RLIMIT_AS` instead.
-    address_space: bool,
-}
-
-/// Makes a run's pids and memory cgroups where its plan promises them — one cgroup with both
-/// limits when both controllers share a hierarchy. Under `enforce`, one that cannot be made
-/// refuses the run; under `best_effort` its fallback is used and the words join `not_enforced`.
-fn run_cgroups(plan: &Plan, not_enforced: &mut Vec<String>) -> Result<RunCgroups, RunError> {
-    if let Some(ready) = plan.idle_cgroups.take() {
-        return Ok(ready);
-    }
-    let caps = &plan.capabilities;
-    let limits = plan.limits;
-    let mut out = RunCgroups {
-        groups: Vec::new(),
-        nproc: true,
-        address_space: true,
-    };
-    let shared = caps.cgroup_pids.is_some() && caps.cgroup_pids == caps.cgroup_memory;
-    if let Some(parent) = &caps.cgroup_pids {
-        match Cgroup::create(parent, limits.processes) {
-            Ok(cg) => {
-                out.nproc = false;
-                if shared {
-                    match cg.limit_memory(limits.memory_bytes) {
-                        Ok(()) => out.address_space = false,
-                        Err(e) => not_enforced.push(without_memory_cgroup(plan, parent, &e)?),
-                    }
-                }
-                out.groups.push(cg);
-            }
-            Err(e) => {
-                not_enforced.push(without_pids_cgroup(plan, parent, &e)?);
-                if shared {
-                    not_enforced.push(without_memory_cgroup(plan, parent, &e)?);
-                }
-            }
-        }
-    }
-    if let Some(parent) = caps.cgroup_memory.as_ref().filter(|_| !shared) {
-        let made =
-            Cgroup::make(parent).and_then(|cg| cg.limit_memory(limits.memory_bytes).map(|()| cg));
-        match made {
-            Ok(cg) => {
-                out.address_space = false;
-                out.groups.push(cg);
-            }
-            Err(e) => not_enforced.push(without_memory_cgroup(plan, parent, &e)?),
-        }
-    }
-    Ok(out)
-}
-
-/// Keeps for a plan's first run the cgroups its probe made to try their parents
-/// (`cgroup::take_tried`), given the plan's limits, instead of removing them and making them
-/// again (issue 12: two cgroups made and removed per `sandbox exec`). Only a whole set — every
-/// cgroup the plan promises, each limit set — is kept, as a finished run's would be; anything
-/// else is removed (dropped), and the first run makes its own.
-pub(super) fn seed_cgroups(plan: &Plan, tried: Vec<cgroup::Tried>) {
-    if plan.mode == Mode::Off || plan.dry || tried.is_empty() {
-        return;
-    }
-    let caps = &plan.capabilities;
-    let limits = plan.limits;
-    let shared = caps.cgroup_pids.is_some() && caps.cgroup_pids == caps.cgroup_memory;
-    let (mut pids, mut memory) = (None, None);
-    for t in tried {
-        match (t.memory, &caps.cgroup_pids, &caps.cgroup_memory) {
-            (false, Some(parent), _) if t.cgroup.path().parent() == Some(parent) => {
-                pids = Some(t.cgroup);
-            }
-            (true, _, Some(parent)) if t.cgroup.path().parent() == Some(parent) => {
-                memory = Some(t.cgroup);
-            }
-            _ => {}
-        }
-    }
-    let missing = || std::io::Error::other("not tried");
-    let whole = (|| -> std::io::Result<Vec<Cgroup>> {
-        let mut groups = Vec::new();
-        if caps.cgroup_pids.is_some() {
-            let cg = pids.take().ok_or_else(missing)?;
-            cg.limit_processes(limits.processes)?;
-            if shared {
-                cg.limit_memory(limits.memory_bytes)?;
-            }
-            groups.push(cg);
-        }
-        if caps.cgroup_memory.is_some() && !shared {
-            let cg = memory.take().ok_or_else(missing)?;
-            cg.limit_memory(limits.memory_bytes)?;
-            groups.push(cg);
-        }
-        Ok(groups)
-    })();
-    if let Ok(groups) = whole
-        && !groups.is_empty()
-    {
-        let ready = RunCgroups {
-            groups,
-            nproc: caps.cgroup_pids.is_none(),
-            address_space: caps.cgroup_memory.is_none(),
-        };
-        // Nothing ever ran in them: they show empty, and are kept.
-        let _ = plan.idle_cgroups.give_back(ready, true);
-    }
-}
-
-/// Marks every descriptor but 0, 1 and 2 close-on-exec: the command inherits none of
-/// Reasonix's (nor one its caller passed, such as `3>>file`). Between fork and exec: one
-/// `close_range`, or, on a kernel without it, `fcntl` on each descriptor up to `open_max`.
-fn close_inherited(open_max: i32) -> std::io::Result<()> {
-    use nix::libc;
-    // SAFETY: close_range with integer arguments only; CLOSE_RANGE_CLOEXEC closes nothing now,
-    // so the descriptors this hook still needs (ruleset, cgroup) stay usable until exec.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3 as libc::c_uint,
-            libc::c_uint::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if !matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
-        return Err(err);
-    }
-    for fd in 3..open_max {
-        // SAFETY: fcntl with integer arguments only; a descriptor that is not open fails with
-        // EBADF, which is nothing to close.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    Ok(())
-}
-
-/// What the command's process applies last before exec, in this order: it joins the cgroups,
-/// sets the limits, drops capabilities, sets `no_new_privs`, restricts itself with its Landlock
-/// ruleset (adding the `/proc` of its PID namespace first, if it has one) and installs the
-/// seccomp filter. Built before the fork; `apply` makes system calls only.
-struct Confine {
-    procs: Vec<OwnedFd>,
-    limits: super::Limits,
-    nproc: bool,
-    address_space: bool,
-    cap_drop: CapDrop,
-    ruleset: Option<OwnedFd>,
-    /// The access rights to grant on a freshly mounted `/proc` (with a PID namespace).
-    fresh_proc: Option<u64>,
-    /// The overlays mounted over the write roots (a writer that is observed): each root is a
-    /// new inode, which no rule built beforehand names, granted `write_access` once mounted.
-    fresh_overlays: Vec<std::ffi::CString>,
-    /// What a write root is granted (the ruleset's handled rights, as a bit set).
-    write_access: u64,
-    filter: Option<seccompiler::BpfProgram>,
-}
-
-impl Confine {
-    fn apply(&self) -> std::io::Result<()> {
-        let errno = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
-        let limits = self.limits;
-        for fd in &self.procs {
-            cgroup::join(fd)?;
-        }
-        setrlimit(Resource::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds).map_err(errno)?;
-        setrlimit(Resource::RLIMIT_FSIZE, limits.file_size, limits.file_size).map_err(errno)?;
-        setrlimit(
-            Resource::RLIMIT_NOFILE,
-            limits.open_files,
-            limits.open_files,
-        )
-        .map_err(errno)?;
-        setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(errno)?;
-        if self.nproc {
-            setrlimit(Resource::RLIMIT_NPROC, limits.processes, limits.processes).map_err(errno)?;
-        }
-        if self.address_space {
-            setrlimit(
-                Resource::RLIMIT_AS,
-                limits.memory_bytes,
-                limits.memory_bytes,
-            )
-            .map_err(errno)?;
-        }
-        drop_capabilities(self.cap_drop)?;
-        nix::sys::prctl::set_no_new_privs().map_err(errno)?;
-        if let Some(ruleset) = &self.ruleset {
-            if let Some(access) = self.fresh_proc {
-                grant_fresh(ruleset, c"/proc", access)?;
-            }
-            for root in &self.fresh_overlays {
-                grant_fresh(ruleset, root, self.write_access)?;
-            }
-            restrict_self(ruleset)?;
-        }
-        if let Some(filter) = &self.filter {
-            seccompiler::apply_filter(filter)
-                .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EPERM))?;
-        }
-        Ok(())
-    }
-}
-
 /// Where `program` is found: itself if it names a path, else the first executable file of that
 /// name on the `PATH` of `env` (as `execvp` would search it); if none, the name as given, which
 /// exec then refuses with `ENOENT`.
@@ -618,113 +228,6 @@ fn find_program(program: &str, env: &[(String, String)]) -> std::path::PathBuf {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
         .unwrap_or_else(|| program.into())
-}
-
-/// `landlock_path_beneath_attr`: packed, as the kernel declares it.
-#[repr(C, packed)]
-struct PathBeneathAttr {
-    allowed_access: u64,
-    parent_fd: i32,
-}
-
-/// Adds to the run's own `ruleset` the right `access` on the folder just mounted at `path` in
-/// its mount namespace: the `/proc` of its PID namespace, an overlay over a write root (each a
-/// new inode, which no rule built beforehand names). Between fork and exec.
-fn grant_fresh(ruleset: &OwnedFd, path: &std::ffi::CStr, access: u64) -> std::io::Result<()> {
-    use nix::libc;
-    use std::os::fd::AsRawFd;
-    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
-    // SAFETY: `path` is a NUL-terminated string that lives across the call.
-    let proc_fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if proc_fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let attr = PathBeneathAttr {
-        allowed_access: access,
-        parent_fd: proc_fd,
-    };
-    // SAFETY: `attr` is a live, packed `struct landlock_path_beneath_attr` the kernel reads;
-    // the ruleset descriptor is open for the life of `ruleset`.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_add_rule,
-            ruleset.as_raw_fd(),
-            LANDLOCK_RULE_PATH_BENEATH,
-            &attr as *const PathBeneathAttr,
-            0 as libc::c_uint,
-        )
-    };
-    let result = if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    };
-    // SAFETY: `proc_fd` was opened above and is used no more.
-    unsafe { libc::close(proc_fd) };
-    result
-}
-
-/// The Landlock ABI the kernel reports (`landlock_create_ruleset` asked for its version: no
-/// ruleset is made), `None` where Landlock is absent or disabled. The `landlock` crate keeps this
-/// query to itself.
-pub(crate) fn landlock_abi_reported() -> Option<i32> {
-    use nix::libc;
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attribute pointer, size 0 and the version flag, the kernel reads no
-    // memory, makes no descriptor and returns the ABI version or -1.
-    let v = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0 as libc::size_t,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    i32::try_from(v).ok().filter(|v| *v >= 1)
-}
-
-/// Restricts the calling process with `ruleset` (`no_new_privs` is set already). Between fork
-/// and exec.
-fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
-    use nix::libc;
-    use std::os::fd::AsRawFd;
-    // SAFETY: landlock_restrict_self with a descriptor open for the life of `ruleset` and no
-    // flags; no memory is passed to the kernel.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            ruleset.as_raw_fd(),
-            0 as libc::c_uint,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Makes the calling child die with the process that forked it (`PR_SET_PDEATHSIG`, `SIGKILL`),
-/// then checks that this process is still its parent: had it died between the fork and the
-/// `prctl`, the signal would never come, and the child would run on with no gate behind it
-/// (`kill -9` of Reasonix during a run; issue 28, item 9). Between fork and exec: system calls
-/// only.
-///
-/// The signal follows the *thread* that forked, not the process: a run is started and waited
-/// for on one thread, and a long-lived [`Jailed`] process is started from a thread that lives
-/// as long as it does (`child::spawn`).
-fn die_with(starter: Pid) -> std::io::Result<()> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-        .map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
-    if nix::unistd::getppid() != starter {
-        return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
-    }
-    Ok(())
 }
 
 /// Where a started process's standard streams go.
