@@ -108,7 +108,7 @@ pub mod tool;
 pub mod vocab;
 
 pub use call::Call;
-pub use gate::{Admission, Gate, Judgement, Mode, Stage, Verdict};
+pub use gate::{Admission, Gate, GateMode, Judgement, Stage, Verdict};
 pub use host::HostFiles;
 pub use policy::{PolicySet, Posture};
 pub use tool::{Registry, Tool};

@@ -12,8 +12,8 @@
 //! deny is reported as it is (stage `policy`): the rule a security team wrote is what the user
 //! sees.
 
-use super::judge::Ruled;
 use super::verdict::{Stage, Verdict};
+use super::vote::Ruled;
 use crate::host::{Protected, Reach};
 use crate::sandbox::SharedPlan;
 use crate::sandbox::jail::Writes;

@@ -9,7 +9,7 @@
 
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
-use crate::sandbox::jail::{Plan, Shape, Writes};
+use crate::sandbox::jail::{JailPlan, Shape, Writes};
 use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
@@ -37,7 +37,7 @@ pub struct Invocation {
     grants: Vec<Grant>,
     withheld: PathFilter,
     jail: SharedPlan,
-    egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     writes: bool,
     protected: Option<PathFilter>,
     changes: Option<std::sync::Arc<dyn crate::effects::ChangeJudge>>,
@@ -51,7 +51,7 @@ impl Invocation {
         grants: Vec<Grant>,
         withheld: PathFilter,
         jail: SharedPlan,
-        egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+        egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     ) -> Invocation {
         Invocation {
             tool,
@@ -147,13 +147,13 @@ impl Invocation {
     }
 
     /// The jail every process of this call runs in.
-    pub fn jail(&self) -> &Plan {
+    pub fn jail(&self) -> &JailPlan {
         self.jail.get()
     }
 
     /// Who judges the connections this call's processes ask the egress proxy for: the gate
     /// that admitted it (for a bash call).
-    pub fn egress(&self) -> Option<std::sync::Arc<dyn crate::egress::Judge>> {
+    pub fn egress(&self) -> Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>> {
         self.egress.clone()
     }
 }
