@@ -66,7 +66,7 @@ pub use crate::policy::input::GateMode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
 use crate::sandbox::jail::JailPlan;
-use crate::sandbox::{Roots, RootsError, SharedPlan, WritePath};
+use crate::sandbox::{Roots, RootsError, SharedJailPlan, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
@@ -104,10 +104,10 @@ pub struct Gate {
     explain: bool,
     /// Attach the policy input to every admission for a decision log, shown or not.
     inputs: bool,
-    /// Planned when a call first needs it ([`SharedPlan`]).
-    jail: SharedPlan,
+    /// Planned when a call first needs it ([`SharedJailPlan`]).
+    jail: SharedJailPlan,
     /// The plan hooks run under: [`JailPlan::read_only`], never a dry run's (`check` runs hooks).
-    hooks_jail: SharedPlan,
+    hooks_jail: SharedJailPlan,
     host: HostFiles,
     protected: Protected,
     /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
@@ -262,7 +262,7 @@ impl GateBuilder<'_, HostFiles> {
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
         // In plan mode the jail holds commands to what the plan stage admits them as: readers.
-        // Planned when a call first needs it ([`SharedPlan`]).
+        // Planned when a call first needs it ([`SharedJailPlan`]).
         let (workspace, home, mode, dry) = (
             roots.workspace().to_path_buf(),
             roots.home().map(Path::to_path_buf),
@@ -278,11 +278,11 @@ impl GateBuilder<'_, HostFiles> {
                 roots.home().map(Path::to_path_buf),
                 host_files.clone(),
             );
-            SharedPlan::new(move || {
+            SharedJailPlan::new(move || {
                 JailPlan::read_only(&config, &ws, home.as_deref()).with_host_files(files)
             })
         };
-        let jail = SharedPlan::new(move || {
+        let jail = SharedJailPlan::new(move || {
             let (config, ws, home) = (&jail_config, &workspace, home.as_deref());
             match (mode, dry) {
                 (GateMode::Normal, false) => JailPlan::new(config, ws, home),

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::policy::input::PolicyInput;
 use crate::policy::{Decision, Fallback, PathFilter, Posture, RuleHit};
 use crate::sandbox::PathView;
-use crate::sandbox::SharedPlan;
+use crate::sandbox::SharedJailPlan;
 use crate::sandbox::jail::JailPlanView;
 use crate::text::{Keep, shorten};
 use crate::tool::{Arguments, Grant, Tool};
@@ -361,7 +361,7 @@ pub struct Admitted {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: SharedPlan,
+    jail: SharedJailPlan,
     egress: Option<Arc<dyn crate::egress::ConnectionJudge>>,
     protected: Option<PathFilter>,
     changes: Option<Arc<dyn crate::effects::ChangeJudge>>,
@@ -379,7 +379,7 @@ pub(crate) struct Parts {
     pub arguments: Arguments,
     pub grants: Vec<Grant>,
     pub withheld: PathFilter,
-    pub jail: SharedPlan,
+    pub jail: SharedJailPlan,
     /// The judge of the connections a bash call's processes ask the egress proxy for.
     pub egress: Option<Arc<dyn crate::egress::ConnectionJudge>>,
     /// For a call that starts a process: what a deny or ask rule protects from reading, which

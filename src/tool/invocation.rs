@@ -10,7 +10,7 @@
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
 use crate::sandbox::jail::{JailPlan, Shape, Writes};
-use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
+use crate::sandbox::{ConfinedPath, SharedJailPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub struct Invocation {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: SharedPlan,
+    jail: SharedJailPlan,
     egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     writes: bool,
     protected: Option<PathFilter>,
@@ -50,7 +50,7 @@ impl Invocation {
         arguments: Arguments,
         grants: Vec<Grant>,
         withheld: PathFilter,
-        jail: SharedPlan,
+        jail: SharedJailPlan,
         egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     ) -> Invocation {
         Invocation {

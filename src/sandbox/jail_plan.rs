@@ -13,24 +13,24 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use super::jail::{JailPlan, JailPlanView};
 
 /// How the plan is made when first needed.
-type MakePlan = Box<dyn FnOnce() -> JailPlan + Send>;
+type MakeJailPlan = Box<dyn FnOnce() -> JailPlan + Send>;
 
 /// A jail plan, shared, made on first use. Cloning shares it.
 #[derive(Clone)]
-pub struct SharedPlan(Arc<Shared>);
+pub struct SharedJailPlan(Arc<Shared>);
 
 struct Shared {
-    plan: LazyLock<JailPlan, MakePlan>,
+    plan: LazyLock<JailPlan, MakeJailPlan>,
     /// The plan as every bash call's verdict shows it, worded once.
     view: OnceLock<JailPlanView>,
 }
 
-impl SharedPlan {
+impl SharedJailPlan {
     /// The plan `make` makes ([`JailPlan::new`], or [`JailPlan::read_only`] in plan mode), once asked
     /// for.
-    pub fn new(make: impl FnOnce() -> JailPlan + Send + 'static) -> SharedPlan {
-        let make: MakePlan = Box::new(make);
-        SharedPlan(Arc::new(Shared {
+    pub fn new(make: impl FnOnce() -> JailPlan + Send + 'static) -> SharedJailPlan {
+        let make: MakeJailPlan = Box::new(make);
+        SharedJailPlan(Arc::new(Shared {
             plan: LazyLock::new(make),
             view: OnceLock::new(),
         }))
@@ -52,11 +52,11 @@ impl SharedPlan {
     }
 }
 
-impl std::fmt::Debug for SharedPlan {
+impl std::fmt::Debug for SharedJailPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match LazyLock::get(&self.0.plan) {
-            Some(plan) => f.debug_tuple("SharedPlan").field(plan).finish(),
-            None => f.write_str("SharedPlan(not made yet)"),
+            Some(plan) => f.debug_tuple("SharedJailPlan").field(plan).finish(),
+            None => f.write_str("SharedJailPlan(not made yet)"),
         }
     }
 }
