@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reasonix::effects;
-use reasonix::sandbox::jail::{self, Capture, JailConfig, Plan, Shape, Writes, danger};
+use reasonix::sandbox::jail::{self, Capture, JailConfig, JailPlan, Shape, Writes, danger};
 use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 
 const ALLOW_ALL: &str = "version: 1\ndefaults:\n  read_only: allow\n  writer: allow\n";
@@ -29,7 +29,7 @@ fn plans(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("workspace");
     let ws = dir.path().canonicalize().expect("workspace");
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let plan = Plan::new(&JailConfig::default(), &ws, home.as_deref())
+    let plan = JailPlan::new(&JailConfig::default(), &ws, home.as_deref())
         .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")]);
     assert!(
         jail::capabilities().overlay,
@@ -159,7 +159,7 @@ fn call_plans(c: &mut Criterion) {
             .expect("folder time");
     }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let plan = Plan::new(&JailConfig::default(), &ws, home.as_deref());
+    let plan = JailPlan::new(&JailConfig::default(), &ws, home.as_deref());
     let effects: BTreeSet<reasonix::vocab::Effect> = [reasonix::vocab::Effect::Exec].into();
     let default = PolicySet::embedded_default();
     let nothing = PolicySet::from_yaml("allow.yaml", ALLOW_ALL).expect("policy");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reasonix::egress::{Allowlist, ListJudge, Proxy};
-use reasonix::sandbox::jail::{Capture, JailConfig, Mode, NetRule, Plan, danger};
+use reasonix::sandbox::jail::{Capture, Enforcement, JailConfig, JailPlan, NetRule, danger};
 use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry};
 
 /// An echo server on 127.0.0.1: its port.
@@ -110,11 +110,11 @@ fn run(c: &mut Criterion) {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let plan = |network: Vec<NetRule>| {
         let config = JailConfig {
-            mode: Mode::Enforce,
+            mode: Enforcement::Enforce,
             network,
             ..JailConfig::default()
         };
-        Plan::new(&config, &ws, home.as_deref())
+        JailPlan::new(&config, &ws, home.as_deref())
     };
     let bare = plan(Vec::new());
     let proxied = plan(vec![

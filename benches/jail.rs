@@ -9,7 +9,9 @@
 use std::process::{Command, Stdio};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use reasonix::sandbox::jail::{self, Capabilities, Capture, JailConfig, Mode, Plan, danger};
+use reasonix::sandbox::jail::{
+    self, Capabilities, Capture, Enforcement, JailConfig, JailPlan, danger,
+};
 
 fn spawn(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("workspace");
@@ -20,21 +22,21 @@ fn spawn(c: &mut Criterion) {
             mode,
             ..JailConfig::default()
         };
-        Plan::with_capabilities(&config, &ws, home.as_deref(), caps)
+        JailPlan::with_capabilities(&config, &ws, home.as_deref(), caps)
             .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")])
     };
     let probed = jail::capabilities().clone();
-    let off = plan(Mode::Off, probed.clone());
-    let enforce = plan(Mode::Enforce, probed.clone());
+    let off = plan(Enforcement::Off, probed.clone());
+    let enforce = plan(Enforcement::Enforce, probed.clone());
     let flat = plan(
-        Mode::BestEffort,
+        Enforcement::BestEffort,
         Capabilities {
             namespaces: false,
             ..probed.clone()
         },
     );
     let user = plan(
-        Mode::Enforce,
+        Enforcement::Enforce,
         Capabilities {
             user_namespace: true,
             ..probed.clone()

@@ -113,7 +113,7 @@ pub use reasonix_shell as shell;
 pub use reasonix_shell::vocab;
 
 pub use call::Call;
-pub use gate::{Admission, Gate, Judgement, Mode, Stage, Verdict};
+pub use gate::{Admission, Gate, GateMode, Judgement, Stage, Verdict};
 pub use host::HostFiles;
 pub use policy::{PolicySet, Posture};
 pub use tool::{Registry, Tool};

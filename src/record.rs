@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 use crate::gate::{Stage, Verdict};
 use crate::lease::Need;
 use crate::policy::RuleHit;
-use crate::sandbox::jail::PlanView;
+use crate::sandbox::jail::JailPlanView;
 
 /// The most bytes of a call's arguments a record line holds; past it they are cut, with the true
 /// size said, and `arguments_sha256` is still of the whole.
@@ -232,7 +232,7 @@ pub struct CallRecord {
     /// The lease held while it ran.
     pub lease: Option<Need>,
     /// The jail a bash call ran in.
-    pub sandbox: Option<PlanView>,
+    pub sandbox: Option<JailPlanView>,
     /// How it ended.
     pub outcome: Outcome,
     /// A process's exit status.

@@ -15,7 +15,7 @@ use reasonix::{Admission, Posture, Verdict};
 use serde::Serialize;
 
 use super::render;
-use super::{ModeArg, PostureArg};
+use super::{GateModeArg, PostureArg};
 
 #[derive(Args)]
 pub struct CheckArgs {
@@ -37,8 +37,8 @@ pub struct CheckArgs {
     posture: PostureArg,
     /// Judge as a run in this mode would: in `plan` mode every call that is not read-only is
     /// blocked at stage `plan`, and `submit_plan` exists.
-    #[arg(long, value_enum, default_value_t = ModeArg::Normal)]
-    mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = GateModeArg::Normal)]
+    mode: GateModeArg,
     /// Output: `text` for people, `json` for scripts (one JSON object per call and line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -295,7 +295,7 @@ fn connect_servers(
         );
     }
     let connecting = super::gate(super::GateSpec {
-        mode: reasonix::Mode::Normal,
+        mode: reasonix::GateMode::Normal,
         explain: false,
         dry_run: false,
         ..spec

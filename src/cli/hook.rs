@@ -88,7 +88,7 @@ fn claude(args: ClaudeArgs) -> anyhow::Result<ExitCode> {
     }));
     // Every error exits 2 (the command line's status for an error) and says the tool is
     // blocked, so that the model reading stderr knows what became of its call.
-    judge(&args).context("the tool is blocked")
+    answer(&args).context("the tool is blocked")
 }
 
 /// Fault injection for the test of a panic (`tests/it/claude_hook.rs`): in a debug build only,
@@ -103,7 +103,7 @@ fn injected_panic() {
 }
 
 /// Judges the call of the hook input on stdin and prints Claude's answer.
-fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
+fn answer(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
@@ -135,7 +135,7 @@ fn judge(args: &ClaudeArgs) -> anyhow::Result<ExitCode> {
         },
         record: args.record.as_deref(),
         posture: Posture::from(args.posture),
-        mode: reasonix::Mode::Normal,
+        mode: reasonix::GateMode::Normal,
         explain: false,
         dry_run: true,
     })?;

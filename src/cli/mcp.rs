@@ -21,7 +21,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use reasonix::agent::serve::{Asks, Gated, NoModel, Quiet};
 use reasonix::agent::{Always, Answer, Session};
 use reasonix::record::{EventRecord, Recorder, now_ms};
-use reasonix::{Mode, Posture};
+use reasonix::{GateMode, Posture};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -111,7 +111,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         },
         record: args.record.as_deref(),
         posture,
-        mode: Mode::Normal,
+        mode: GateMode::Normal,
         explain: false,
         dry_run: false,
     })?;

@@ -37,7 +37,7 @@ use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
 use reasonix::agent::config::RunConfig;
 use reasonix::policy::BUILTIN_DEFAULT;
 use reasonix::settings::Settings;
-use reasonix::{Gate, HostFiles, Mode, PolicySet, Posture, Registry};
+use reasonix::{Gate, GateMode, HostFiles, PolicySet, Posture, Registry};
 
 /// Exit status for a usage or configuration error.
 pub const EXIT_CONFIG: u8 = 2;
@@ -152,7 +152,7 @@ pub enum PostureArg {
 
 /// The mode, as the command line names it.
 #[derive(Clone, Copy, Default, ValueEnum)]
-pub enum ModeArg {
+pub enum GateModeArg {
     /// Calls may act, as the policy and the posture decide.
     #[default]
     Normal,
@@ -160,11 +160,11 @@ pub enum ModeArg {
     Plan,
 }
 
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Mode {
+impl From<GateModeArg> for GateMode {
+    fn from(m: GateModeArg) -> GateMode {
         match m {
-            ModeArg::Normal => Mode::Normal,
-            ModeArg::Plan => Mode::Plan,
+            GateModeArg::Normal => GateMode::Normal,
+            GateModeArg::Plan => GateMode::Plan,
         }
     }
 }
@@ -660,7 +660,7 @@ struct GateSpec<'a> {
     /// Who answers asks.
     posture: Posture,
     /// Whether changes may begin (`--plan`, `check --mode`).
-    mode: Mode,
+    mode: GateMode,
     /// `--explain`.
     explain: bool,
     /// A dry run (`check`): the jail is planned, not built ([`reasonix::GateBuilder::dry_run`]).

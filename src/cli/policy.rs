@@ -30,7 +30,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use reasonix::policy::rego::TestOutcome;
 use reasonix::policy::{DEFAULT_POLICY, ToolFacts, is_case_file, is_test_module};
-use reasonix::{Effect, Mode, PolicySet, Posture, Registry, Stage};
+use reasonix::{Effect, GateMode, PolicySet, Posture, Registry, Stage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -230,7 +230,7 @@ struct Case {
     /// The posture (default: interactive).
     posture: Option<Posture>,
     /// The mode (default: normal), as `check --mode` takes it.
-    mode: Option<Mode>,
+    mode: Option<GateMode>,
     /// Files to create in the temporary workspace: path → content.
     #[serde(default)]
     files: std::collections::BTreeMap<String, String>,

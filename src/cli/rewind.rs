@@ -32,7 +32,7 @@ use clap::Args;
 use reasonix::record::{Recorder, RewindRecord, RewoundFile, now_ms, run_id};
 use reasonix::rewind::{Ledger, Store, Target, rewind};
 use reasonix::text::visible;
-use reasonix::{Mode, Posture};
+use reasonix::{GateMode, Posture};
 
 use super::note;
 
@@ -133,7 +133,7 @@ pub fn run(args: RewindArgs) -> anyhow::Result<ExitCode> {
         fleet: &super::FleetArgs::default(),
         record: args.record.as_deref(),
         posture: Posture::Unattended,
-        mode: Mode::Normal,
+        mode: GateMode::Normal,
         explain: false,
         dry_run: false,
     })?;

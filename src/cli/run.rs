@@ -47,7 +47,7 @@ use reasonix::record::{
     Approval, EvidenceRecord, Outcome, PlanDecision, PlanRecord, Recorder, Reviewer,
 };
 use reasonix::text::{Keep, shorten, visible, visible_lines};
-use reasonix::{Admission, Mode, Posture};
+use reasonix::{Admission, GateMode, Posture};
 
 use super::{note, render, warn};
 
@@ -175,7 +175,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         fleet: &args.fleet,
         record: args.record.as_deref(),
         posture,
-        mode: Mode::Normal,
+        mode: GateMode::Normal,
         explain: false,
         dry_run: false,
     };
@@ -228,7 +228,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (gate, after_plan) = if args.plan {
         // The same policy (the same bundle, not a second download).
         let planning = super::gate(super::GateSpec {
-            mode: Mode::Plan,
+            mode: GateMode::Plan,
             policies: super::Policies::Loaded {
                 set: &chosen.set,
                 files: &chosen.files,
@@ -309,7 +309,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let summary = terminal.summary();
     let where_ = format!("record: {}", record.display());
     match ended {
-        Ok(End::Finished) if session.mode() == Mode::Plan => {
+        Ok(End::Finished) if session.mode() == GateMode::Plan => {
             note(&format!(
                 "finished in plan mode without an approved plan (none was handed in, or none was approved); no change was admitted; {summary}; {where_}"
             ));

@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use reasonix::HostFiles;
 use reasonix::effects;
 use reasonix::sandbox::Roots;
-use reasonix::sandbox::jail::{self, Capture, NetRule, Plan, Writes, danger};
+use reasonix::sandbox::jail::{self, Capture, JailPlan, NetRule, Writes, danger};
 use serde_json::json;
 
 /// How `sandbox exec --observe` writes its change list.
@@ -78,7 +78,7 @@ pub struct ExecArgs {
 /// read-only (the workspace's record and settings, and the policy files given). What the
 /// project's untrusted files asked for is left out of it: `acts` (`sandbox exec`) then refuses
 /// to run anything (exit 2), and `probe` says what it left out on stderr.
-fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<Plan> {
+fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<JailPlan> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let settings = super::settled(&workspace)?;
     let canonical = settings.workspace().to_path_buf();
@@ -110,7 +110,7 @@ fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<Plan> {
     let mut files = settings.host_files();
     files.extend(chosen.files.iter().cloned());
     let host = host.with_files(files);
-    Ok(Plan::new(&config, ws, roots.home()).with_host_files(host.all()))
+    Ok(JailPlan::new(&config, ws, roots.home()).with_host_files(host.all()))
 }
 
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
@@ -199,7 +199,7 @@ fn observe(args: &ExecArgs) -> anyhow::Result<ExitCode> {
         fleet: &fleet,
         record: None,
         posture: reasonix::Posture::Unattended,
-        mode: reasonix::gate::Mode::Normal,
+        mode: reasonix::gate::GateMode::Normal,
         explain: false,
         dry_run: false,
     })?;

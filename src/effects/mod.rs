@@ -174,7 +174,7 @@ pub enum Decision {
 /// The gate as the judge of a run's changes (see the module doc, step 2).
 pub trait ChangeJudge: Send + Sync {
     /// Judges each change, and all of them together.
-    fn judge(&self, changes: Vec<Change>) -> (Vec<Judged>, Decision);
+    fn judge_changes(&self, changes: Vec<Change>) -> (Vec<Judged>, Decision);
 }
 
 /// A writer's run, observed and judged, not yet landed: dropping it discards everything.
@@ -209,7 +209,7 @@ pub fn observe(upper: Upper, judge: &dyn ChangeJudge) -> Observed {
     let passed = observe::passed(&upper);
     let (judged, decision, notes) = match observe::changes(&upper) {
         Ok(seen) => {
-            let (judged, decision) = judge.judge(seen.changes);
+            let (judged, decision) = judge.judge_changes(seen.changes);
             (judged, decision, seen.notes)
         }
         Err(e) => (

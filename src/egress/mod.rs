@@ -57,17 +57,17 @@ pub struct Judged {
 /// Who judges the connections of a run: the gate, for a bash call it admitted
 /// (`Gate::egress_judge`), or the `sandbox.network` entries alone ([`ListJudge`]) for a command
 /// no gate judged (`reasonix sandbox exec`).
-pub trait Judge: Send + Sync {
+pub trait ConnectionJudge: Send + Sync {
     /// Judges the call `network_connect {host, port}`. May block (a person may be asked).
-    fn judge(&self, host: &str, port: u16) -> Judged;
+    fn judge_connection(&self, host: &str, port: u16) -> Judged;
 }
 
 /// Judges by the `sandbox.network` entries alone: listed is allowed, anything else denied.
 #[derive(Debug)]
 pub struct ListJudge(pub Allowlist);
 
-impl Judge for ListJudge {
-    fn judge(&self, host: &str, port: u16) -> Judged {
+impl ConnectionJudge for ListJudge {
+    fn judge_connection(&self, host: &str, port: u16) -> Judged {
         match self.0.allows(host, port) {
             Some(rule) => Judged {
                 verdict: "allow".into(),

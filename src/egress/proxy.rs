@@ -21,7 +21,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::{Allowlist, CONNECT_TOOL, Connection, Judge, Judged, address, hosts};
+use super::{Allowlist, CONNECT_TOOL, Connection, ConnectionJudge, Judged, address, hosts};
 
 /// The longest request head read.
 const HEAD_LIMIT: usize = 16 * 1024;
@@ -67,7 +67,7 @@ fn millis(d: Duration) -> u64 {
 
 /// What every connection handler shares.
 struct Shared {
-    judge: Arc<dyn Judge>,
+    judge: Arc<dyn ConnectionJudge>,
     allowlist: Allowlist,
     log: Mutex<Vec<Arc<Live>>>,
 }
@@ -95,7 +95,7 @@ impl Proxy {
     /// When the runtime or its thread cannot be started.
     pub fn start(
         listener: std::net::TcpListener,
-        judge: Arc<dyn Judge>,
+        judge: Arc<dyn ConnectionJudge>,
         allowlist: Allowlist,
     ) -> io::Result<Proxy> {
         listener.set_nonblocking(true)?;
@@ -350,7 +350,7 @@ async fn handle(mut client: TcpStream, shared: Arc<Shared>, live: Arc<Live>) {
     // 1. The gate (may block on a person: off the runtime's thread).
     let judge = Arc::clone(&shared.judge);
     let asked = host.clone();
-    let judged = tokio::task::spawn_blocking(move || judge.judge(&asked, port))
+    let judged = tokio::task::spawn_blocking(move || judge.judge_connection(&asked, port))
         .await
         .unwrap_or_else(|e| Judged {
             verdict: "deny".into(),
@@ -517,8 +517,8 @@ mod tests {
     /// Records each host it is asked about, and refuses them all.
     struct Recording(Mutex<Vec<String>>);
 
-    impl Judge for Recording {
-        fn judge(&self, host: &str, _port: u16) -> Judged {
+    impl ConnectionJudge for Recording {
+        fn judge_connection(&self, host: &str, _port: u16) -> Judged {
             if let Ok(mut seen) = self.0.lock() {
                 seen.push(host.to_owned());
             }

@@ -60,7 +60,7 @@ pub(super) struct Own {
 }
 
 /// The judge of a bash call's changes, for the admissions of `gate`.
-pub(super) fn judge(gate: &Gate, own: Own) -> Arc<dyn ChangeJudge> {
+pub(super) fn change_judge(gate: &Gate, own: Own) -> Arc<dyn ChangeJudge> {
     Arc::new(GateChanges {
         posture: gate.posture,
         asking: gate.with_posture(Posture::Interactive),
@@ -80,7 +80,7 @@ struct GateChanges {
 }
 
 impl ChangeJudge for GateChanges {
-    fn judge(&self, changes: Vec<Change>) -> (Vec<Judged>, Decision) {
+    fn judge_changes(&self, changes: Vec<Change>) -> (Vec<Judged>, Decision) {
         let workspace = self.asking.roots().workspace().to_path_buf();
         let judged: Vec<Judged> = changes
             .into_iter()

@@ -12,10 +12,10 @@
 //! deny is reported as it is (stage `policy`): the rule a security team wrote is what the user
 //! sees.
 
-use super::judge::Ruled;
 use super::verdict::{Stage, Verdict};
+use super::vote::Ruled;
 use crate::host::{Protected, Reach};
-use crate::sandbox::SharedPlan;
+use crate::sandbox::SharedJailPlan;
 use crate::sandbox::jail::Writes;
 use crate::vocab::{Access, PathRole};
 
@@ -28,7 +28,7 @@ pub(super) struct Confined {
 }
 
 /// Applies the sandbox's refusals to the policy's verdict.
-pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &SharedPlan) -> Confined {
+pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &SharedJailPlan) -> Confined {
     let mut verdict = Verdict::from(ruled.ruling.decision);
     let mut stage = Stage::Policy;
     let mut reasons = ruled.ruling.reasons.clone();
@@ -52,7 +52,7 @@ pub(super) fn confine(ruled: Ruled, host: &Protected, jail: &SharedPlan) -> Conf
 }
 
 /// Every reason the sandbox refuses the call, in the order of the module doc.
-fn refusals(ruled: &Ruled, host: &Protected, jail: &SharedPlan) -> Vec<String> {
+fn refusals(ruled: &Ruled, host: &Protected, jail: &SharedJailPlan) -> Vec<String> {
     let class = &ruled.resolved.class;
     let touched = &ruled.resolved.touched;
     let mut out: Vec<String> = touched

@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use super::{Admission, Gate, Judgement};
-use crate::egress::{CONNECT_TOOL, Judge, Judged};
+use crate::egress::{CONNECT_TOOL, ConnectionJudge, Judged};
 
 /// Answers an `ask` on a connection: `true` lets it through.
 pub type EgressAsker = Arc<dyn Fn(&Admission) -> bool + Send + Sync>;
 
 /// The judge for the admissions of `gate`.
-pub(super) fn judge(gate: &Gate) -> Arc<dyn Judge> {
+pub(super) fn connection_judge(gate: &Gate) -> Arc<dyn ConnectionJudge> {
     Arc::new(GateJudge {
         gate: gate.with_registry_arc(Arc::clone(&gate.registry)),
     })
@@ -28,8 +28,8 @@ fn rules(admission: &Admission) -> Vec<String> {
     admission.decisive_rules().map(str::to_owned).collect()
 }
 
-impl Judge for GateJudge {
-    fn judge(&self, host: &str, port: u16) -> Judged {
+impl ConnectionJudge for GateJudge {
+    fn judge_connection(&self, host: &str, port: u16) -> Judged {
         let call = serde_json::json!({
             "id": format!("{CONNECT_TOOL}:{host}:{port}"),
             "name": CONNECT_TOOL,

@@ -153,8 +153,8 @@
 //! `danger` module (for `reasonix sandbox exec`). The control:
 //!
 //! ```no_run
-//! # use reasonix::sandbox::jail::{Capture, JailConfig, Plan, danger};
-//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! # use reasonix::sandbox::jail::{Capture, JailConfig, JailPlan, danger};
+//! let plan = JailPlan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
 //! let argv = ["true".to_owned()];
 //! let ran = danger::exec_unjudged(&plan, &argv, None, Capture::Inherit);
 //! ```
@@ -162,8 +162,8 @@
 //! and the misuse:
 //!
 //! ```compile_fail
-//! # use reasonix::sandbox::jail::{Capture, JailConfig, Plan, danger};
-//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! # use reasonix::sandbox::jail::{Capture, JailConfig, JailPlan, danger};
+//! let plan = JailPlan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
 //! let argv = ["true".to_owned()];
 //! let ran = reasonix::sandbox::jail::run(&plan, &argv, None, Capture::Inherit);
 //! ```
@@ -171,16 +171,16 @@
 //! **9. A plan's refusal edited away.** The control reads it:
 //!
 //! ```no_run
-//! # use reasonix::sandbox::jail::{JailConfig, Plan};
-//! let plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! # use reasonix::sandbox::jail::{JailConfig, JailPlan};
+//! let plan = JailPlan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
 //! let why: Option<&str> = plan.refusal();
 //! ```
 //!
 //! and the misuse:
 //!
 //! ```compile_fail
-//! # use reasonix::sandbox::jail::{JailConfig, Plan};
-//! let mut plan = Plan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
+//! # use reasonix::sandbox::jail::{JailConfig, JailPlan};
+//! let mut plan = JailPlan::new(&JailConfig::default(), std::path::Path::new("/tmp"), None);
 //! plan.refusal = None;
 //! ```
 //!

@@ -4,7 +4,7 @@
 //! takes the previous stage's value by value and returns the next, so no stage can be skipped or
 //! reordered without a type error:
 //!
-//! parse ([`crate::call`]) ─► `target` ─► `validate` ─► `classify` ─► `resolve` ─► `judge`
+//! parse ([`crate::call`]) ─► `target` ─► `validate` ─► `classify` ─► `resolve` ─► `vote`
 //! (policy) ─► `confine` (sandbox) ─► `plan` ─► `approve` ─► hooks ([`crate::hooks`], the pre-tool
 //! hooks of [`GateBuilder::hooks`], run inside [`Gate::admit`] so that no entry point can judge
 //! without them). What each stage decides is in the one list of the stages,
@@ -32,7 +32,7 @@
 //!
 //! Otherwise nothing changes: a session whose plan is approved does not switch this gate to
 //! normal mode: it goes on with a second gate built from the same
-//! specification in [`Mode::Normal`], so no value shared with a running admission ever changes
+//! specification in [`GateMode::Normal`], so no value shared with a running admission ever changes
 //! under it, and a gate's answers depend on nothing but how it was built.
 //!
 //! Each admission is a `tracing` span (`call`, with the call's id and tool) whose `judged`
@@ -44,7 +44,6 @@ mod changes;
 mod classify;
 mod confine;
 mod egress;
-mod judge;
 mod misuse;
 mod plan;
 mod pre_tool;
@@ -52,6 +51,7 @@ mod resolve;
 mod target;
 mod validate;
 mod verdict;
+mod vote;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -62,11 +62,11 @@ use crate::bundle::live::LiveBundle;
 use crate::call::Call;
 use crate::hooks::Hooks;
 use crate::host::{HostFiles, Protected, Reach};
-pub use crate::policy::input::Mode;
+pub use crate::policy::input::GateMode;
 use crate::policy::input::SessionInfo;
 use crate::policy::{CompiledPolicy, PolicyError, PolicySet, Posture};
-use crate::sandbox::jail::Plan;
-use crate::sandbox::{Roots, RootsError, SharedPlan, WritePath};
+use crate::sandbox::jail::JailPlan;
+use crate::sandbox::{Roots, RootsError, SharedJailPlan, WritePath};
 use crate::tool::{Grant, Registry, RegistryError};
 use crate::vocab::{Access, PathRole};
 use approve::Approved;
@@ -100,14 +100,14 @@ pub struct Gate {
     live: Option<Arc<LiveBundle>>,
     roots: Roots,
     posture: Posture,
-    mode: Mode,
+    mode: GateMode,
     explain: bool,
     /// Attach the policy input to every admission for a decision log, shown or not.
     inputs: bool,
-    /// Planned when a call first needs it ([`SharedPlan`]).
-    jail: SharedPlan,
-    /// The plan hooks run under: [`Plan::read_only`], never a dry run's (`check` runs hooks).
-    hooks_jail: SharedPlan,
+    /// Planned when a call first needs it ([`SharedJailPlan`]).
+    jail: SharedJailPlan,
+    /// The plan hooks run under: [`JailPlan::read_only`], never a dry run's (`check` runs hooks).
+    hooks_jail: SharedJailPlan,
     host: HostFiles,
     protected: Protected,
     /// Who answers an `ask` on a connection a running command asks for ([`Gate::with_egress_asker`]).
@@ -145,7 +145,7 @@ pub struct GateBuilder<'p, H> {
     policy: &'p PolicySet,
     workspace: &'p Path,
     posture: Posture,
-    mode: Mode,
+    mode: GateMode,
     explain: bool,
     inputs: bool,
     dry_run: bool,
@@ -170,7 +170,7 @@ impl Gate {
             policy,
             workspace,
             posture: Posture::default(),
-            mode: Mode::default(),
+            mode: GateMode::default(),
             explain: false,
             inputs: false,
             dry_run: false,
@@ -188,11 +188,11 @@ impl<'p, H> GateBuilder<'p, H> {
         self
     }
 
-    /// Whether changes may begin (default: normal). In [`Mode::Plan`] the plan stage denies every
+    /// Whether changes may begin (default: normal). In [`GateMode::Plan`] the plan stage denies every
     /// call that is not read-only, the jail grants the workspace and the `write_roots` for
     /// reading only, and the gate offers the builtin tool `submit_plan`, which no normal-mode
     /// gate has.
-    pub fn mode(mut self, mode: Mode) -> Self {
+    pub fn mode(mut self, mode: GateMode) -> Self {
         self.mode = mode;
         self
     }
@@ -211,7 +211,7 @@ impl<'p, H> GateBuilder<'p, H> {
     }
 
     /// A gate for a dry run (`reasonix check`), whose admissions never execute: the jail plan it
-    /// shows is [`Plan::dry`], computed from what the machine says it offers, with nothing
+    /// shows is [`JailPlan::dry`], computed from what the machine says it offers, with nothing
     /// built and no part of the kernel's sandbox tried (default: false). An admission of such a
     /// gate runs nothing: its plan refuses.
     pub fn dry_run(mut self, dry_run: bool) -> Self {
@@ -262,7 +262,7 @@ impl GateBuilder<'_, HostFiles> {
         let (write, read) = jail_config.roots(roots.home());
         let roots = roots.with(&write, &read);
         // In plan mode the jail holds commands to what the plan stage admits them as: readers.
-        // Planned when a call first needs it ([`SharedPlan`]).
+        // Planned when a call first needs it ([`SharedJailPlan`]).
         let (workspace, home, mode, dry) = (
             roots.workspace().to_path_buf(),
             roots.home().map(Path::to_path_buf),
@@ -278,17 +278,17 @@ impl GateBuilder<'_, HostFiles> {
                 roots.home().map(Path::to_path_buf),
                 host_files.clone(),
             );
-            SharedPlan::new(move || {
-                Plan::read_only(&config, &ws, home.as_deref()).with_host_files(files)
+            SharedJailPlan::new(move || {
+                JailPlan::read_only(&config, &ws, home.as_deref()).with_host_files(files)
             })
         };
-        let jail = SharedPlan::new(move || {
+        let jail = SharedJailPlan::new(move || {
             let (config, ws, home) = (&jail_config, &workspace, home.as_deref());
             match (mode, dry) {
-                (Mode::Normal, false) => Plan::new(config, ws, home),
-                (Mode::Plan, false) => Plan::read_only(config, ws, home),
-                (Mode::Normal, true) => Plan::dry(config, ws, home),
-                (Mode::Plan, true) => Plan::dry_read_only(config, ws, home),
+                (GateMode::Normal, false) => JailPlan::new(config, ws, home),
+                (GateMode::Plan, false) => JailPlan::read_only(config, ws, home),
+                (GateMode::Normal, true) => JailPlan::dry(config, ws, home),
+                (GateMode::Plan, true) => JailPlan::dry_read_only(config, ws, home),
             }
             .with_host_files(host_files)
         });
@@ -338,8 +338,8 @@ impl GateBuilder<'_, HostFiles> {
 }
 
 /// The tools a gate in `mode` offers: the registry given, and in plan mode `submit_plan` too.
-fn tools_for(mut registry: Registry, mode: Mode) -> Result<Registry, RegistryError> {
-    if mode == Mode::Plan {
+fn tools_for(mut registry: Registry, mode: GateMode) -> Result<Registry, RegistryError> {
+    if mode == GateMode::Plan {
         for tool in crate::tool::builtin::plan_mode() {
             registry.add_builtin(tool)?;
         }
@@ -512,14 +512,14 @@ impl Gate {
     }
 
     /// The jail plan bash calls run under (planned now if no call needed it yet).
-    pub fn jail(&self) -> &Plan {
+    pub fn jail(&self) -> &JailPlan {
         self.jail.get()
     }
 
     /// The jail plan pre- and post-tool hooks run under: the workspace and the write roots
-    /// read-only ([`Plan::read_only`]), planned when a hook first runs. Never a dry run's plan:
+    /// read-only ([`JailPlan::read_only`]), planned when a hook first runs. Never a dry run's plan:
     /// `reasonix check` runs the hooks too.
-    pub fn hooks_jail(&self) -> &Plan {
+    pub fn hooks_jail(&self) -> &JailPlan {
         self.hooks_jail.get()
     }
 
@@ -528,7 +528,7 @@ impl Gate {
     /// `bash` — covered, as an admitted bash call's would be (issue 25).
     pub fn command_shape(
         &self,
-        plan: &Plan,
+        plan: &JailPlan,
         writes: crate::sandbox::jail::Writes,
     ) -> crate::sandbox::jail::Shape {
         let filter = self
@@ -561,7 +561,7 @@ impl Gate {
             unpredictable = !analysis.programs_read_only;
             programs.extend(analysis.commands.iter().map(|c| c.basename().to_owned()));
         }
-        changes::judge(
+        changes::change_judge(
             self,
             changes::Own {
                 unpredictable,
@@ -587,7 +587,7 @@ impl Gate {
     }
 
     /// The mode: whether changes may begin.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> GateMode {
         self.mode
     }
 
@@ -785,7 +785,7 @@ impl Gate {
         laps.lap(3);
         let ruled = stage!(
             "gate.policy",
-            judge::judge(resolved, &current.policy, &current.session, input,)
+            vote::vote(resolved, &current.policy, &current.session, input,)
         );
         laps.lap(4);
         let confined = stage!(
@@ -878,7 +878,7 @@ impl Gate {
                     .map(|c| c.basename().to_owned())
                     .collect(),
             };
-            changes::judge(self, own)
+            changes::change_judge(self, own)
         });
         let admitted = Admitted::new(Parts {
             sealed: (),
@@ -888,7 +888,7 @@ impl Gate {
             grants,
             withheld,
             jail: self.jail.clone(),
-            egress: class.bash.as_ref().map(|_| egress::judge(self)),
+            egress: class.bash.as_ref().map(|_| egress::connection_judge(self)),
             protected,
             changes,
         });

@@ -14,7 +14,7 @@
 //! ask or an allow.
 //!
 //! What this stage admits as read-only, a gate in plan mode also runs as read-only: its jail
-//! ([`crate::sandbox::jail::Plan::read_only`]) grants the workspace and the `write_roots` for
+//! ([`crate::sandbox::jail::JailPlan::read_only`]) grants the workspace and the `write_roots` for
 //! reading only, so a command the analysis took for a reader and that writes anyway is refused
 //! by the kernel (under `sandbox.bash: enforce`; `best_effort` says what it could not apply).
 //!
@@ -24,7 +24,7 @@
 
 use super::confine::Confined;
 use super::verdict::{Stage, Verdict};
-use crate::policy::input::Mode;
+use crate::policy::input::GateMode;
 
 /// The deciding reason of a call plan mode holds back.
 pub const PLAN_REASON: &str =
@@ -36,8 +36,8 @@ pub(super) struct Planned {
 }
 
 /// Applies the mode.
-pub(super) fn plan(mut c: Confined, mode: Mode) -> Planned {
-    let held = mode == Mode::Plan
+pub(super) fn plan(mut c: Confined, mode: GateMode) -> Planned {
+    let held = mode == GateMode::Plan
         && matches!(c.verdict, Verdict::Allow | Verdict::Ask)
         && !c.ruled.resolved.class.read_only;
     if held {

@@ -10,7 +10,7 @@ use super::{Gate, Judgement, Stage, Verdict};
 use crate::call::Call;
 use crate::hooks::{Decision, Hooks};
 use crate::policy::Posture;
-use crate::sandbox::jail::Mode;
+use crate::sandbox::jail::Enforcement;
 
 /// Runs `hooks`' pre-tool hooks on the gate's judgement of `call` ([`crate::hooks`] says what
 /// each answer does). [`Gate::admit`] calls it; nothing else may. `judgement` carries the
@@ -60,7 +60,7 @@ fn run(hooks: &Hooks, gate: &Gate, call: &Call, judgement: Judgement, replaced: 
             .as_deref()
             .map(|r| format!(": {}", crate::text::visible(r)))
             .unwrap_or_default();
-        if plan.mode() == Mode::Off {
+        if plan.mode() == Enforcement::Off {
             judgement = judgement.note(format!(
                 "not enforced: {} ran with Reasonix's own rights (sandbox.bash is off)",
                 hook.name()

@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::policy::input::PolicyInput;
 use crate::policy::{Decision, Fallback, PathFilter, Posture, RuleHit};
 use crate::sandbox::PathView;
-use crate::sandbox::SharedPlan;
-use crate::sandbox::jail::PlanView;
+use crate::sandbox::SharedJailPlan;
+use crate::sandbox::jail::JailPlanView;
 use crate::text::{Keep, shorten};
 use crate::tool::{Arguments, Grant, Tool};
 use crate::vocab::Effect;
@@ -131,7 +131,7 @@ pub struct Admission {
     /// The policy input document, when the gate explains (`reasonix check --explain`).
     pub input: Option<PolicyInput>,
     /// The jail a bash call would run in; `null` for other tools.
-    pub sandbox: Option<PlanView>,
+    pub sandbox: Option<JailPlanView>,
     /// What the tool's provider says about it (an MCP tool's `annotations`), as given; `null`
     /// for other tools. Shown, never trusted: it plays no part in the verdict.
     pub annotations: Option<Value>,
@@ -360,8 +360,8 @@ pub struct Admitted {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: SharedPlan,
-    egress: Option<Arc<dyn crate::egress::Judge>>,
+    jail: SharedJailPlan,
+    egress: Option<Arc<dyn crate::egress::ConnectionJudge>>,
     protected: Option<PathFilter>,
     changes: Option<Arc<dyn crate::effects::ChangeJudge>>,
 }
@@ -378,9 +378,9 @@ pub(crate) struct Parts {
     pub arguments: Arguments,
     pub grants: Vec<Grant>,
     pub withheld: PathFilter,
-    pub jail: SharedPlan,
+    pub jail: SharedJailPlan,
     /// The judge of the connections a bash call's processes ask the egress proxy for.
-    pub egress: Option<Arc<dyn crate::egress::Judge>>,
+    pub egress: Option<Arc<dyn crate::egress::ConnectionJudge>>,
     /// For a call that starts a process: what a deny or ask rule protects from reading, which
     /// its jail covers (issue 25).
     pub protected: Option<PathFilter>,

@@ -63,7 +63,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::sandbox::jail::{Plan, Shape};
+use crate::sandbox::jail::{JailPlan, Shape};
 
 /// Default limit on one hook run.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -161,7 +161,7 @@ impl Hooks {
     /// Runs the post-tool hooks that match `ended.name`, in order, under `plan` (the gate's
     /// [`hooks_jail`](crate::Gate::hooks_jail): read-only) with `shape` (what its policy
     /// protects from reading covered); see the module doc. Returns each hook's note or failure.
-    pub fn post_tool(&self, plan: &Plan, shape: &Shape, ended: &Ended<'_>) -> Vec<PostToolRan> {
+    pub fn post_tool(&self, plan: &JailPlan, shape: &Shape, ended: &Ended<'_>) -> Vec<PostToolRan> {
         let matching: Vec<&Hook> = self
             .post
             .iter()
@@ -221,7 +221,12 @@ impl Hook {
 
     /// Runs it on `stdin` under `plan` and `shape`, and reads its one answer; `Err` says why
     /// there is none (the call is then blocked).
-    pub(crate) fn ask(&self, plan: &Plan, shape: &Shape, stdin: &Value) -> Result<Answer, String> {
+    pub(crate) fn ask(
+        &self,
+        plan: &JailPlan,
+        shape: &Shape,
+        stdin: &Value,
+    ) -> Result<Answer, String> {
         process::run(plan, shape, &self.command, stdin, self.timeout).and_then(|out| parse(&out))
     }
 }

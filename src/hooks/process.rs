@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::sandbox::jail::{self, Plan};
+use crate::sandbox::jail::{self, JailPlan};
 
 /// The most of a hook's stdout (and stderr) that is read.
 const KEPT: u64 = 64 * 1024;
 
 /// Runs the hook; its stdout when it exited 0, or why it did not.
 pub(super) fn run(
-    plan: &Plan,
+    plan: &JailPlan,
     shape: &jail::Shape,
     command: &[String],
     request: &Value,

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use super::config::{Server, Transport};
 use super::process;
-use crate::sandbox::jail::{Jailed, Plan};
+use crate::sandbox::jail::{JailPlan, Jailed};
 
 /// The runtime every MCP connection lives on.
 fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
@@ -93,7 +93,7 @@ impl Connection {
     /// startup limit. Blocking.
     pub fn open(
         server: &Server,
-        plan: &Plan,
+        plan: &JailPlan,
         shape: &crate::sandbox::jail::Shape,
     ) -> Result<Arc<Connection>, String> {
         let limit = server.startup_timeout;

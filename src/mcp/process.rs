@@ -19,7 +19,7 @@ use std::io::Read;
 use std::process::{ChildStdin, ChildStdout};
 use std::sync::{Arc, Mutex};
 
-use crate::sandbox::jail::{self, Jailed, Plan};
+use crate::sandbox::jail::{self, JailPlan, Jailed};
 
 /// How much of a server's stderr is kept.
 const STDERR_KEPT: usize = 4096;
@@ -37,7 +37,7 @@ pub struct Started {
 /// Starts `command args` under `plan` (see the module doc); the tail of its stderr goes to
 /// `stderr` as it writes, from a thread of its own.
 pub fn spawn(
-    plan: &Plan,
+    plan: &JailPlan,
     shape: &jail::Shape,
     command: &str,
     args: &[String],

@@ -1,7 +1,7 @@
 //! Compiling a [`PolicySet`] for one workspace: relative path globs are anchored at the
 //! workspace root and `~` at the home folder, every tool glob and every path glob goes into one
 //! set, and command patterns are checked. The result, a [`CompiledPolicy`], is what the policy
-//! stage judges with (`judge.rs`); it never changes — another workspace or a reload compiles a
+//! stage judges with (`ruling.rs`); it never changes — another workspace or a reload compiles a
 //! new one.
 
 use std::collections::BTreeSet;

@@ -64,7 +64,7 @@ pub struct Root {
 /// gate built the same way in `normal` mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub enum GateMode {
     /// Calls may act, as the policy and the posture decide.
     #[default]
     Normal,
@@ -72,17 +72,17 @@ pub enum Mode {
     Plan,
 }
 
-impl Mode {
+impl GateMode {
     /// The name used in output and in the policy input (`normal` or `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Normal => "normal",
-            Mode::Plan => "plan",
+            GateMode::Normal => "normal",
+            GateMode::Plan => "plan",
         }
     }
 }
 
-impl std::fmt::Display for Mode {
+impl std::fmt::Display for GateMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -95,7 +95,7 @@ pub struct SessionInfo {
     /// `interactive`, `unattended` or `strict`.
     pub posture: Posture,
     /// `normal` or `plan`.
-    pub mode: Mode,
+    pub mode: GateMode,
     /// The workspace, canonical.
     pub workspace: String,
     /// Every root, the workspace first.
@@ -109,7 +109,7 @@ impl SessionInfo {
     /// The session of a gate.
     pub fn new(
         posture: Posture,
-        mode: Mode,
+        mode: GateMode,
         roots: &Roots,
         policy_revision: Option<String>,
     ) -> SessionInfo {

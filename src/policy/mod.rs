@@ -9,7 +9,7 @@
 //! - `narrow.rs`: what a policy file nobody trusts may still say (its deny and ask rules, its
 //!   stricter defaults and limits, its Rego modules' deny and ask votes);
 //! - `compile.rs`: a [`PolicySet`] → a [`CompiledPolicy`] for one workspace;
-//! - `judge.rs`: the precedence below, applied to one call's [`Facts`];
+//! - `ruling.rs`: the precedence below, applied to one call's [`Facts`];
 //! - [`mcp`]: the `mcp:` section, what MCP tools do, declared by policy;
 //! - `yaml.rs` (the YAML format), [`commands`] (how command rules match), `pattern.rs` (path
 //!   globs), [`input`] (the document Rego sees), [`rego`] (Rego modules and their votes).
@@ -81,13 +81,13 @@
 pub mod commands;
 mod compile;
 pub mod input;
-mod judge;
 mod lint;
 mod load;
 pub mod mcp;
 mod narrow;
 mod pattern;
 pub mod rego;
+mod ruling;
 mod yaml;
 
 use std::fmt;
@@ -96,10 +96,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use compile::CompiledPolicy;
-pub use judge::{Facts, Fallback, PathFilter, RuleHit, Ruling};
 pub use lint::ToolFacts;
 pub use load::{Named, PolicySet, is_case_file, is_test_module, policy_files_of};
 pub use narrow::{LeftOut, Trust, Trusted};
+pub use ruling::{Facts, Fallback, PathFilter, RuleHit, Ruling};
 pub use yaml::Unattended;
 
 /// Checks a path glob as a YAML rule's `paths:` entry would be checked when it loads; the error

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use super::yaml::{PolicyFile, Unattended};
 use super::{Decision, Defaults};
-use crate::sandbox::jail::config::Mode;
+use crate::sandbox::jail::config::Enforcement;
 
 /// Whether a policy or data file's widening parts count, asked by the loader once per file.
 pub trait Trust {
@@ -115,9 +115,12 @@ pub(super) fn yaml(name: &str, mut file: PolicyFile) -> (PolicyFile, Vec<LeftOut
         );
     }
     if let Some(sandbox) = &mut file.sandbox {
-        if sandbox.bash.is_some_and(|m| m < Mode::Enforce) {
+        if sandbox.bash.is_some_and(|m| m < Enforcement::Enforce) {
             left(
-                format!("sandbox.bash: {}", sandbox.bash.map_or("", Mode::as_str)),
+                format!(
+                    "sandbox.bash: {}",
+                    sandbox.bash.map_or("", Enforcement::as_str)
+                ),
                 "weakens the jail every command runs in",
             );
             sandbox.bash = None;
@@ -212,7 +215,7 @@ mod tests {
             ]
         );
         let (file, out) = narrowed("version: 1\nsandbox: {bash: enforce}\n");
-        assert_eq!(file.sandbox.unwrap().bash, Some(Mode::Enforce));
+        assert_eq!(file.sandbox.unwrap().bash, Some(Enforcement::Enforce));
         assert!(out.is_empty());
         let (_, out) = narrowed("version: 1\nsandbox: {bash: best_effort}\n");
         assert_eq!(out, ["sandbox.bash: best_effort"]);

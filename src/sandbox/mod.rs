@@ -17,7 +17,7 @@
 
 mod beneath;
 pub mod jail;
-mod plan;
+mod jail_plan;
 pub mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::vocab::{Access, PathRequest, PathRole};
 pub use beneath::{ConfinedPath, Staged, WritePath};
-pub use plan::SharedPlan;
+pub use jail_plan::SharedJailPlan;
 pub use resolve::{Resolution, ResolveError};
 
 /// Most paths one shell glob may expand to before the call is treated as unresolvable.

@@ -9,8 +9,8 @@
 
 use super::{Arguments, ToolError};
 use crate::policy::PathFilter;
-use crate::sandbox::jail::{Plan, Shape, Writes};
-use crate::sandbox::{ConfinedPath, SharedPlan, WritePath};
+use crate::sandbox::jail::{JailPlan, Shape, Writes};
+use crate::sandbox::{ConfinedPath, SharedJailPlan, WritePath};
 
 /// An admitted path with the access it was admitted for.
 #[derive(Debug)]
@@ -36,8 +36,8 @@ pub struct Invocation {
     arguments: Arguments,
     grants: Vec<Grant>,
     withheld: PathFilter,
-    jail: SharedPlan,
-    egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    jail: SharedJailPlan,
+    egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     writes: bool,
     protected: Option<PathFilter>,
     changes: Option<std::sync::Arc<dyn crate::effects::ChangeJudge>>,
@@ -50,8 +50,8 @@ impl Invocation {
         arguments: Arguments,
         grants: Vec<Grant>,
         withheld: PathFilter,
-        jail: SharedPlan,
-        egress: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+        jail: SharedJailPlan,
+        egress: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     ) -> Invocation {
         Invocation {
             tool,
@@ -147,13 +147,13 @@ impl Invocation {
     }
 
     /// The jail every process of this call runs in.
-    pub fn jail(&self) -> &Plan {
+    pub fn jail(&self) -> &JailPlan {
         self.jail.get()
     }
 
     /// Who judges the connections this call's processes ask the egress proxy for: the gate
     /// that admitted it (for a bash call).
-    pub fn egress(&self) -> Option<std::sync::Arc<dyn crate::egress::Judge>> {
+    pub fn egress(&self) -> Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>> {
         self.egress.clone()
     }
 }

@@ -16,7 +16,9 @@ use reasonix::agent::script::{ScriptProvider, Turn};
 use reasonix::agent::{Answer, Approver, Session, Terminal};
 use reasonix::lease::Leases;
 use reasonix::record::{CallRecord, Recorder};
-use reasonix::sandbox::jail::{self, Capture, JailConfig, Mode, Plan, Shape, Writes, danger};
+use reasonix::sandbox::jail::{
+    self, Capture, Enforcement, JailConfig, JailPlan, Shape, Writes, danger,
+};
 use reasonix::{Admission, Gate, HostFiles, PolicySet, Posture, Registry};
 use serde_json::{Value, json};
 
@@ -191,7 +193,7 @@ fn a_read_only_run_reads_and_writes_its_tmpdir_and_every_workspace_write_gets_er
     w.file("a.txt", "a\n");
     w.file("d/b.txt", "b\n");
     let before = tree(&w.ws);
-    let plan = Plan::new(&JailConfig::default(), &w.ws, None);
+    let plan = JailPlan::new(&JailConfig::default(), &w.ws, None);
     let sh = |script: &str| {
         danger::exec_unjudged_shaped(
             &plan,
@@ -690,7 +692,8 @@ fn without_overlays_enforce_refuses_writers_and_best_effort_runs_them_unobserved
         overlay: false,
         ..jail::capabilities().clone()
     };
-    let enforce = Plan::with_capabilities(&JailConfig::default(), &w.ws, None, no_overlay.clone());
+    let enforce =
+        JailPlan::with_capabilities(&JailConfig::default(), &w.ws, None, no_overlay.clone());
     let why = enforce
         .refusal_for(Writes::Observed)
         .unwrap_or_else(|| panic!("{enforce:?}"));
@@ -714,10 +717,10 @@ fn without_overlays_enforce_refuses_writers_and_best_effort_runs_them_unobserved
         return;
     }
     let config = JailConfig {
-        mode: Mode::BestEffort,
+        mode: Enforcement::BestEffort,
         ..JailConfig::default()
     };
-    let best = Plan::with_capabilities(&config, &w.ws, None, no_overlay);
+    let best = JailPlan::with_capabilities(&config, &w.ws, None, no_overlay);
     assert!(best.refusal_for(Writes::Observed).is_none());
     let r = danger::exec_unjudged_shaped(&best, &argv, None, Capture::Bounded(1024), &observed)
         .unwrap();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{World, execute, skip_unless};
 use reasonix::egress::Connection;
 use reasonix::gate::Judgement;
-use reasonix::sandbox::jail::{self, Capture, JailConfig, Mode, NetRule, Plan, danger};
+use reasonix::sandbox::jail::{self, Capture, Enforcement, JailConfig, JailPlan, NetRule, danger};
 use reasonix::{Call, Gate, PolicySet, Posture};
 use serde_json::{Value, json};
 
@@ -649,7 +649,8 @@ fn enforce_refuses_bash_when_no_network_namespace_can_be_made_and_best_effort_sa
         network: vec![NetRule::try_from("github.com:443".to_owned()).unwrap()],
         ..JailConfig::default()
     };
-    let enforce = Plan::with_capabilities(&config(Mode::Enforce), &ws, None, caps.clone());
+    let enforce =
+        JailPlan::with_capabilities(&config(Enforcement::Enforce), &ws, None, caps.clone());
     let why = enforce.refusal().expect("enforce refuses");
     assert!(
         why.contains("network namespace for the egress proxy"),
@@ -666,7 +667,7 @@ fn enforce_refuses_bash_when_no_network_namespace_can_be_made_and_best_effort_sa
         other => panic!("{other:?}"),
     }
     assert!(!marker.exists());
-    let best = Plan::with_capabilities(&config(Mode::BestEffort), &ws, None, caps);
+    let best = JailPlan::with_capabilities(&config(Enforcement::BestEffort), &ws, None, caps);
     assert_eq!(best.refusal(), None);
     assert!(
         best.not_enforced()

@@ -1,7 +1,7 @@
 //! The OS jail on the real kernel. Each test first checks that this kernel has what it tests
 //! (and says so when it skips — `REASONIX_NO_SKIP=1` turns a skip into a failure), then tries
 //! the attack and the legitimate use that must still work. The refusals of `enforce` are proven
-//! on every machine, with capabilities taken away from a plan ([`Plan::with_capabilities`]).
+//! on every machine, with capabilities taken away from a plan ([`JailPlan::with_capabilities`]).
 
 use crate::common;
 
@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::{World, skip_unless};
 use reasonix::sandbox::jail::{
-    self, Capabilities, Capture, Exit, JailConfig, Limits, Mode, NetRule, Plan, RunError,
-    RunResult, danger,
+    self, Capabilities, Capture, Enforcement, Exit, JailConfig, JailPlan, Limits, NetRule,
+    RunError, RunResult, danger,
 };
 use reasonix::{Judgement, PolicySet, Posture, Registry};
 
@@ -54,18 +54,18 @@ fn lacks_full_backend() -> bool {
     )
 }
 
-fn plan(w: &World, configure: impl FnOnce(&mut JailConfig)) -> Plan {
+fn plan(w: &World, configure: impl FnOnce(&mut JailConfig)) -> JailPlan {
     plan_for(w, jail::capabilities().clone(), configure)
 }
 
 /// A plan computed as if the machine offered `caps`.
-fn plan_for(w: &World, caps: Capabilities, configure: impl FnOnce(&mut JailConfig)) -> Plan {
+fn plan_for(w: &World, caps: Capabilities, configure: impl FnOnce(&mut JailConfig)) -> JailPlan {
     let mut config = JailConfig::default();
     configure(&mut config);
     let ws = w.ws.canonicalize().unwrap();
     // The real home: its toolchains (python3 under ~/.pyenv, say) are read roots.
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    Plan::with_capabilities(&config, &ws, home.as_deref(), caps)
+    JailPlan::with_capabilities(&config, &ws, home.as_deref(), caps)
 }
 
 /// This machine's capabilities with a part taken away.
@@ -75,7 +75,7 @@ fn without(take: impl FnOnce(&mut Capabilities)) -> Capabilities {
     caps
 }
 
-fn sh(plan: &Plan, script: &str) -> RunResult {
+fn sh(plan: &JailPlan, script: &str) -> RunResult {
     danger::exec_unjudged(
         plan,
         &["bash".into(), "-c".into(), script.into()],
@@ -118,7 +118,7 @@ fn a_write_outside_the_write_roots_fails_and_leaves_nothing_with_each_layer() {
         ),
     ] {
         let w = World::new();
-        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let p = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
         let target = w.outside.join("planted.txt");
         let r = sh(&p, &format!("echo x > {} ; echo rc=$?", target.display()));
         assert!(r.stderr.contains(message), "{r:?}");
@@ -187,7 +187,7 @@ fn reads_outside_the_roots_and_system_secrets_are_refused() {
 #[test]
 fn the_environment_of_reasonix_does_not_reach_the_jail() {
     let w = World::new();
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let p = plan(&w, |c| c.mode = Enforcement::BestEffort);
     // The parent's environment holds whatever secrets it was started with; none pass.
     let r = sh(&p, "env");
     for line in r.stdout.lines() {
@@ -282,7 +282,7 @@ fn tcp_connect_to_a_live_listener_is_refused_unless_its_port_is_allowed() {
     }
     // Without a network namespace (best_effort), Landlock keeps the port alone.
     let allowed = plan_for(&w, without(|c| c.net_namespace = false), |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.network.push(rule);
     });
     let r = sh(&allowed, &connect);
@@ -485,7 +485,7 @@ fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
     for (i, caps) in with_and_without_namespaces().into_iter().enumerate() {
         let w = World::new();
         let p = plan_for(&w, caps, |c| {
-            c.mode = Mode::BestEffort;
+            c.mode = Enforcement::BestEffort;
             c.limits.timeout_ms = 700;
         });
         let marker = format!("300.{}{i}31", own_marker());
@@ -511,7 +511,7 @@ fn a_child_that_ignores_sigterm_dies_at_the_timeout_with_its_whole_group() {
 fn background_processes_do_not_outlive_a_finished_command() {
     for (i, caps) in with_and_without_namespaces().into_iter().enumerate() {
         let w = World::new();
-        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let p = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
         let marker = format!("300.{}{i}57", own_marker());
         let r = sh(&p, &format!("sleep {marker} & echo started"));
         assert_eq!((r.exit, r.stdout.as_str()), (Exit::Exited(0), "started\n"));
@@ -548,7 +548,7 @@ fn a_process_that_escaped_and_holds_the_output_open_does_not_hold_the_run_past_i
          while [ ! -e ready ]; do sleep 0.01; done; echo hi"
     );
     let off = plan(&w, |c| {
-        c.mode = Mode::Off;
+        c.mode = Enforcement::Off;
         c.limits.timeout_ms = 1000;
     });
     let started = Instant::now();
@@ -572,7 +572,7 @@ fn a_process_that_escaped_and_holds_the_output_open_does_not_hold_the_run_past_i
     // Jailed, the cgroup (or the PID namespace) ends it with the command, and the run returns
     // at once.
     let p = plan(&w, |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.limits.timeout_ms = 10_000;
     });
     let started = Instant::now();
@@ -593,7 +593,7 @@ fn a_process_that_escaped_and_holds_the_output_open_does_not_hold_the_run_past_i
 #[test]
 fn output_past_the_bound_is_cut_with_a_marker_and_the_true_size() {
     let w = World::new();
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let p = plan(&w, |c| c.mode = Enforcement::BestEffort);
     let r = danger::exec_unjudged(
         &p,
         &[
@@ -643,7 +643,7 @@ fn a_setuid_program_gains_nothing() {
     ) {
         return;
     }
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let p = plan(&w, |c| c.mode = Enforcement::BestEffort);
     let r = sh(&p, "./id -u; grep NoNewPrivs /proc/self/status");
     let own = nix::unistd::getuid().to_string();
     assert_eq!(r.stdout, format!("{own}\nNoNewPrivs:\t1\n"), "{r:?}");
@@ -668,7 +668,7 @@ fn under_enforce_a_missing_backend_blocks_bash_at_stage_sandbox() {
     {
         assert_eq!(a.verdict.as_str(), "allow");
         assert!(view.refusal.is_none());
-        assert_eq!(view.mode, Mode::Enforce);
+        assert_eq!(view.mode, Enforcement::Enforce);
     } else {
         assert_eq!(
             (a.verdict.as_str(), a.stage),
@@ -810,7 +810,7 @@ fn refuses_without(caps: Capabilities, part: &str, claim: &str) {
     let w = World::new();
     let (argv, marker) = leaves_a_marker(&w);
 
-    let enforce = plan_for(&w, caps.clone(), |c| c.mode = Mode::Enforce);
+    let enforce = plan_for(&w, caps.clone(), |c| c.mode = Enforcement::Enforce);
     let why = enforce
         .refusal()
         .unwrap_or_else(|| panic!("enforce without {part} must refuse: {enforce:?}"))
@@ -833,7 +833,7 @@ fn refuses_without(caps: Capabilities, part: &str, claim: &str) {
     }
     assert!(!marker.exists(), "nothing ran under the refusing plan");
 
-    let best = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+    let best = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
     assert_eq!(best.refusal(), None);
     let listed = format!("{part}: not available on this kernel");
     assert!(
@@ -922,7 +922,7 @@ fn enforce_with_every_part_runs_the_command() {
     }
     let w = World::new();
     let (argv, marker) = leaves_a_marker(&w);
-    let p = plan(&w, |c| c.mode = Mode::Enforce);
+    let p = plan(&w, |c| c.mode = Enforcement::Enforce);
     assert_eq!(p.refusal(), None);
     let r = danger::exec_unjudged(&p, &argv, None, Capture::Bounded(1024)).unwrap();
     assert_eq!((r.exit, r.not_enforced.len()), (Exit::Exited(0), 0));
@@ -938,17 +938,17 @@ fn plan_new_is_computed_for_the_probed_capabilities() {
         network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
         ..JailConfig::default()
     };
-    let new = Plan::new(&config, &ws, None);
+    let new = JailPlan::new(&config, &ws, None);
     assert_eq!(new.capabilities(), jail::capabilities());
-    let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
+    let probed = JailPlan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
     assert_eq!(new.view(), probed.view());
     // Without, the network namespace is neither tried for it nor claimed (issue 12); the rest is
     // the probe's, and so are the words.
     let config = JailConfig::default();
-    let new = Plan::new(&config, &ws, None);
+    let new = JailPlan::new(&config, &ws, None);
     let no_netns = without(|c| c.net_namespace = false);
     assert_eq!(new.capabilities(), &no_netns);
-    let probed = Plan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
+    let probed = JailPlan::with_capabilities(&config, &ws, None, jail::capabilities().clone());
     assert_eq!(new.view(), probed.view());
 }
 
@@ -1028,7 +1028,7 @@ true"#;
 
 /// The network namespace a process of the jail is in, as `/proc/self/ns/net` names it
 /// (`net:[inode]`).
-fn jailed_netns(plan: &Plan) -> String {
+fn jailed_netns(plan: &JailPlan) -> String {
     let r = sh(plan, "readlink /proc/self/ns/net");
     assert_eq!(r.exit, Exit::Exited(0), "{r:?}");
     r.stdout.trim().to_owned()
@@ -1046,7 +1046,7 @@ fn without_network_rules_no_network_namespace_is_tried_or_claimed_and_a_run_has_
     let w = World::new();
     let ws = w.ws.canonicalize().unwrap();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let p = Plan::new(&JailConfig::default(), &ws, home.as_deref());
+    let p = JailPlan::new(&JailConfig::default(), &ws, home.as_deref());
     assert!(!p.capabilities().net_namespace);
     let view = p.view();
     assert!(
@@ -1089,7 +1089,7 @@ fn with_network_rules_the_network_namespace_is_tried_claimed_and_each_run_has_it
         network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
         ..JailConfig::default()
     };
-    let p = Plan::new(&config, &ws, home.as_deref());
+    let p = JailPlan::new(&config, &ws, home.as_deref());
     assert!(p.capabilities().net_namespace);
     let view = p.view();
     assert!(
@@ -1368,10 +1368,10 @@ fn inside_the_jail_root_holds_no_capability_and_an_empty_bounding_set() {
         outside["CapBnd"] != 0 && outside["CapEff"] != 0,
         "{outside:?}"
     );
-    let off = cap_sets(&sh(&plan(&w, |c| c.mode = Mode::Off), READ_CAPS).stdout);
+    let off = cap_sets(&sh(&plan(&w, |c| c.mode = Enforcement::Off), READ_CAPS).stdout);
     assert!(off["CapBnd"] != 0 && off["CapEff"] != 0, "{off:?}");
 
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let p = plan(&w, |c| c.mode = Enforcement::BestEffort);
     assert!(
         p.enforced().iter().any(|e| e
             == "capabilities: the bounding, permitted, effective, inheritable and ambient sets are emptied and SECBIT_NOROOT is locked, so the process runs without any, root too"),
@@ -1433,7 +1433,7 @@ fn without_cap_setpcap_the_sets_are_still_emptied_and_the_plan_keeps_the_boundin
     }
     let w = World::new();
     let p = plan_for(&w, without(|c| c.cap_setpcap = false), |c| {
-        c.mode = Mode::BestEffort
+        c.mode = Enforcement::BestEffort
     });
     assert!(
         p.enforced().iter().any(|e| e.starts_with(
@@ -1532,7 +1532,7 @@ fn under_enforce_a_run_whose_pids_cgroup_cannot_be_made_is_refused_and_runs_noth
     let w = World::new();
     let (argv, marker) = leaves_a_marker(&w);
     let p = plan_for(&w, with_unusable_cgroup_parent(&w), |c| {
-        c.mode = Mode::Enforce
+        c.mode = Enforcement::Enforce
     });
     // The plan promises the cgroup…
     assert_eq!(p.refusal(), None);
@@ -1581,7 +1581,7 @@ fn under_best_effort_a_run_whose_pids_cgroup_cannot_be_made_runs_under_rlimit_np
     let w = World::new();
     let limits = "grep '^Max processes' /proc/self/limits";
     let p = plan_for(&w, with_unusable_cgroup_parent(&w), |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.limits.processes = 77;
     });
     let r = sh(&p, limits);
@@ -1618,7 +1618,7 @@ fn under_best_effort_a_run_whose_pids_cgroup_cannot_be_made_runs_under_rlimit_np
         return;
     }
     let p = plan(&w, |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.limits.processes = 77;
     });
     let r = sh(&p, &format!("{limits}; cat /proc/self/cgroup"));
@@ -1671,7 +1671,7 @@ fn metadata_of(path: &Path) -> (u32, u32, i64, Option<Vec<u8>>) {
 }
 
 /// Runs the metadata script on `target` under `plan`; one line per call.
-fn try_metadata(plan: &Plan, w: &World, target: &Path) -> String {
+fn try_metadata(plan: &JailPlan, w: &World, target: &Path) -> String {
     std::fs::write(w.root.join("metadata.py"), METADATA).unwrap();
     let script = w.root.join("metadata.py");
     let r = danger::exec_unjudged(
@@ -1719,7 +1719,7 @@ fn chmod_chown_utime_and_setxattr_outside_the_write_roots_fail_and_change_nothin
     let twin = w.outside.join("twin.txt");
     plain_file(&twin);
     let off = plan_for(&w, jail::capabilities().clone(), |c| {
-        c.mode = Mode::Off;
+        c.mode = Enforcement::Off;
         c.read_roots.push(w.root.display().to_string());
     });
     assert_eq!(
@@ -1780,7 +1780,7 @@ fn without_namespaces_best_effort_refuses_metadata_everywhere_and_says_so() {
     }
     let w = World::new();
     let p = plan_for(&w, without(|c| c.namespaces = false), |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.read_roots.push(w.root.display().to_string());
     });
     assert!(
@@ -1903,7 +1903,7 @@ fn the_bash_tool_gets_dev_null_as_input_and_none_of_the_hosts_descriptors() {
 /// Runs Python under `plan` to fill `n` bytes (touching every page); it prints `allocated N`
 /// when it could. Slow on this VM (filling 6 GiB takes over 10 s), so with a wall clock of its
 /// own: the plan's (120 s by default).
-fn allocate(plan: &Plan, n: u64) -> RunResult {
+fn allocate(plan: &JailPlan, n: u64) -> RunResult {
     let script = format!(
         "{} -c \"b = b'x' * {n}; print('allocated', len(b))\" 2>&1 | tail -1",
         python()
@@ -1925,7 +1925,7 @@ fn a_6_gib_allocation_fails_under_the_default_memory_limit_and_100_mib_works() {
     let (big, small) = (6u64 << 30, 100u64 << 20);
     let w = World::new();
     // The control: with the jail off, 6 GiB are had.
-    let off = plan(&w, |c| c.mode = Mode::Off);
+    let off = plan(&w, |c| c.mode = Enforcement::Off);
     let r = allocate(&off, big);
     assert_eq!(r.stdout, format!("allocated {big}\n"), "{r:?}");
     // Under the default limit, with each mechanism: the memory cgroup (the process is killed
@@ -1944,7 +1944,7 @@ fn a_6_gib_allocation_fails_under_the_default_memory_limit_and_100_mib_works() {
         ));
     }
     for (caps, words) in mechanisms {
-        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let p = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
         assert_eq!(p.limits().memory_bytes, 4 << 30);
         assert!(
             p.enforced().contains(&words.to_owned()),
@@ -1972,7 +1972,7 @@ fn inside_the_jail_proc_shows_only_the_jails_processes() {
     );
     // The control: without a PID namespace, the jail sees Reasonix and the machine's init.
     let p = plan_for(&w, without(|c| c.namespaces = false), |c| {
-        c.mode = Mode::BestEffort
+        c.mode = Enforcement::BestEffort
     });
     let r = sh(&p, &script);
     let lines: Vec<&str> = r.stdout.lines().collect();
@@ -2005,7 +2005,7 @@ fn real_tmp_file(printed: &Path) -> std::path::PathBuf {
 
 /// Run A writes a secret to its TMPDIR and waits; run B, of the same plan, at the same time, tries
 /// to read it and to write beside it. Returns B's output and whether B's file appeared.
-fn tmpdir_race(p: &Plan, w: &World) -> (RunResult, bool) {
+fn tmpdir_race(p: &JailPlan, w: &World) -> (RunResult, bool) {
     std::thread::scope(|s| {
         let a = s.spawn(|| {
             sh(
@@ -2045,13 +2045,13 @@ fn two_concurrent_runs_cannot_read_or_write_each_others_tmpdir() {
     }
     // The control: with the jail off, B reads A's secret and writes beside it.
     let w = World::new();
-    let off = plan(&w, |c| c.mode = Mode::Off);
+    let off = plan(&w, |c| c.mode = Enforcement::Off);
     let (b, planted) = tmpdir_race(&off, &w);
     assert!(b.stdout.contains("SECRET") && planted, "{b:?}");
     // Jailed, with a mount namespace and without (Landlock grants each run its own folder).
     for caps in with_and_without_namespaces() {
         let w = World::new();
-        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let p = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
         assert!(
             p.enforced()
                 .iter()
@@ -2078,7 +2078,7 @@ fn a_runs_tmpdir_is_new_and_empty_whatever_the_run_before_it_left_there() {
     for caps in with_and_without_namespaces() {
         let w = World::new();
         let reused = caps.cgroup_pids.is_some() && !caps.namespaces;
-        let p = plan_for(&w, caps, |c| c.mode = Mode::BestEffort);
+        let p = plan_for(&w, caps, |c| c.mode = Enforcement::BestEffort);
         // (Without namespaces, seccomp refuses `chmod`.)
         let leave = "cd $TMPDIR && echo secret > a && mkdir -p d/e && echo f > d/e/f && \
                      ln -s /etc l && { chmod 0 d; chmod 777 .; } 2>/dev/null; echo left";
@@ -2105,7 +2105,7 @@ fn under_off_a_runs_tmpdir_is_kept_for_the_next_run_emptied() {
     // kept (nothing is confined, so a process left behind reaches any folder anyway): one folder
     // for every run, found empty and 0700 each time. On every machine.
     let w = World::new();
-    let p = plan(&w, |c| c.mode = Mode::Off);
+    let p = plan(&w, |c| c.mode = Enforcement::Off);
     let leave = "cd $TMPDIR && echo secret > a && mkdir -p d/e && echo f > d/e/f && \
                  ln -s /etc l && chmod 0 d && chmod 777 . && echo left";
     let look = "ls -A $TMPDIR; stat -c %a $TMPDIR; echo looked";
@@ -2274,7 +2274,7 @@ fn the_system_secrets_stay_hidden_by_the_mount_namespace_alone() {
             c.landlock_fs = false;
             c.landlock_abi = None;
         }),
-        |c| c.mode = Mode::BestEffort,
+        |c| c.mode = Enforcement::BestEffort,
     );
     // The control: without Landlock and without namespaces, root reads it.
     let flat = plan_for(
@@ -2284,7 +2284,7 @@ fn the_system_secrets_stay_hidden_by_the_mount_namespace_alone() {
             c.landlock_abi = None;
             c.namespaces = false;
         }),
-        |c| c.mode = Mode::BestEffort,
+        |c| c.mode = Enforcement::BestEffort,
     );
     let r = sh(&flat, "cat /etc/shadow | wc -c");
     assert_ne!(r.stdout.trim(), "0", "{r:?}");
@@ -2306,7 +2306,7 @@ fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so
     let (argv, marker) = leaves_a_marker(&w);
     let parent = w.root.join("not-a-memory-cgroup");
     let caps = without(|c| c.cgroup_memory = Some(parent.clone()));
-    let p = plan_for(&w, caps.clone(), |c| c.mode = Mode::Enforce);
+    let p = plan_for(&w, caps.clone(), |c| c.mode = Enforcement::Enforce);
     assert_eq!(p.refusal(), None);
     match danger::exec_unjudged(&p, &argv, None, Capture::Bounded(1024)) {
         Err(RunError::Refused(why)) => assert!(
@@ -2321,7 +2321,7 @@ fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so
     assert!(!marker.exists(), "nothing ran");
     // best_effort: RLIMIT_AS instead, said in the run's result.
     let p = plan_for(&w, caps, |c| {
-        c.mode = Mode::BestEffort;
+        c.mode = Enforcement::BestEffort;
         c.limits.memory_bytes = 3 << 30;
     });
     let r = sh(&p, "grep '^Max address space' /proc/self/limits");
@@ -2339,7 +2339,7 @@ fn a_run_whose_memory_cgroup_cannot_be_made_is_refused_under_enforce_and_says_so
     ) {
         return;
     }
-    let p = plan(&w, |c| c.mode = Mode::BestEffort);
+    let p = plan(&w, |c| c.mode = Enforcement::BestEffort);
     let r = sh(&p, "grep '^Max address space' /proc/self/limits");
     assert!(
         r.stdout.contains("unlimited") && r.not_enforced.is_empty(),

@@ -20,7 +20,7 @@
 //! | `tool` | the tool contract (validate, classify) and the tools (execute) |
 //! | `mcp` | MCP servers and their tools: configuration, the process, the client, the registry entries |
 //! | `hooks` | the hooks of the settings: their format, the process each runs as, their answers (the gate's last stage runs the pre-tool ones; the session runs the post-tool ones) |
-//! | `gate` | the stages strung in order: target → validate → classify → resolve → judge → confine → plan → approve → pre_tool (the hooks) |
+//! | `gate` | the stages strung in order: target → validate → classify → resolve → vote → confine → plan → approve → pre_tool (the hooks) |
 //! | `claude` | Claude Code met where it is: its hook's tool calls mapped to calls for the gate, its settings' rules imported |
 //! | `lease`, `execute` | after admission: the lease, then the one execution |
 //! | `record`, `rewind` | the record; the rewind store and what reads the record to go back |
@@ -73,7 +73,7 @@ const ORDER: &[&str] = &[
 ];
 
 const GATE_STAGES: &[&str] = &[
-    "verdict", "target", "validate", "classify", "resolve", "judge", "confine", "plan", "approve",
+    "verdict", "target", "validate", "classify", "resolve", "vote", "confine", "plan", "approve",
     "pre_tool",
 ];
 

@@ -32,7 +32,7 @@ use reasonix::gate::GateError;
 use reasonix::lease::Leases;
 use reasonix::record::{CallRecord, Recorder};
 use reasonix::tool::{Arguments, Classification, ClassifyError, Invocation, Output, ToolError};
-use reasonix::{Admission, Gate, HostFiles, Mode, PolicySet, Posture, Registry, Tool};
+use reasonix::{Admission, Gate, GateMode, HostFiles, PolicySet, Posture, Registry, Tool};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ fn provider(turns: Value) -> Arc<dyn Provider> {
     Arc::new(ScriptProvider::new("test", turns))
 }
 
-fn gate(w: &World, mode: Mode) -> Arc<Gate> {
+fn gate(w: &World, mode: GateMode) -> Arc<Gate> {
     let policy = PolicySet::from_yaml("allow.yaml", ALLOW_ALL).unwrap();
     Arc::new(
         Gate::builder(Registry::with_builtins(), &policy, &w.ws)
@@ -308,7 +308,7 @@ async fn a_rejected_plan_sends_the_feedback_to_the_model_and_changes_stay_blocke
     let w = World::new();
     let (session, record) = session(
         &w,
-        gate(&w, Mode::Plan),
+        gate(&w, GateMode::Plan),
         json!([
             {"tool_calls": [{"name": "submit_plan", "arguments": {"plan": "v1"}}]},
             {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
@@ -321,11 +321,11 @@ async fn a_rejected_plan_sends_the_feedback_to_the_model_and_changes_stay_blocke
         PlanAnswer::Approve,
     ]));
     let mut session = session
-        .plan(Arc::new(reviews), gate(&w, Mode::Normal))
+        .plan(Arc::new(reviews), gate(&w, GateMode::Normal))
         .unwrap();
-    assert_eq!(session.mode(), Mode::Plan);
+    assert_eq!(session.mode(), GateMode::Plan);
     assert_eq!(session.run("go").await.unwrap(), End::Finished);
-    assert_eq!(session.mode(), Mode::Normal);
+    assert_eq!(session.mode(), GateMode::Normal);
     let told: Vec<String> = session
         .messages()
         .iter()
@@ -600,7 +600,7 @@ fn in_plan_mode_the_jail_keeps_the_workspace_read_only_for_commands() {
     // the workspace: a "read-only" program that writes anyway gets EROFS from the jail's
     // read-only world (where a mount namespace can be made), else EACCES from Landlock, and
     // changes nothing.
-    let plan = gate(&w, Mode::Plan);
+    let plan = gate(&w, GateMode::Plan);
     let r = jailed(&plan, "echo changed > a.txt");
     assert_ne!(r.exit, Exit::Exited(0), "{r:?}");
     assert!(
@@ -631,7 +631,7 @@ fn in_plan_mode_the_jail_keeps_the_workspace_read_only_for_commands() {
         plan.jail().enforced()
     );
     // The control: the same command under the normal gate's jail writes.
-    let normal = gate(&w, Mode::Normal);
+    let normal = gate(&w, GateMode::Normal);
     assert_eq!(
         jailed(&normal, "echo changed > a.txt").exit,
         Exit::Exited(0)
@@ -734,7 +734,7 @@ fn a_plan_gate_refuses_a_registry_that_already_has_a_submit_plan() {
     registry.add(Arc::new(Impostor)).unwrap();
     let policy = PolicySet::embedded_default();
     let built = Gate::builder(registry, &policy, &w.ws)
-        .mode(Mode::Plan)
+        .mode(GateMode::Plan)
         .host_files(HostFiles::for_workspace(&w.ws))
         .build();
     assert!(matches!(built, Err(GateError::Registry(_))));
@@ -753,13 +753,16 @@ fn a_plan_gate_refuses_a_registry_that_already_has_a_submit_plan() {
 fn a_session_refuses_a_plan_over_gates_in_the_wrong_modes() {
     let w = World::new();
     let reviewer = || -> Arc<dyn PlanReviewer> { Arc::new(Reviews(Mutex::new(Vec::new()))) };
-    let (s, _) = session(&w, gate(&w, Mode::Normal), json!([]));
-    let e = s.plan(reviewer(), gate(&w, Mode::Normal)).err().unwrap();
+    let (s, _) = session(&w, gate(&w, GateMode::Normal), json!([]));
+    let e = s
+        .plan(reviewer(), gate(&w, GateMode::Normal))
+        .err()
+        .unwrap();
     assert!(matches!(e, SessionError::Setup(_)), "{e}");
     let other = World::new();
-    let (s, _) = session(&w, gate(&w, Mode::Plan), json!([]));
+    let (s, _) = session(&w, gate(&w, GateMode::Plan), json!([]));
     let e = s
-        .plan(reviewer(), gate(&other, Mode::Normal))
+        .plan(reviewer(), gate(&other, GateMode::Normal))
         .err()
         .unwrap();
     assert!(e.to_string().contains("another workspace"), "{e}");
@@ -840,7 +843,7 @@ fn a_goal_never_met_exits_5_when_the_turns_run_out() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_model_is_told_the_goal_is_not_met_with_the_output_bounded() {
     let w = World::new();
-    let (s, _) = session(&w, gate(&w, Mode::Normal), json!([{"text": "done"}]));
+    let (s, _) = session(&w, gate(&w, GateMode::Normal), json!([{"text": "done"}]));
     let mut s = s.goal(Goal {
         text: "the numbers are right".into(),
         verify: "seq 1 5000; exit 3".into(),

@@ -689,7 +689,7 @@ fn case_inputs(folder: &Path, set: &PolicySet) -> Vec<String> {
     struct Case {
         call: Value,
         posture: Option<Posture>,
-        mode: Option<reasonix::Mode>,
+        mode: Option<reasonix::GateMode>,
         #[serde(default)]
         files: std::collections::BTreeMap<String, String>,
     }

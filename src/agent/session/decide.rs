@@ -59,7 +59,7 @@ pub(super) fn asking(gate: Arc<Gate>, approver: &Arc<dyn Approver>) -> Arc<Gate>
 
 impl Session {
     /// The gate, then the approver for an ask.
-    pub(super) fn judge(&mut self, call: ProposedCall) -> Decided {
+    pub(super) fn decide(&mut self, call: ProposedCall) -> Decided {
         let proposed = Call {
             id: Some(call.id.clone()),
             name: call.name.clone(),

@@ -48,7 +48,7 @@ impl Session {
             name: "bash".into(),
             arguments: serde_json::json!({ "command": goal.verify }).to_string(),
         };
-        let mut j = self.judge(call);
+        let mut j = self.decide(call);
         let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let record = self.call_record(&j, ran.as_ref(), outcome, exit_code, &full);

@@ -75,7 +75,7 @@ use super::approver::Approver;
 use super::config::RecordArguments;
 use super::provider::{FailedAttempt, Message, Provider, ProviderError};
 use super::servers::Servers;
-use crate::gate::{Admission, Gate, Mode};
+use crate::gate::{Admission, Gate, GateMode};
 use crate::lease::Leases;
 use crate::record::{self, CallRecord, EventRecord, EvidenceRecord, PlanRecord, Recorder, now_ms};
 use crate::rewind::Store;
@@ -247,7 +247,7 @@ impl Session {
     }
 
     /// The gate's mode now: plan until a plan is approved, normal after.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> GateMode {
         self.gate.mode()
     }
 

@@ -10,7 +10,7 @@ use super::{Session, SessionError};
 use crate::agent::approver::{PlanAnswer, PlanReviewer};
 use crate::agent::config::RecordArguments;
 use crate::agent::provider::ProposedCall;
-use crate::gate::{Gate, Mode};
+use crate::gate::{Gate, GateMode};
 use crate::record::{PLAN_BOUND, PlanDecision, PlanRecord, Reviewer, now_ms, sha256};
 use crate::text::{Keep, shorten};
 use crate::tool::builtin::SUBMIT_PLAN;
@@ -23,8 +23,8 @@ pub(super) struct Planning {
 }
 
 impl Session {
-    /// Plan mode: the session's gate must be in [`Mode::Plan`]; `then` is the gate it goes on
-    /// with once `reviewer` approves a plan — built the same way in [`Mode::Normal`], over the
+    /// Plan mode: the session's gate must be in [`GateMode::Plan`]; `then` is the gate it goes on
+    /// with once `reviewer` approves a plan — built the same way in [`GateMode::Normal`], over the
     /// same workspace. A gate never changes once built, so approval swaps gates rather than
     /// switching one.
     ///
@@ -37,7 +37,7 @@ impl Session {
         reviewer: Arc<dyn PlanReviewer>,
         then: Arc<Gate>,
     ) -> Result<Session, SessionError> {
-        if self.gate.mode() != Mode::Plan || then.mode() != Mode::Normal {
+        if self.gate.mode() != GateMode::Plan || then.mode() != GateMode::Normal {
             return Err(SessionError::Setup(format!(
                 "a plan needs a gate in plan mode and one in normal mode to go on with (given: {} and {})",
                 self.gate.mode(),

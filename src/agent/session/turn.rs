@@ -242,7 +242,7 @@ impl Session {
         calls: Vec<ProposedCall>,
     ) -> Result<Option<String>, SessionError> {
         self.restart_dead(&calls).await?;
-        let mut judged: Vec<Decided> = calls.into_iter().map(|c| self.judge(c)).collect();
+        let mut judged: Vec<Decided> = calls.into_iter().map(|c| self.decide(c)).collect();
         let together = judged
             .iter()
             .filter(|j| j.runnable.is_some())
@@ -318,7 +318,7 @@ impl Session {
             arguments,
         };
         self.restart_dead(std::slice::from_ref(&proposed)).await?;
-        let mut j = self.judge(proposed);
+        let mut j = self.decide(proposed);
         let ran = self.run_alone(&mut j).await;
         let (outcome, exit_code, full) = conclude(&j, ran.as_ref());
         let (record, text) = self.finish(&j, ran.as_ref(), outcome, exit_code, &full)?;

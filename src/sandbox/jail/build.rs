@@ -1,4 +1,4 @@
-//! Building a plan: [`Plan::build`] as the list of its steps, each a function below.
+//! Building a plan: [`JailPlan::build`] as the list of its steps, each a function below.
 //!
 //! 1. [`Roots::of`]: where a run reads, writes and finds devices, and the secrets left out;
 //! 2. [`Facts::of`]: what the configuration and the machine allow (jailed, namespaced, an
@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 
 use super::run::{self, CapDrop};
 use super::{
-    Capabilities, DEVICES, HOME_TOOLCHAINS, JailConfig, Mode, Namespaces, NetRule, Plan,
+    Capabilities, DEVICES, Enforcement, HOME_TOOLCHAINS, JailConfig, JailPlan, Namespaces, NetRule,
     SYSTEM_READ, SYSTEM_SECRETS, Tmp, landlock_rules, mounts, seccomp, uppers,
 };
 
-impl Plan {
+impl JailPlan {
     /// The plan, given the folder for its runs' temporary folders (or why none could be made),
     /// or `None` for a dry run's plan, which builds nothing. Unless `writable`, the workspace and
     /// the write roots are granted for reading only.
@@ -29,7 +29,7 @@ impl Plan {
         caps: Capabilities,
         tmp: Option<std::io::Result<tempfile::TempDir>>,
         writable: bool,
-    ) -> Plan {
+    ) -> JailPlan {
         let dry = tmp.is_none();
         let roots = Roots::of(config, workspace, home, writable);
         let (egress, unreadable) = egress_allowlist(config, &caps);
@@ -45,7 +45,7 @@ impl Plan {
             .as_ref()
             .and_then(|_| namespaces(&facts, &roots.secrets));
         let (namespaced, overlay, cap_drop) = (facts.namespaced, facts.overlay, facts.cap_drop);
-        Plan {
+        JailPlan {
             mode: config.mode,
             workspace: workspace.to_path_buf(),
             read: roots.read,
@@ -152,8 +152,8 @@ fn egress_allowlist(
     config: &JailConfig,
     caps: &Capabilities,
 ) -> (Option<crate::egress::Allowlist>, Vec<String>) {
-    let jailed = config.mode != Mode::Off;
-    let enforce = config.mode == Mode::Enforce;
+    let jailed = config.mode != Enforcement::Off;
+    let enforce = config.mode == Enforcement::Enforce;
     let by_host = jailed && !config.network.is_empty();
     let mut missing_words: Vec<String> = Vec::new();
     let egress = match (by_host && caps.net_namespace).then(|| {
@@ -195,7 +195,7 @@ impl<'a> Facts<'a> {
         roots: &'a Roots,
         proxied: bool,
     ) -> Facts<'a> {
-        let jailed = config.mode != Mode::Off;
+        let jailed = config.mode != Enforcement::Off;
         let namespaced = jailed && caps.namespaces;
         Facts {
             config,
@@ -203,7 +203,7 @@ impl<'a> Facts<'a> {
             read: &roots.read,
             write: &roots.write,
             jailed,
-            enforce: config.mode == Mode::Enforce,
+            enforce: config.mode == Enforcement::Enforce,
             cap_drop: CapDrop::for_capabilities(caps),
             namespaced,
             overlay: namespaced && caps.overlay,
@@ -434,7 +434,7 @@ impl Words {
                 "sandbox.bash is enforce, and sandbox.network cannot be used: {why}"
             ));
         }
-        if f.config.mode == Mode::BestEffort {
+        if f.config.mode == Enforcement::BestEffort {
             for m in &self.missing {
                 self.not_enforced
                     .push(format!("{m}: not available on this kernel"));

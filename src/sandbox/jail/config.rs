@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// How strictly a process is jailed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub enum Enforcement {
     /// No jail: the process runs with Reasonix's own rights. Only for trusted setups.
     Off,
     /// Apply what this kernel supports; report the rest as not enforced.
@@ -40,13 +40,13 @@ pub enum Mode {
     Enforce,
 }
 
-impl Mode {
+impl Enforcement {
     /// The name used in policies and output.
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Off => "off",
-            Mode::BestEffort => "best_effort",
-            Mode::Enforce => "enforce",
+            Enforcement::Off => "off",
+            Enforcement::BestEffort => "best_effort",
+            Enforcement::Enforce => "enforce",
         }
     }
 }
@@ -162,7 +162,7 @@ pub(crate) struct LimitsSpec {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SandboxSpec {
-    pub bash: Option<Mode>,
+    pub bash: Option<Enforcement>,
     #[serde(default)]
     pub write_roots: Vec<String>,
     #[serde(default)]
@@ -179,7 +179,7 @@ pub(crate) struct SandboxSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct JailConfig {
     /// How strictly bash is jailed.
-    pub mode: Mode,
+    pub mode: Enforcement,
     /// Extra folders it may write (and read), as written (`~` allowed).
     pub write_roots: Vec<String>,
     /// Extra folders it may read and run programs from.
@@ -197,7 +197,7 @@ pub struct JailConfig {
 impl Default for JailConfig {
     fn default() -> JailConfig {
         JailConfig {
-            mode: Mode::Enforce,
+            mode: Enforcement::Enforce,
             write_roots: Vec::new(),
             read_roots: Vec::new(),
             network: Vec::new(),
@@ -211,7 +211,7 @@ impl JailConfig {
     /// Merges the sections of several files (see the module doc).
     pub(crate) fn merge<'a>(specs: impl IntoIterator<Item = &'a SandboxSpec>) -> JailConfig {
         let mut config = JailConfig::default();
-        let mut mode: Option<Mode> = None;
+        let mut mode: Option<Enforcement> = None;
         for spec in specs {
             if let Some(m) = spec.bash {
                 mode = Some(mode.map_or(m, |old| old.max(m)));
@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn the_strictest_mode_and_the_smallest_limits_win() {
         let a = SandboxSpec {
-            bash: Some(Mode::Off),
+            bash: Some(Enforcement::Off),
             limits: LimitsSpec {
                 timeout_ms: Some(5000),
                 ..LimitsSpec::default()
@@ -304,7 +304,7 @@ mod tests {
             ..SandboxSpec::default()
         };
         let b = SandboxSpec {
-            bash: Some(Mode::BestEffort),
+            bash: Some(Enforcement::BestEffort),
             limits: LimitsSpec {
                 timeout_ms: Some(9000),
                 processes: Some(10),
@@ -315,11 +315,11 @@ mod tests {
         };
         let c = JailConfig::merge([&a, &b]);
         assert_eq!(c.limits.memory_bytes, DEFAULT_MEMORY_BYTES);
-        assert_eq!(c.mode, Mode::BestEffort);
+        assert_eq!(c.mode, Enforcement::BestEffort);
         assert_eq!(c.limits.timeout_ms, 5000);
         assert_eq!(c.limits.processes, 10);
         assert_eq!(c.write_roots, ["/a", "/b"]);
-        assert_eq!(JailConfig::merge([]).mode, Mode::Enforce);
+        assert_eq!(JailConfig::merge([]).mode, Enforcement::Enforce);
     }
 
     #[test]

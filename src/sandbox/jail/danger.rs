@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{Capture, Plan, RunError, RunResult, Shape};
+use super::{Capture, JailPlan, RunError, RunResult, Shape};
 
 /// Runs `argv` under `plan`, with a wall-clock limit (the smaller of `timeout` and the plan's),
 /// capturing output as asked — a command that **no gate judged**: no policy decided it may run,
@@ -23,7 +23,7 @@ use super::{Capture, Plan, RunError, RunResult, Shape};
 /// [`RunError::Setup`] and [`RunError::Spawn`] when the jail or the program could not be
 /// prepared or started.
 pub fn exec_unjudged(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
@@ -41,7 +41,7 @@ pub fn exec_unjudged(
 /// As [`exec_unjudged`]; and [`RunError::Refused`] for an observed shape under `enforce` where
 /// no overlay can be made.
 pub fn exec_unjudged_shaped(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
@@ -58,11 +58,11 @@ pub fn exec_unjudged_shaped(
 ///
 /// As [`exec_unjudged`].
 pub fn exec_unjudged_with_judge(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
-    judge: std::sync::Arc<dyn crate::egress::Judge>,
+    judge: std::sync::Arc<dyn crate::egress::ConnectionJudge>,
 ) -> Result<RunResult, RunError> {
     super::run_judged(plan, argv, timeout, capture, Some(judge), &Shape::direct())
 }

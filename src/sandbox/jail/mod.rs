@@ -3,12 +3,12 @@
 //! them), a process group and (where they can be made) pids and memory cgroups, a wall-clock
 //! timeout, a private temporary folder and a bounded capture of its output.
 //!
-//! A [`Plan`] is computed once per gate from the `sandbox:` configuration, the workspace, the
-//! host's own files ([`Plan::with_host_files`]) and the kernel's capabilities ([`probe`]): the
+//! A [`JailPlan`] is computed once per gate from the `sandbox:` configuration, the workspace, the
+//! host's own files ([`JailPlan::with_host_files`]) and the kernel's capabilities ([`probe`]): the
 //! folders a process may read and run programs from, those it may write, the TCP ports it may
 //! reach, its limits — and what of that will be enforced and what will not. Under `enforce`, a
-//! plan that cannot be enforced in full refuses to run anything ([`Plan::refusal`]); under
-//! `best_effort` it applies what it can and lists the rest in [`Plan::not_enforced`]. A plan is
+//! plan that cannot be enforced in full refuses to run anything ([`JailPlan::refusal`]); under
+//! `best_effort` it applies what it can and lists the rest in [`JailPlan::not_enforced`]. A plan is
 //! frozen: its fields are private, and what a run applies comes from the same computation as its
 //! words.
 //!
@@ -101,7 +101,7 @@
 //! Reasonix started without `CAP_SETPCAP` still leaves its command without capabilities.
 //!
 //! The refusals are tested on every machine: a plan can be computed for capabilities with a part
-//! taken away ([`Plan::with_capabilities`]), so each refusal of `enforce` (no Landlock
+//! taken away ([`JailPlan::with_capabilities`]), so each refusal of `enforce` (no Landlock
 //! filesystem rules, TCP rules or scoping, no seccomp, no namespaces) is shown to refuse in its
 //! words and to start nothing, while `best_effort` lists the part and runs — without namespaces,
 //! with the metadata calls refused everywhere, as its words say; a pids cgroup parent that
@@ -157,10 +157,10 @@
 //! - Without `CAP_SETPCAP` (any user but root, usually) the bounding set cannot be emptied and
 //!   stays as it is; the capability sets are still emptied, and `no_new_privs` keeps exec — of
 //!   a setuid program or one with file capabilities — from granting any. The plan says which.
-//! - A plan computed with [`Plan::with_capabilities`] believes what it is given: taking a part
+//! - A plan computed with [`JailPlan::with_capabilities`] believes what it is given: taking a part
 //!   away is safe (it is neither applied nor claimed); claiming a part the kernel lacks makes a
-//!   plan whose words the kernel may not keep. The gate uses [`Plan::new`], the probed value.
-//! - A dry run (`reasonix check`, a gate built with `dry_run`) shows [`Plan::dry`]: the same
+//!   plan whose words the kernel may not keep. The gate uses [`JailPlan::new`], the probed value.
+//! - A dry run (`reasonix check`, a gate built with `dry_run`) shows [`JailPlan::dry`]: the same
 //!   words, computed from what the machine says it offers ([`expected_capabilities`]) with
 //!   nothing built — no ruleset, no seccomp program, no folder, no probe child — and under it
 //!   nothing runs. Where the machine's settings allow a part that something around Reasonix then
@@ -196,7 +196,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use config::{JailConfig, Limits, Mode, NetRule};
+pub use config::{Enforcement, JailConfig, Limits, NetRule};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
 pub use run::{Capture, Exit, Jailed, RunError, RunResult, Upper};
@@ -247,14 +247,14 @@ const DEVICES: &[&str] = &[
 
 /// What a jailed process may do, and what of it this machine enforces.
 ///
-/// A plan is frozen once computed: its fields are private, its words ([`Plan::enforced`],
-/// [`Plan::not_enforced`], [`Plan::refusal`]) are read through getters, and what a run applies
+/// A plan is frozen once computed: its fields are private, its words ([`JailPlan::enforced`],
+/// [`JailPlan::not_enforced`], [`JailPlan::refusal`]) are read through getters, and what a run applies
 /// (the ruleset, the filter, the capability drop, the cgroup) comes from the same computation
 /// as those words.
 #[derive(Debug)]
-pub struct Plan {
+pub struct JailPlan {
     /// How strictly.
-    mode: Mode,
+    mode: Enforcement,
     /// The workspace (its working folder).
     workspace: PathBuf,
     /// Folders it may read and run programs from.
@@ -289,7 +289,7 @@ pub struct Plan {
     /// Whether a run gets its own namespaces (in a dry plan, which builds no [`Namespaces`],
     /// whether it would).
     namespaced: bool,
-    /// Computed for a dry run ([`Plan::dry`]): nothing was built, and nothing runs under it.
+    /// Computed for a dry run ([`JailPlan::dry`]): nothing was built, and nothing runs under it.
     dry: bool,
     /// The host's own files (as given): bound read-only in each run's mount namespace.
     host_files: Vec<PathBuf>,
@@ -300,7 +300,7 @@ pub struct Plan {
     /// The real home folder, whose toolchains each run's private HOME links to.
     home: Option<PathBuf>,
     /// The `read_roots` (canonical, existing): walked with the workspace and the write roots
-    /// for the paths a policy protects from reading ([`Plan::protected_bases`]).
+    /// for the paths a policy protects from reading ([`JailPlan::protected_bases`]).
     read_roots: Vec<PathBuf>,
     /// The `sandbox.passthrough` folders (absolute, as configured).
     passthrough: Vec<PathBuf>,
@@ -311,7 +311,7 @@ pub struct Plan {
     /// What a write root is granted in Landlock, as the bit set the kernel takes: the rights
     /// the plan's rulesets handle (given to an overlay mounted over a write root).
     write_access: u64,
-    /// The walks for protected paths of its runs, one per predicate ([`Plan::protected`]).
+    /// The walks for protected paths of its runs, one per predicate ([`JailPlan::protected`]).
     walks: std::sync::Mutex<Vec<(u64, std::sync::Arc<WalkCache>)>>,
     /// Where its writers' upper layers go when in memory (`uppers`); else beside the TMPDIRs.
     uppers: Option<uppers::Uppers>,
@@ -352,9 +352,9 @@ impl Tmp {
 
 /// The plan as shown in verdicts and `sandbox probe`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PlanView {
+pub struct JailPlanView {
     /// `enforce`, `best_effort` or `off`.
-    pub mode: Mode,
+    pub mode: Enforcement,
     /// The backends that will apply it.
     pub backend: Vec<String>,
     /// Folders it may read and run programs from.
@@ -378,41 +378,41 @@ pub struct PlanView {
     pub run: Option<&'static str>,
 }
 
-impl Plan {
+impl JailPlan {
     /// Computes the plan for a workspace (canonical) under a configuration, for this machine's
     /// probed [`capabilities`] — those the plan can use: a plan without `network` rules does not
     /// try a network namespace (nor claim one), and a plan that is off tries nothing
     /// ([`probe::for_plan`]). The gate and `reasonix sandbox` use this one.
-    pub fn new(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+    pub fn new(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
         let caps = probed_for(config);
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, caps, Some(tmp), true).seeded()
+        JailPlan::build(config, workspace, home, caps, Some(tmp), true).seeded()
     }
 
-    /// The plan of a session in plan mode: as [`Plan::new`], except that the workspace and the
+    /// The plan of a session in plan mode: as [`JailPlan::new`], except that the workspace and the
     /// `write_roots` are granted for reading only. The gate lets a bash command run in plan mode
     /// only when the analysis finds it read-only; this makes the kernel hold it to that — a
     /// command that writes anyway (an analysis mistake, or a "read-only" program that rewrites
     /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
-    pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
+    pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
         let caps = probed_for(config);
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, caps, Some(tmp), false).seeded()
+        JailPlan::build(config, workspace, home, caps, Some(tmp), false).seeded()
     }
 
     /// The plan, with the cgroups its probe made (if this process probed for it) kept for its
     /// first run ([`run::seed_cgroups`]).
-    fn seeded(self) -> Plan {
+    fn seeded(self) -> JailPlan {
         run::seed_cgroups(&self, cgroup::take_tried());
         self
     }
 
-    /// The plan a dry run shows (`reasonix check`): what [`Plan::new`] plans, computed from what
+    /// The plan a dry run shows (`reasonix check`): what [`JailPlan::new`] plans, computed from what
     /// this machine says it offers ([`expected_capabilities`]) and built no further — no
     /// Landlock ruleset, no seccomp program, no temporary folder, no probe child (issue 12). Its
     /// words are a run's words; nothing runs under it ([`RunError::Refused`]).
-    pub fn dry(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
-        Plan::build(
+    pub fn dry(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
+        JailPlan::build(
             config,
             workspace,
             home,
@@ -422,9 +422,9 @@ impl Plan {
         )
     }
 
-    /// [`Plan::dry`] for plan mode: what [`Plan::read_only`] plans.
-    pub fn dry_read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> Plan {
-        Plan::build(
+    /// [`JailPlan::dry`] for plan mode: what [`JailPlan::read_only`] plans.
+    pub fn dry_read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
+        JailPlan::build(
             config,
             workspace,
             home,
@@ -434,7 +434,7 @@ impl Plan {
         )
     }
 
-    /// Whether this is a dry run's plan ([`Plan::dry`]).
+    /// Whether this is a dry run's plan ([`JailPlan::dry`]).
     pub fn is_dry(&self) -> bool {
         self.dry
     }
@@ -448,11 +448,11 @@ impl Plan {
     /// what the kernel may not keep (a run fails to start where the part is applied and missing).
     ///
     /// ```
-    /// use reasonix::sandbox::jail::{self, Capabilities, JailConfig, Plan};
+    /// use reasonix::sandbox::jail::{self, Capabilities, JailConfig, JailPlan};
     ///
     /// let no_seccomp = Capabilities { seccomp: false, ..jail::capabilities().clone() };
     /// let ws = std::env::temp_dir();
-    /// let plan = Plan::with_capabilities(&JailConfig::default(), &ws, None, no_seccomp);
+    /// let plan = JailPlan::with_capabilities(&JailConfig::default(), &ws, None, no_seccomp);
     /// assert!(plan.refusal().is_some_and(|why| why.contains("lacks") && why.contains("seccomp")));
     /// ```
     pub fn with_capabilities(
@@ -460,36 +460,39 @@ impl Plan {
         workspace: &Path,
         home: Option<&Path>,
         caps: Capabilities,
-    ) -> Plan {
+    ) -> JailPlan {
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        Plan::build(config, workspace, home, caps, Some(tmp), true)
+        JailPlan::build(config, workspace, home, caps, Some(tmp), true)
     }
 
     /// The same plan, protecting the host's own files (the record and its folder, the settings,
     /// the policy and data files — [`crate::HostFiles::all`]): in each run's mount namespace,
     /// those that exist when the run starts and lie inside a write root are bound read-only over
     /// themselves, and the folders between them and their write root cannot be renamed or
-    /// removed. Their words join [`Plan::enforced`], or [`Plan::not_enforced`] where a run has
+    /// removed. Their words join [`JailPlan::enforced`], or [`JailPlan::not_enforced`] where a run has
     /// no mount namespace. The host itself (the recorder) still writes them: they are read-only
     /// inside the jail only.
     ///
     /// ```
-    /// use reasonix::sandbox::jail::{JailConfig, Plan};
+    /// use reasonix::sandbox::jail::{JailConfig, JailPlan};
     ///
     /// let ws = std::env::temp_dir();
-    /// let plan = Plan::new(&JailConfig::default(), &ws, None)
+    /// let plan = JailPlan::new(&JailConfig::default(), &ws, None)
     ///     .with_host_files([ws.join(".reasonix"), ws.join("reasonix.yaml")]);
     /// let words = [plan.enforced(), plan.not_enforced()].concat();
     /// assert!(words.iter().any(|w| w.contains("the host's own files")));
     /// ```
-    pub fn with_host_files<P: AsRef<Path>>(mut self, files: impl IntoIterator<Item = P>) -> Plan {
+    pub fn with_host_files<P: AsRef<Path>>(
+        mut self,
+        files: impl IntoIterator<Item = P>,
+    ) -> JailPlan {
         for f in files {
             let f = f.as_ref().to_path_buf();
             if !self.host_files.contains(&f) {
                 self.host_files.push(f);
             }
         }
-        if self.mode == Mode::Off || self.host_files.is_empty() {
+        if self.mode == Enforcement::Off || self.host_files.is_empty() {
             return self;
         }
         let (words, list) = if self.namespaced {
@@ -510,7 +513,7 @@ impl Plan {
     }
 
     /// How strictly.
-    pub fn mode(&self) -> Mode {
+    pub fn mode(&self) -> Enforcement {
         self.mode
     }
 
@@ -525,7 +528,7 @@ impl Plan {
 
     /// Whether a writer's run is observed (its write roots are overlays).
     pub fn observes(&self) -> bool {
-        self.overlay && self.mode != Mode::Off
+        self.overlay && self.mode != Enforcement::Off
     }
 
     /// Where the paths a policy protects from reading are looked for when a run starts: the
@@ -540,7 +543,7 @@ impl Plan {
         bases
     }
 
-    /// The paths below [`Plan::protected_bases`] that `protected` names now
+    /// The paths below [`JailPlan::protected_bases`] that `protected` names now
     /// ([`protected_paths`]), for a run's [`Shape::hidden`]. `key` names the predicate: what an
     /// earlier walk with the same key read of a folder is reused while the folder has not
     /// changed ([`WalkCache`]), so a session's runs do not read an unchanged workspace again.
@@ -573,9 +576,9 @@ impl Plan {
         self.limits
     }
 
-    /// What the plan was computed for: this machine's probe ([`Plan::new`]: what the plan can
+    /// What the plan was computed for: this machine's probe ([`JailPlan::new`]: what the plan can
     /// use of it, so `net_namespace` is `false` without `network` rules and every part absent
-    /// under `off`) or the value given to [`Plan::with_capabilities`].
+    /// under `off`) or the value given to [`JailPlan::with_capabilities`].
     pub fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }
@@ -598,10 +601,10 @@ impl Plan {
     }
 
     /// The plan as shown in verdicts.
-    pub fn view(&self) -> PlanView {
+    pub fn view(&self) -> JailPlanView {
         let caps = &self.capabilities;
         let mut backend = Vec::new();
-        if self.mode != Mode::Off {
+        if self.mode != Enforcement::Off {
             if let Some(abi) = caps.landlock_abi {
                 backend.push(format!("landlock-abi-{abi}"));
             }
@@ -627,7 +630,7 @@ impl Plan {
             }
             backend.push("rlimits".into());
         }
-        PlanView {
+        JailPlanView {
             mode: self.mode,
             backend,
             read_roots: self.read.iter().map(|p| p.display().to_string()).collect(),
@@ -642,10 +645,10 @@ impl Plan {
     }
 
     /// How a call that may (`writes`) or may not change anything runs under this plan:
-    /// `read_only`, `observed` or `in_place` (issue 25; [`PlanView::run`]).
+    /// `read_only`, `observed` or `in_place` (issue 25; [`JailPlanView::run`]).
     pub fn runs(&self, writes: bool) -> &'static str {
         match (writes, self.mode, self.namespaced, self.overlay) {
-            (_, Mode::Off, _, _) => "in_place",
+            (_, Enforcement::Off, _, _) => "in_place",
             (false, _, true, _) => "read_only",
             (true, _, _, true) => "observed",
             _ => "in_place",
@@ -658,12 +661,12 @@ mod tests {
     use super::*;
 
     /// The plan of a workspace, with or without the parent of its runs' temporary folders.
-    fn plan(ws: &Path, mode: Mode, tmp: std::io::Result<tempfile::TempDir>) -> Plan {
+    fn plan(ws: &Path, mode: Enforcement, tmp: std::io::Result<tempfile::TempDir>) -> JailPlan {
         let config = JailConfig {
             mode,
             ..JailConfig::default()
         };
-        Plan::build(&config, ws, None, capabilities().clone(), Some(tmp), true)
+        JailPlan::build(&config, ws, None, capabilities().clone(), Some(tmp), true)
     }
 
     /// Issue 12: a dry run shows the plan a run would have, and builds none of it.
@@ -674,7 +677,11 @@ mod tests {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let marker = ws.join("ran.txt");
         let argv = ["touch".to_owned(), marker.display().to_string()];
-        for mode in [Mode::Enforce, Mode::BestEffort, Mode::Off] {
+        for mode in [
+            Enforcement::Enforce,
+            Enforcement::BestEffort,
+            Enforcement::Off,
+        ] {
             let config = JailConfig {
                 mode,
                 network: vec![NetRule::try_from("crates.io:443".to_owned()).unwrap()],
@@ -682,12 +689,12 @@ mod tests {
             };
             for (dry, built) in [
                 (
-                    Plan::dry(&config, &ws, home.as_deref()),
-                    Plan::new(&config, &ws, home.as_deref()),
+                    JailPlan::dry(&config, &ws, home.as_deref()),
+                    JailPlan::new(&config, &ws, home.as_deref()),
                 ),
                 (
-                    Plan::dry_read_only(&config, &ws, home.as_deref()),
-                    Plan::read_only(&config, &ws, home.as_deref()),
+                    JailPlan::dry_read_only(&config, &ws, home.as_deref()),
+                    JailPlan::read_only(&config, &ws, home.as_deref()),
                 ),
             ] {
                 let files = [ws.join("reasonix.yaml")];
@@ -716,7 +723,11 @@ mod tests {
         let ws = ws.path().canonicalize().unwrap();
         let marker = ws.join("ran.txt");
         let argv = ["touch".to_owned(), marker.display().to_string()];
-        for mode in [Mode::Enforce, Mode::BestEffort, Mode::Off] {
+        for mode in [
+            Enforcement::Enforce,
+            Enforcement::BestEffort,
+            Enforcement::Off,
+        ] {
             let no_tmp = Err(std::io::Error::other("faked: no room"));
             let p = plan(&ws, mode, no_tmp);
             let why = p.refusal().unwrap_or_else(|| panic!("{mode:?}: {p:?}"));
@@ -733,7 +744,7 @@ mod tests {
         }
         // The control: with the folder, the same command runs (jail off: on every machine).
         let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        let p = plan(&ws, Mode::Off, tmp);
+        let p = plan(&ws, Enforcement::Off, tmp);
         assert_eq!(p.refusal(), None);
         let r = run(&p, &argv, None, Capture::Bounded(1024), &Shape::direct()).unwrap();
         assert_eq!(r.exit, Exit::Exited(0));
@@ -743,9 +754,9 @@ mod tests {
     #[test]
     fn a_plan_off_claims_nothing_but_that_it_is_off() {
         let ws = std::env::temp_dir();
-        let p = Plan::with_capabilities(
+        let p = JailPlan::with_capabilities(
             &JailConfig {
-                mode: Mode::Off,
+                mode: Enforcement::Off,
                 ..JailConfig::default()
             },
             &ws,

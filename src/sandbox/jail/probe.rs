@@ -6,7 +6,7 @@
 //!
 //! [`capabilities`] is the probed value, once per process; a [`Capabilities`] is a plain value
 //! too, so a plan can be computed for capabilities this machine lacks
-//! ([`super::Plan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
+//! ([`super::JailPlan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
 //! machine that has everything.
 //!
 //! A plan tries only what it can use ([`for_plan`], issue 12): the network namespace only for a
@@ -16,7 +16,7 @@
 //! claim it; [`capabilities`], which `sandbox probe` and `--version` show, tries everything.
 //!
 //! [`expected_capabilities`] is what the machine says it offers, read without trying anything:
-//! the plan a dry run shows (`reasonix check`, [`super::Plan::dry`]) is computed from it, so that
+//! the plan a dry run shows (`reasonix check`, [`super::JailPlan::dry`]) is computed from it, so that
 //! a dry run never touches the kernel's sandbox or makes a folder (issue 12). Where the two
 //! differ — settings that allow what a confinement around Reasonix then refuses — a run's plan,
 //! probed, is the true one: it refuses under `enforce`, or lists the part as not enforced.
@@ -61,7 +61,7 @@ pub struct Capabilities {
     /// A run can have a network namespace of its own, made by Reasonix before the fork with the
     /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`). In the
     /// capabilities of a plan without `network` rules, `false`: such a plan has no use for one,
-    /// so it is not tried for it ([`super::Plan::capabilities`]).
+    /// so it is not tried for it ([`super::JailPlan::capabilities`]).
     pub net_namespace: bool,
     /// Where a pids cgroup can be made for a run, if anywhere.
     pub cgroup_pids: Option<PathBuf>,
@@ -86,8 +86,8 @@ pub fn capabilities() -> &'static Capabilities {
 /// `net_namespace: false`: the plan neither uses nor claims one). Each part is tried once per
 /// process, whichever plan asks first; the cgroups made to try their parents are kept for the
 /// plan that asked, which takes them at once (`cgroup::take_tried`).
-pub(super) fn for_plan(mode: super::Mode, network: bool) -> Capabilities {
-    if mode == super::Mode::Off {
+pub(super) fn for_plan(mode: super::Enforcement, network: bool) -> Capabilities {
+    if mode == super::Enforcement::Off {
         return untried();
     }
     probed(network, true)
@@ -375,9 +375,9 @@ mod tests {
             }
         );
         // What the machine has, a plan with network rules gets.
-        let net = for_plan(super::super::Mode::Enforce, true);
+        let net = for_plan(super::super::Enforcement::Enforce, true);
         assert_eq!(&net, capabilities());
-        let none = for_plan(super::super::Mode::BestEffort, false);
+        let none = for_plan(super::super::Enforcement::BestEffort, false);
         assert_eq!(
             none,
             Capabilities {
@@ -390,7 +390,7 @@ mod tests {
     /// Issue 12: a plan that is off confines nothing, so it tries nothing and claims nothing.
     #[test]
     fn a_plan_that_is_off_tries_and_claims_nothing() {
-        let caps = for_plan(super::super::Mode::Off, true);
+        let caps = for_plan(super::super::Enforcement::Off, true);
         assert_eq!(caps.landlock_abi, None);
         assert!(
             !(caps.landlock_fs

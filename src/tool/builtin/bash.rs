@@ -98,7 +98,7 @@ impl Tool for Bash {
             (None, _) => None,
         };
         let unobserved = match result.writes {
-            Writes::Direct if plan.mode() == jail::Mode::Off => {
+            Writes::Direct if plan.mode() == jail::Enforcement::Off => {
                 Some("sandbox.bash is off: its effects were not observed".to_owned())
             }
             Writes::Direct => Some(

@@ -60,7 +60,7 @@ use std::process::{Command as Process, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use reasonix::sandbox::jail::{self, Capture, Exit, JailConfig, Mode, Plan, danger};
+use reasonix::sandbox::jail::{self, Capture, Enforcement, Exit, JailConfig, JailPlan, danger};
 use reasonix::shell::{Analysis, Command, Word};
 use reasonix::{Gate, HostFiles, PolicySet, Posture, Registry, Verdict};
 use serde::{Deserialize, Serialize};
@@ -667,12 +667,12 @@ pub fn serve() {
     let ws = batch.join("ws");
     let log = batch.join("log");
     let jail_config = JailConfig {
-        mode: Mode::BestEffort,
+        mode: Enforcement::BestEffort,
         read_roots: vec![root.display().to_string()],
         write_roots: vec![log.display().to_string()],
         ..JailConfig::default()
     };
-    let plan = Plan::new(&jail_config, &ws, Some(&root.join("home")));
+    let plan = JailPlan::new(&jail_config, &ws, Some(&root.join("home")));
     let mut results = std::fs::File::create(batch.join("results.jsonl")).unwrap();
     // The workspace as last seeded, per seed: a script that left it as it was needs no reset.
     let mut clean: Option<(bool, BTreeMap<String, String>)> = None;
@@ -687,7 +687,7 @@ pub fn serve() {
 fn run_one(
     root: &Path,
     batch: &Path,
-    plan: &Plan,
+    plan: &JailPlan,
     request: &Request,
     timeout_ms: u64,
     clean: &mut Option<(bool, BTreeMap<String, String>)>,

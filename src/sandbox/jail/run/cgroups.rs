@@ -2,7 +2,7 @@
 //! stands in for one that cannot be made, and the idle cgroups seeded at the first run.
 
 use crate::sandbox::jail::cgroup::{self, Cgroup};
-use crate::sandbox::jail::{Mode, Plan};
+use crate::sandbox::jail::{Enforcement, JailPlan};
 
 use super::RunError;
 
@@ -10,12 +10,12 @@ use super::RunError;
 /// made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_NPROC`, and the
 /// words for the run's result.
 pub(super) fn without_pids_cgroup(
-    plan: &Plan,
+    plan: &JailPlan,
     parent: &std::path::Path,
     error: &std::io::Error,
 ) -> Result<String, RunError> {
     let parent = parent.display();
-    if plan.mode == Mode::Enforce {
+    if plan.mode == Enforcement::Enforce {
         let instead = if plan.capabilities.uid == 0 {
             "RLIMIT_NPROC, the fallback, does not bind root"
         } else {
@@ -40,12 +40,12 @@ pub(super) fn without_pids_cgroup(
 /// be made: under `enforce`, nothing (the error refuses the run); otherwise `RLIMIT_AS`, and the
 /// words for the run's result.
 pub(super) fn without_memory_cgroup(
-    plan: &Plan,
+    plan: &JailPlan,
     parent: &std::path::Path,
     error: &std::io::Error,
 ) -> Result<String, RunError> {
     let parent = parent.display();
-    if plan.mode == Mode::Enforce {
+    if plan.mode == Enforcement::Enforce {
         return Err(RunError::Refused(format!(
             "sandbox.bash is enforce, and the memory cgroup the plan promises could not be made in {parent} ({error}); RLIMIT_AS, the fallback, bounds each process's address space rather than the run's memory"
         )));
@@ -70,7 +70,7 @@ pub(in crate::sandbox::jail) struct RunCgroups {
 /// limits when both controllers share a hierarchy. Under `enforce`, one that cannot be made
 /// refuses the run; under `best_effort` its fallback is used and the words join `not_enforced`.
 pub(super) fn run_cgroups(
-    plan: &Plan,
+    plan: &JailPlan,
     not_enforced: &mut Vec<String>,
 ) -> Result<RunCgroups, RunError> {
     if let Some(ready) = plan.idle_cgroups.take() {
@@ -123,8 +123,8 @@ pub(super) fn run_cgroups(
 /// again (issue 12: two cgroups made and removed per `sandbox exec`). Only a whole set — every
 /// cgroup the plan promises, each limit set — is kept, as a finished run's would be; anything
 /// else is removed (dropped), and the first run makes its own.
-pub(in crate::sandbox::jail) fn seed_cgroups(plan: &Plan, tried: Vec<cgroup::Tried>) {
-    if plan.mode == Mode::Off || plan.dry || tried.is_empty() {
+pub(in crate::sandbox::jail) fn seed_cgroups(plan: &JailPlan, tried: Vec<cgroup::Tried>) {
+    if plan.mode == Enforcement::Off || plan.dry || tried.is_empty() {
         return;
     }
     let caps = &plan.capabilities;

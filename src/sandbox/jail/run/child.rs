@@ -19,7 +19,7 @@ use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
 
 use nix::sys::signal::{Signal, killpg};
 
-use super::super::Plan;
+use super::super::JailPlan;
 use super::super::shape::{Shape, Writes};
 use super::{RunCgroups, RunError, Start, Streams, start};
 
@@ -41,16 +41,16 @@ pub struct Jailed {
 }
 
 /// A borrowed plan handed to the thread that forks a long-lived process (see [`spawn`]).
-struct PlanRef(*const Plan);
+struct PlanRef(*const JailPlan);
 
-// SAFETY: the plan is only read through it, while `spawn` waits; `Plan` is shared between
-// threads everywhere else too (an `Arc<Plan>` in a session).
+// SAFETY: the plan is only read through it, while `spawn` waits; `JailPlan` is shared between
+// threads everywhere else too (an `Arc<JailPlan>` in a session).
 unsafe impl Send for PlanRef {}
 
 /// What [`PlanRef`]'s `Send` rests on: a plan may be read from several threads at once.
 const _: () = {
     const fn shared<T: Sync>() {}
-    shared::<Plan>();
+    shared::<JailPlan>();
 };
 
 impl std::fmt::Debug for Jailed {
@@ -71,7 +71,7 @@ impl std::fmt::Debug for Jailed {
 /// a part it cannot apply; a dry run's plan), and nothing was started;
 /// [`RunError::Setup`] and [`RunError::Spawn`] when the jail or the program failed.
 pub(crate) fn spawn(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     extra: &[(String, String)],
     shape: &Shape,
@@ -91,7 +91,7 @@ pub(crate) fn spawn(
     // it is forked from a thread of its own, which lives until this value is dropped.
     let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
     let (keep, kept) = std::sync::mpsc::channel::<()>();
-    let plan = PlanRef(plan as *const Plan);
+    let plan = PlanRef(plan as *const JailPlan);
     let keeper = std::thread::Builder::new()
         .name("reasonix-jailed".into())
         .spawn(move || {
@@ -216,14 +216,14 @@ mod tests {
     use std::io::{BufRead, BufReader, Write};
 
     use super::*;
-    use crate::sandbox::jail::{JailConfig, Mode};
+    use crate::sandbox::jail::{Enforcement, JailConfig};
 
-    fn plan(ws: &std::path::Path) -> Plan {
+    fn plan(ws: &std::path::Path) -> JailPlan {
         let config = JailConfig {
-            mode: Mode::BestEffort,
+            mode: Enforcement::BestEffort,
             ..JailConfig::default()
         };
-        Plan::new(&config, ws, None)
+        JailPlan::new(&config, ws, None)
     }
 
     #[test]
@@ -263,7 +263,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let ws = ws.path().canonicalize().unwrap();
         let marker = ws.join("ran");
-        let dry = Plan::dry(&JailConfig::default(), &ws, None);
+        let dry = JailPlan::dry(&JailConfig::default(), &ws, None);
         let argv = ["touch".to_owned(), marker.display().to_string()];
         match spawn(&dry, &argv, &[], &Shape::direct()) {
             Err(RunError::Refused(why)) => assert!(why.contains("dry run"), "{why}"),

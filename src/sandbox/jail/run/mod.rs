@@ -43,7 +43,7 @@ use nix::unistd::Pid;
 use super::cgroup::Cgroup;
 use super::mounts::{self, Layer, Layout};
 use super::shape::{Shape, Writes};
-use super::{Mode, Plan};
+use super::{Enforcement, JailPlan};
 
 mod cap_drop;
 mod cgroups;
@@ -260,11 +260,11 @@ struct Start {
 /// exec), in the workspace, with the jail's environment plus `extra` (which may not replace
 /// `TMPDIR`) and the streams given.
 fn start(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     extra: &[(String, String)],
     streams: Streams,
-    judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    judge: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     shape: &Shape,
 ) -> Result<Start, RunError> {
     if plan.dry {
@@ -298,7 +298,7 @@ fn start(
                 source,
             })?,
     };
-    let jailed = plan.mode != Mode::Off;
+    let jailed = plan.mode != Enforcement::Off;
     let mut not_enforced = Vec::new();
     let writes = run_writes(plan, shape.writes, &mut not_enforced)?;
     // The run's folder holds its TMPDIR and (jailed) its private HOME, the toolchains linked
@@ -601,11 +601,11 @@ fn run_folders(
 /// and under `best_effort` it writes in place and says its effects were not observed. A
 /// read-only run without a mount namespace (`best_effort` only) cannot be held to it.
 fn run_writes(
-    plan: &Plan,
+    plan: &JailPlan,
     asked: Writes,
     not_enforced: &mut Vec<String>,
 ) -> Result<Writes, RunError> {
-    if plan.mode == Mode::Off {
+    if plan.mode == Enforcement::Off {
         return Ok(Writes::Direct);
     }
     match asked {
@@ -634,7 +634,7 @@ pub(crate) const NOT_OBSERVED: &str = "effects not observed: no overlay can be m
 /// not inside another, an upper folder and overlayfs's work folder (one filesystem, outside
 /// every root). Returns the folder (removed on drop) and the layers.
 fn make_upper(
-    plan: &Plan,
+    plan: &JailPlan,
     parent: &std::path::Path,
 ) -> std::io::Result<(tempfile::TempDir, Vec<Layer>)> {
     // In memory where the plan has a folder there (`uppers`), else beside the TMPDIRs.
@@ -665,7 +665,7 @@ fn make_upper(
 }
 
 /// The plan's pass-through folders that exist as folders now inside one of `layers`' roots.
-fn upper_passthrough(plan: &Plan, layers: &[Layer]) -> Vec<std::path::PathBuf> {
+fn upper_passthrough(plan: &JailPlan, layers: &[Layer]) -> Vec<std::path::PathBuf> {
     plan.passthrough
         .iter()
         .filter(|p| {
@@ -682,7 +682,7 @@ fn upper_passthrough(plan: &Plan, layers: &[Layer]) -> Vec<std::path::PathBuf> {
 /// capturing output as asked. Crate-private: a bash call reaches it with an admission (the bash
 /// tool), anything else through [`super::danger::exec_unjudged`].
 pub(crate) fn run(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
@@ -695,11 +695,11 @@ pub(crate) fn run(
 /// gate, for an admitted bash call). Without one — or for a plan without a proxy — the
 /// `sandbox.network` entries alone decide ([`crate::egress::ListJudge`]).
 pub(crate) fn run_judged(
-    plan: &Plan,
+    plan: &JailPlan,
     argv: &[String],
     timeout: Option<Duration>,
     capture: Capture,
-    judge: Option<std::sync::Arc<dyn crate::egress::Judge>>,
+    judge: Option<std::sync::Arc<dyn crate::egress::ConnectionJudge>>,
     shape: &Shape,
 ) -> Result<RunResult, RunError> {
     let limit = Duration::from_millis(plan.limits.timeout_ms);
@@ -724,7 +724,7 @@ pub(crate) fn run_judged(
         writes,
         upper,
     } = start(plan, argv, &[], streams, judge, shape)?;
-    let jailed = plan.mode != Mode::Off;
+    let jailed = plan.mode != Enforcement::Off;
     let program = &argv[0];
 
     // Watched on this thread until it exits, its output read as it comes; at the wall clock,

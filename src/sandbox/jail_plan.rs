@@ -1,7 +1,7 @@
 //! The jail plan a gate shares with the calls it admits, computed the first time one of them
 //! needs it.
 //!
-//! Planning the jail looks at the kernel and the disk ([`Plan::new`]); only a call that starts a
+//! Planning the jail looks at the kernel and the disk ([`JailPlan::new`]); only a call that starts a
 //! process needs a plan (the `bash` tool: the sandbox stage asks whether the plan can be
 //! enforced, its verdict shows the plan, and it runs under it). A gate that judges only file
 //! tools — a one-call `reasonix check` of a `read_file` — never plans a jail (issue 12). Once
@@ -10,39 +10,39 @@
 
 use std::sync::{Arc, LazyLock, OnceLock};
 
-use super::jail::{Plan, PlanView};
+use super::jail::{JailPlan, JailPlanView};
 
 /// How the plan is made when first needed.
-type MakePlan = Box<dyn FnOnce() -> Plan + Send>;
+type MakeJailPlan = Box<dyn FnOnce() -> JailPlan + Send>;
 
 /// A jail plan, shared, made on first use. Cloning shares it.
 #[derive(Clone)]
-pub struct SharedPlan(Arc<Shared>);
+pub struct SharedJailPlan(Arc<Shared>);
 
 struct Shared {
-    plan: LazyLock<Plan, MakePlan>,
+    plan: LazyLock<JailPlan, MakeJailPlan>,
     /// The plan as every bash call's verdict shows it, worded once.
-    view: OnceLock<PlanView>,
+    view: OnceLock<JailPlanView>,
 }
 
-impl SharedPlan {
-    /// The plan `make` makes ([`Plan::new`], or [`Plan::read_only`] in plan mode), once asked
+impl SharedJailPlan {
+    /// The plan `make` makes ([`JailPlan::new`], or [`JailPlan::read_only`] in plan mode), once asked
     /// for.
-    pub fn new(make: impl FnOnce() -> Plan + Send + 'static) -> SharedPlan {
-        let make: MakePlan = Box::new(make);
-        SharedPlan(Arc::new(Shared {
+    pub fn new(make: impl FnOnce() -> JailPlan + Send + 'static) -> SharedJailPlan {
+        let make: MakeJailPlan = Box::new(make);
+        SharedJailPlan(Arc::new(Shared {
             plan: LazyLock::new(make),
             view: OnceLock::new(),
         }))
     }
 
     /// The plan, made now if it was not yet.
-    pub fn get(&self) -> &Plan {
+    pub fn get(&self) -> &JailPlan {
         &self.0.plan
     }
 
-    /// [`Plan::view`], worded once (a plan never changes).
-    pub fn view(&self) -> PlanView {
+    /// [`JailPlan::view`], worded once (a plan never changes).
+    pub fn view(&self) -> JailPlanView {
         self.0.view.get_or_init(|| self.get().view()).clone()
     }
 
@@ -52,11 +52,11 @@ impl SharedPlan {
     }
 }
 
-impl std::fmt::Debug for SharedPlan {
+impl std::fmt::Debug for SharedJailPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match LazyLock::get(&self.0.plan) {
-            Some(plan) => f.debug_tuple("SharedPlan").field(plan).finish(),
-            None => f.write_str("SharedPlan(not made yet)"),
+            Some(plan) => f.debug_tuple("SharedJailPlan").field(plan).finish(),
+            None => f.write_str("SharedJailPlan(not made yet)"),
         }
     }
 }

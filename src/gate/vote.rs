@@ -22,7 +22,7 @@ pub(super) struct Ruled {
 }
 
 /// Lets the policy vote.
-pub(super) fn judge(
+pub(super) fn vote(
     resolved: Resolved,
     policy: &CompiledPolicy,
     session: &SessionInfo,
@@ -64,7 +64,7 @@ pub(super) fn judge(
         _ => None,
     };
     let input = document.filter(|_| explain).map(InputRef::owned);
-    let ruling = policy.judge(&Facts {
+    let ruling = policy.ruling(&Facts {
         input: rego_input.as_ref(),
         narrowing_input: narrowing_input.as_ref(),
         tool: &call.name,

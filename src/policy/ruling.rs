@@ -181,7 +181,7 @@ struct PathMatches {
     whole: Vec<Vec<bool>>,
 }
 
-/// What the rules are matched with, computed once per call ([`CompiledPolicy::judge`]).
+/// What the rules are matched with, computed once per call ([`CompiledPolicy::ruling`]).
 struct Matching {
     /// Per rule: it applies to the call's tool.
     tool_ok: Vec<bool>,
@@ -409,7 +409,7 @@ impl CompiledPolicy {
     }
 
     /// Judges one call under the precedence in the module doc, one step after the other.
-    pub fn judge(&self, facts: &Facts<'_>) -> Ruling {
+    pub fn ruling(&self, facts: &Facts<'_>) -> Ruling {
         let matching = self.matching(facts);
         // Steps 1 and 2: deny and ask rules, matched generously.
         let mut hits = self.deny_and_ask(facts, &matching);
@@ -987,7 +987,7 @@ mod tests {
         let analysis = Analysis::of(script);
         let paths = roots.touch_all(&analysis.path_requests());
         let input = RegoInput::of(&serde_json::json!({ "bash": analysis })).unwrap();
-        policy.judge(&Facts {
+        policy.ruling(&Facts {
             tool: "bash",
             effects: &analysis.effects,
             paths: &paths,
