@@ -572,7 +572,7 @@ pub fn gate_spans(
         names,
         us,
         ran: ran.min(GATE_STAGES),
-        attributes,
+        attributes: attributes.store(),
     });
 }
 
@@ -584,7 +584,7 @@ pub(crate) struct Gate {
     names: &'static [&'static str; GATE_STAGES],
     us: [u64; GATE_STAGES],
     ran: usize,
-    attributes: Attributes,
+    attributes: wire::Stored,
 }
 
 impl Gate {
@@ -607,7 +607,7 @@ pub fn call_judged(
         return;
     }
     let judged = Judged {
-        tool: tool.to_owned(),
+        tool: Tool::of(tool),
         verdict,
         outcome: outcome.unwrap_or("none"),
         ms: admission.as_secs_f64() * 1000.0,
@@ -625,9 +625,38 @@ pub fn call_judged(
     }
 }
 
+/// A tool's name, inline when short (the exporter's thread frees nothing a call's thread
+/// allocated: see [`wire::Stored`]).
+enum Tool {
+    Inline(u8, [u8; 62]),
+    Heap(String),
+}
+
+impl Tool {
+    fn of(name: &str) -> Tool {
+        if name.len() <= 62 {
+            let mut bytes = [0; 62];
+            bytes[..name.len()].copy_from_slice(name.as_bytes());
+            Tool::Inline(name.len() as u8, bytes)
+        } else {
+            Tool::Heap(name.to_owned())
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a `str` whose length fits: valid UTF-8.
+            Tool::Inline(len, bytes) => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Tool::Heap(name) => name,
+        }
+    }
+}
+
 /// A call judged and not yet recorded in the instruments.
 struct Judged {
-    tool: String,
+    tool: Tool,
     verdict: &'static str,
     outcome: &'static str,
     ms: f64,
@@ -644,32 +673,34 @@ static JUDGED: std::sync::Mutex<Vec<Judged>> = std::sync::Mutex::new(Vec::new())
 const JUDGED_BOUND: usize = 4096;
 
 /// Held while calls noted are recorded, so that the exit's last recording waits for one in
-/// flight on the exporter's thread before the metrics' last export.
-static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// flight on the exporter's thread before the metrics' last export; it holds the buffer the
+/// calls noted are swapped into (kept, with its room, for the next time).
+static RECORDING: std::sync::Mutex<Vec<Judged>> = std::sync::Mutex::new(Vec::new());
 
 /// Records the calls noted ([`call_judged`]) in the calls counter and the admission histogram.
 pub(crate) fn record_judged() {
     let Some(i) = INSTRUMENTS.get() else {
         return;
     };
-    let _recording = RECORDING.lock();
-    let mut noted = match JUDGED.lock() {
-        Ok(mut noted) => std::mem::take(&mut *noted),
-        Err(_) => return,
+    let Ok(mut noted) = RECORDING.lock() else {
+        return;
     };
+    match JUDGED.lock() {
+        Ok(mut judged) => std::mem::swap(&mut *judged, &mut *noted),
+        Err(_) => return,
+    }
     if noted.is_empty() {
         return;
     }
     // Grouped by tool, verdict and outcome: one counter add and one attribute set per group.
-    noted.sort_unstable_by(|a, b| {
-        (&a.tool, a.verdict, a.outcome).cmp(&(&b.tool, b.verdict, b.outcome))
-    });
-    for group in
-        noted.chunk_by(|a, b| (&a.tool, a.verdict, a.outcome) == (&b.tool, b.verdict, b.outcome))
-    {
+    fn key(j: &Judged) -> (&str, &str, &str) {
+        (j.tool.as_str(), j.verdict, j.outcome)
+    }
+    noted.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
+    for group in noted.chunk_by(|a, b| key(a) == key(b)) {
         let first = &group[0];
         let attrs = [
-            KeyValue::new("reasonix.tool", first.tool.clone()),
+            KeyValue::new("reasonix.tool", first.tool.as_str().to_owned()),
             KeyValue::new("reasonix.verdict", first.verdict),
             KeyValue::new("reasonix.outcome", first.outcome),
         ];
@@ -678,6 +709,7 @@ pub(crate) fn record_judged() {
             i.admission.record(judged.ms, &attrs[..2]);
         }
     }
+    noted.clear();
 }
 
 /// A jail run's duration, for the jail histogram.

@@ -26,6 +26,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
+// A judgement is kept inline, not boxed: a box a call allocates and the exporter's thread frees
+// is the cross-thread free `wire::Stored` is there to avoid.
+#[allow(clippy::large_enum_variant)]
 enum Message {
     Span(Box<SpanData>),
     /// A judgement's timings: the gate's spans, made on this thread.
@@ -101,17 +104,19 @@ impl Inbox {
         }
     }
 
-    /// Everything waiting, in the order it came.
-    fn take(&self) -> Vec<Message> {
-        let taken = match self.waiting.lock() {
-            Ok(mut waiting) => std::mem::take(&mut *waiting),
-            Err(_) => return Vec::new(),
-        };
-        let spans = taken.iter().map(Message::spans).sum();
-        let entries = taken.iter().filter(|m| m.spans() > 0).count();
+    /// Everything waiting, in the order it came, swapped into `into` (empty, and keeping the
+    /// room it had): the queue keeps the room of the buffer it gets back, so that the calls
+    /// that fill it again do not grow it from nothing each batch.
+    fn take(&self, into: &mut Vec<Message>) {
+        debug_assert!(into.is_empty());
+        match self.waiting.lock() {
+            Ok(mut waiting) => std::mem::swap(&mut *waiting, into),
+            Err(_) => return,
+        }
+        let spans = into.iter().map(Message::spans).sum();
+        let entries = into.iter().filter(|m| m.spans() > 0).count();
         self.spans.fetch_sub(spans, Ordering::AcqRel);
         self.entries.fetch_sub(entries, Ordering::AcqRel);
-        taken
     }
 }
 
@@ -308,8 +313,9 @@ fn send_loop<E: SpanExporter>(
         encoded_n: 0,
     };
     let mut since = Instant::now();
+    let mut taken = Vec::new();
     loop {
-        let taken = inbox.take();
+        inbox.take(&mut taken);
         super::record_judged();
         if taken.is_empty() {
             let wait = flush.saturating_sub(since.elapsed());
@@ -322,7 +328,7 @@ fn send_loop<E: SpanExporter>(
             }
             continue;
         }
-        for m in taken {
+        for m in taken.drain(..) {
             match m {
                 Message::Flush(done) => {
                     waiting.send(counts);

@@ -224,9 +224,12 @@ fn head_by_field(
 pub struct Attributes(Vec<u8>);
 
 impl Attributes {
-    /// Room for attributes of about `bytes` in all.
+    /// Room for attributes of about `bytes` in all (in this thread's buffer, when it has one).
     pub fn with_capacity(bytes: usize) -> Attributes {
-        Attributes(Vec::with_capacity(bytes))
+        let mut buf = SPARE.with(|spare| spare.take());
+        buf.clear();
+        buf.reserve(bytes);
+        Attributes(buf)
     }
 
     /// Adds `key` = `value` (an `AnyValue` string).
@@ -241,8 +244,50 @@ impl Attributes {
         bytes_field(ANY_STRING, value.as_bytes(), buf);
     }
 
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    /// Its bytes as they wait in the queue; its buffer stays on this thread for the next call.
+    pub(crate) fn store(self) -> Stored {
+        let stored = if self.0.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..self.0.len()].copy_from_slice(&self.0);
+            Stored::Inline(self.0.len() as u16, bytes)
+        } else {
+            Stored::Heap(self.0.clone())
+        };
+        SPARE.with(|spare| spare.set(self.0));
+        stored
+    }
+}
+
+/// Attribute bytes kept inline in a queued judgement, up to this many (more go on the heap).
+const INLINE: usize = 384;
+
+thread_local! {
+    /// The buffer a call's attributes are encoded in, kept for the next call on this thread.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A judgement's attributes as they wait in the queue: inline when they fit, so that the
+/// exporter's thread frees nothing the call's thread allocated (a free from another thread
+/// takes the lock of the allocator's arena the call's thread allocates in: with one buffer a
+/// call, the calls' threads waited on it hundreds of times a batch).
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // inline on purpose: boxing it is the free it avoids
+pub(crate) enum Stored {
+    Inline(u16, [u8; INLINE]),
+    Heap(Vec<u8>),
+}
+
+impl Stored {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Stored::Inline(len, bytes) => &bytes[..usize::from(*len)],
+            Stored::Heap(bytes) => bytes,
+        }
     }
 }
 
