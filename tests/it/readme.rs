@@ -81,6 +81,20 @@ fn every_command_of_the_readme_tour_does_what_it_says() {
                 "{stdout}"
             );
         }
+        if block.contains("reasonix report") {
+            let page = std::fs::read_to_string(demo.join("report.html")).unwrap();
+            assert!(page.contains("Tidy the notes"), "the page names the task");
+            assert!(
+                !["src=\"http", "href=\"http", "url(http", "@import"]
+                    .iter()
+                    .any(|s| page.contains(s)),
+                "the page loads nothing from elsewhere"
+            );
+            assert!(
+                stdout.contains("10 calls: 4 succeeded, 1 failed, 3 blocked, 2 invalid"),
+                "{stdout}"
+            );
+        }
         if block.contains("reasonix run") {
             assert!(
                 stderr.contains("10 calls: 4 succeeded, 1 failed, 3 blocked, 2 invalid"),
