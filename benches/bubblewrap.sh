@@ -47,9 +47,11 @@ reasonix=("$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
 reasonix_ro=("$REASONIX" sandbox exec --workspace "$WS/ws" --read-only -- /bin/true)
 reasonix_obs=("$REASONIX" sandbox exec --workspace "$WS/ws" --observe -- /bin/true)
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-    chmod 755 "$WS" && chown 65534:65534 "$WS/ws"
+    # A workspace of its own: the rows run as root make the workspace's lease folder, which
+    # `nobody` could not then lock in.
+    mkdir "$WS/ws-user" && chmod 755 "$WS" && chown 65534:65534 "$WS/ws-user"
     reasonix_user=(env HOME="$WS" setpriv --reuid=65534 --regid=65534 --clear-groups --
-        "$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
+        "$REASONIX" sandbox exec --workspace "$WS/ws-user" -- /bin/true)
     ROWS+=(reasonix-user)
 fi
 
