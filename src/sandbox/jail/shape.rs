@@ -89,11 +89,15 @@ pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> 
 /// link re-pointed included). A folder changed within [`RACY`] of when it was read is read again
 /// every time, as git treats a racily clean index entry: its time may not have moved yet.
 ///
-/// On top of that (issue 30: the plan of a call in under 20 µs), every folder a walk reads is
-/// watched with inotify (added before the folder is read, so no change after the reading goes
-/// unseen): while the kernel reports no entry made, removed or renamed in any of them, nor one
-/// of them removed or moved, nor its queue overflowed, the last walk's answer stands and nothing
-/// is read at all — not even the folders' times. A walk that met a protected symbolic link (what
+/// On top of that (issue 30: the plan of a call in under 20 µs), from the second walk on every
+/// folder a walk reads is watched with inotify (added before the folder is read, so no change
+/// after the reading goes unseen): while the kernel reports no entry made, removed or renamed in
+/// any of them, nor one of them removed or moved, nor its queue overflowed, the last walk's
+/// answer stands and nothing is read at all — not even the folders' times. The first walk
+/// watches nothing: a process that walks once (`sandbox exec --read-only`, `hook claude
+/// --jail`) makes no inotify instance, whose watches the kernel retires when the process exits,
+/// and that exit then waited 7–30 ms on this machine (a read-only `sandbox exec` took 22 ms
+/// instead of 10). The second walk reads every folder again, watching each. A walk that met a protected symbolic link (what
 /// it stands for is resolved anew each time), a folder it could not read, or a watch it could not
 /// add (no inotify, the watch limit) is not kept that way: the next walk reads the times again.
 #[derive(Debug, Default)]
@@ -105,15 +109,20 @@ pub struct WalkCache {
 #[derive(Debug, Default)]
 struct Walked {
     folders: std::collections::HashMap<PathBuf, Listed>,
-    /// The watches on the folders read (`None` until the first walk; made once).
-    watch: Option<Watch>,
+    /// The watches on the folders read.
+    watch: Watch,
     /// The bases and the answer of the last walk, while nothing watched has changed.
     last: Option<(Vec<PathBuf>, Vec<PathBuf>)>,
 }
 
 /// The inotify instance of a [`WalkCache`].
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Watch {
+    /// No walk yet: the first is read without watches.
+    #[default]
+    First,
+    /// One walk done, without watches: the next makes the instance.
+    Second,
     On(super::inotify::Inotify),
     /// inotify cannot be had here: every walk reads the folders' times.
     Off,
@@ -128,7 +137,7 @@ impl Watch {
     fn quiet(&self) -> bool {
         match self {
             Watch::On(inotify) => inotify.quiet(),
-            Watch::Off => false,
+            Watch::First | Watch::Second | Watch::Off => false,
         }
     }
 
@@ -136,7 +145,7 @@ impl Watch {
     fn add(&self, dir: &Path) -> bool {
         match self {
             Watch::On(inotify) => inotify.watch_folder(dir),
-            Watch::Off => false,
+            Watch::First | Watch::Second | Watch::Off => false,
         }
     }
 }
@@ -159,7 +168,7 @@ impl WalkCache {
     fn unwatched() -> WalkCache {
         WalkCache {
             state: std::sync::Mutex::new(Walked {
-                watch: Some(Watch::Off),
+                watch: Watch::Off,
                 ..Walked::default()
             }),
         }
@@ -182,7 +191,15 @@ pub fn protected_paths_cached(
         watch,
         last,
     } = &mut *state;
-    let watch = watch.get_or_insert_with(Watch::new);
+    match watch {
+        Watch::First => *watch = Watch::Second,
+        Watch::Second => {
+            // Every folder read again, so that each is watched before it is read.
+            *watch = Watch::new();
+            folders.clear();
+        }
+        Watch::On(_) | Watch::Off => {}
+    }
     // Nothing watched changed since the last walk of the same bases: its answer stands.
     let quiet = watch.quiet();
     match last {
@@ -400,6 +417,8 @@ mod tests {
         let cache = WalkCache::default();
         let bases = [ws.clone()];
         let walk = || protected_paths_cached(&bases, &protected, &cache);
+        // The first walk watches nothing; the second reads and watches every folder.
+        assert_eq!(walk(), [ws.join("a/.env")]);
         assert_eq!(walk(), [ws.join("a/.env")]);
         matched.set(0);
         assert_eq!(walk(), [ws.join("a/.env")]);
@@ -446,12 +465,43 @@ mod tests {
         };
         let cache = WalkCache::default();
         let bases = [ws.clone()];
-        assert_eq!(
-            protected_paths_cached(&bases, &protected, &cache),
-            [ws.join("a/.env")]
-        );
+        for _ in 0..2 {
+            assert_eq!(
+                protected_paths_cached(&bases, &protected, &cache),
+                [ws.join("a/.env")]
+            );
+        }
         matched.set(0);
         let _ = protected_paths_cached(&bases, &protected, &cache);
         assert!(matched.get() >= 1, "walked again");
+    }
+
+    /// A process that walks once makes no inotify instance: the kernel retires an instance's
+    /// watches when the process exits, and the exit waits for it (7–30 ms here). The second walk
+    /// makes one, and watches every folder, read again — even one whose time has not moved.
+    #[test]
+    fn the_first_walk_watches_nothing_and_the_second_watches_every_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        old_tree(&ws);
+        let matched = std::cell::Cell::new(0usize);
+        let protected = |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name().is_some_and(|n| n == ".env")
+        };
+        let cache = WalkCache::default();
+        let bases = [ws.clone()];
+        let walk = || protected_paths_cached(&bases, &protected, &cache);
+        let watching = || matches!(cache.state.lock().unwrap().watch, Watch::On(_));
+        assert_eq!(walk(), [ws.join("a/.env")]);
+        assert!(!watching(), "one walk, no inotify instance");
+        let first = matched.get();
+        matched.set(0);
+        assert_eq!(walk(), [ws.join("a/.env")]);
+        assert!(watching(), "the second walk watches");
+        assert_eq!(matched.get(), first, "every folder read again, to be watched");
+        matched.set(0);
+        assert_eq!(walk(), [ws.join("a/.env")]);
+        assert_eq!(matched.get(), 0, "the third reads nothing");
     }
 }
