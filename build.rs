@@ -45,7 +45,11 @@ fn main() {
         && profile == "release"
         && std::env::var("REASONIX_LINK_ORDER").as_deref() != Ok("0")
     {
-        let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker/startup.order");
+        // The folder cargo runs this script for, read when it runs: a script compiled once may
+        // be reused for a checkout elsewhere (a worktree sharing the target folder), and a path
+        // compiled into it would then name that checkout's order file.
+        let root = std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default();
+        let order = Path::new(&root).join("linker/startup.order");
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
             order.display()
