@@ -97,9 +97,10 @@ pub fn protected_paths(bases: &[PathBuf], protected: &dyn Fn(&Path) -> bool) -> 
 /// watches nothing: a process that walks once (`sandbox exec --read-only`, `hook claude
 /// --jail`) makes no inotify instance, whose watches the kernel retires when the process exits,
 /// and that exit then waited 7–30 ms on this machine (a read-only `sandbox exec` took 22 ms
-/// instead of 10). The second walk reads every folder again, watching each. A walk that met a protected symbolic link (what
-/// it stands for is resolved anew each time), a folder it could not read, or a watch it could not
-/// add (no inotify, the watch limit) is not kept that way: the next walk reads the times again.
+/// instead of 10). The second walk reads every folder again, watching each. A walk that met a
+/// protected symbolic link (what it stands for is resolved anew each time), a folder it could
+/// not read, or a watch it could not add (no inotify, the watch limit) is not kept that way:
+/// the next walk reads the times again.
 #[derive(Debug, Default)]
 pub struct WalkCache {
     state: std::sync::Mutex<Walked>,
@@ -499,7 +500,11 @@ mod tests {
         matched.set(0);
         assert_eq!(walk(), [ws.join("a/.env")]);
         assert!(watching(), "the second walk watches");
-        assert_eq!(matched.get(), first, "every folder read again, to be watched");
+        assert_eq!(
+            matched.get(),
+            first,
+            "every folder read again, to be watched"
+        );
         matched.set(0);
         assert_eq!(walk(), [ws.join("a/.env")]);
         assert_eq!(matched.get(), 0, "the third reads nothing");
