@@ -626,31 +626,17 @@ pub fn call_judged(
 }
 
 /// A tool's name, inline when short (the exporter's thread frees nothing a call's thread
-/// allocated: see [`wire::Stored`]).
-enum Tool {
-    Inline(u8, [u8; 62]),
-    Heap(String),
-}
+/// allocated: see [`wire::Inline`]).
+struct Tool(wire::Inline<62>);
 
 impl Tool {
     fn of(name: &str) -> Tool {
-        if name.len() <= 62 {
-            let mut bytes = [0; 62];
-            bytes[..name.len()].copy_from_slice(name.as_bytes());
-            Tool::Inline(name.len() as u8, bytes)
-        } else {
-            Tool::Heap(name.to_owned())
-        }
+        Tool(wire::Inline::copy(name.as_bytes()))
     }
 
     fn as_str(&self) -> &str {
-        match self {
-            // Copied whole from a `str` whose length fits: valid UTF-8.
-            Tool::Inline(len, bytes) => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            Tool::Heap(name) => name,
-        }
+        // Copied whole from a `str`: valid UTF-8.
+        std::str::from_utf8(self.0.bytes()).unwrap_or_default()
     }
 }
 

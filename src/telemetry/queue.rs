@@ -48,6 +48,11 @@ impl Message {
             Message::Flush(_) | Message::Stop(_) => 0,
         }
     }
+
+    /// Whether it counts against the queue's bound (a flush or a stop does not).
+    fn bounded(&self) -> bool {
+        matches!(self, Message::Span(_) | Message::Gate(_))
+    }
 }
 
 /// What waits for the sending thread: at most `queue` entries (a span, or a judgement with its
@@ -114,7 +119,7 @@ impl Inbox {
             Err(_) => return,
         }
         let spans = into.iter().map(Message::spans).sum();
-        let entries = into.iter().filter(|m| m.spans() > 0).count();
+        let entries = into.iter().filter(|m| m.bounded()).count();
         self.spans.fetch_sub(spans, Ordering::AcqRel);
         self.entries.fetch_sub(entries, Ordering::AcqRel);
     }

@@ -251,13 +251,7 @@ impl Attributes {
 
     /// Its bytes as they wait in the queue; its buffer stays on this thread for the next call.
     pub(crate) fn store(self) -> Stored {
-        let stored = if self.0.len() <= INLINE {
-            let mut bytes = [0; INLINE];
-            bytes[..self.0.len()].copy_from_slice(&self.0);
-            Stored::Inline(self.0.len() as u16, bytes)
-        } else {
-            Stored::Heap(self.0.clone())
-        };
+        let stored = Stored::copy(&self.0);
         SPARE.with(|spare| spare.set(self.0));
         stored
     }
@@ -271,22 +265,36 @@ thread_local! {
     static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// A judgement's attributes as they wait in the queue: inline when they fit, so that the
-/// exporter's thread frees nothing the call's thread allocated (a free from another thread
+/// A judgement's attributes as they wait in the queue.
+pub(crate) type Stored = Inline<INLINE>;
+
+/// Bytes handed from a call's thread to the exporter's: inline when they fit in `N`, so that
+/// the exporter's thread frees nothing the call's thread allocated (a free from another thread
 /// takes the lock of the allocator's arena the call's thread allocates in: with one buffer a
 /// call, the calls' threads waited on it hundreds of times a batch).
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // inline on purpose: boxing it is the free it avoids
-pub(crate) enum Stored {
-    Inline(u16, [u8; INLINE]),
+pub(crate) enum Inline<const N: usize> {
+    Inline(u16, [u8; N]),
     Heap(Vec<u8>),
 }
 
-impl Stored {
+impl<const N: usize> Inline<N> {
+    /// A copy of `from`: inline when it fits.
+    pub(crate) fn copy(from: &[u8]) -> Inline<N> {
+        if from.len() <= N {
+            let mut bytes = [0; N];
+            bytes[..from.len()].copy_from_slice(from);
+            Inline::Inline(from.len() as u16, bytes)
+        } else {
+            Inline::Heap(from.to_vec())
+        }
+    }
+
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
-            Stored::Inline(len, bytes) => &bytes[..usize::from(*len)],
-            Stored::Heap(bytes) => bytes,
+            Inline::Inline(len, bytes) => &bytes[..usize::from(*len)],
+            Inline::Heap(bytes) => bytes,
         }
     }
 }
