@@ -20,6 +20,11 @@
 # of the jail alone, with and without namespaces, is what the criterion bench measures (`spawn
 # true, jailed…`).
 #
+# With JAIL_ALONE=path (`cargo build --release --example jail_alone`), the row jail-alone: the
+# jail alone in a small executable, run in the same workspace (the floor of a launcher).
+# With BASE=path, the jailed rows of that binary too (base-reasonix, base-ro, base-obs), in the
+# same turns: a before and after on one machine under one load.
+#
 # Usage: benches/bubblewrap.sh [N]   (default 200; REASONIX=path to use another binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +51,18 @@ reasonix_off=("$REASONIX" sandbox exec --workspace "$WS/ws" --policy "$WS/off.ya
 reasonix=("$REASONIX" sandbox exec --workspace "$WS/ws" -- /bin/true)
 reasonix_ro=("$REASONIX" sandbox exec --workspace "$WS/ws" --read-only -- /bin/true)
 reasonix_obs=("$REASONIX" sandbox exec --workspace "$WS/ws" --observe -- /bin/true)
+if [ -n "${BASE:-}" ]; then
+    # The same three jailed rows of another binary, in the same turns (before and after).
+    base_reasonix=("$BASE" sandbox exec --workspace "$WS/ws" -- /bin/true)
+    base_ro=("$BASE" sandbox exec --workspace "$WS/ws" --read-only -- /bin/true)
+    base_obs=("$BASE" sandbox exec --workspace "$WS/ws" --observe -- /bin/true)
+    ROWS+=(base-reasonix base-ro base-obs)
+fi
+if [ -n "${JAIL_ALONE:-}" ]; then
+    # The jail alone in a small executable (examples/jail_alone.rs): the floor of a launcher.
+    jail_alone=("$JAIL_ALONE" --workspace "$WS/ws" /bin/true)
+    ROWS+=(jail-alone)
+fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     # A workspace of its own: the rows run as root make the workspace's lease folder, which
     # `nobody` could not then lock in.
