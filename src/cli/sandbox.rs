@@ -79,6 +79,17 @@ pub struct ExecArgs {
 /// project's untrusted files asked for is left out of it: `acts` (`sandbox exec`) then refuses
 /// to run anything (exit 2), and `probe` says what it left out on stderr.
 fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<JailPlan> {
+    planned(args, acts).map(|p| p.jail)
+}
+
+/// A plan, and what its policy protects from reading (for `bash`): what every run covers.
+struct Planned {
+    jail: JailPlan,
+    protected: reasonix::policy::PathFilter,
+}
+
+/// [`plan`], with the policy's protected paths.
+fn planned(args: &PlanArgs, acts: bool) -> anyhow::Result<Planned> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let settings = super::settled(&workspace)?;
     let canonical = settings.workspace().to_path_buf();
@@ -110,7 +121,17 @@ fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<JailPlan> {
     let mut files = settings.host_files();
     files.extend(chosen.files.iter().cloned());
     let host = host.with_files(files);
-    Ok(JailPlan::new(&config, ws, roots.home()).with_host_files(host.all()))
+    let protected = std::sync::Arc::new(
+        chosen
+            .set
+            .compile(&roots)
+            .context("cannot compile the policy")?,
+    )
+    .withholding("bash", &[reasonix::vocab::Effect::Read].into());
+    Ok(Planned {
+        jail: JailPlan::new(&config, ws, roots.home()).with_host_files(host.all()),
+        protected,
+    })
 }
 
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
@@ -129,15 +150,26 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
         }
         SandboxCommand::Exec(args) if args.observe || args.read_only => observe(&args),
         SandboxCommand::Exec(args) => {
-            let plan = plan(&args.plan, true)?;
+            let Planned {
+                jail: plan,
+                protected,
+            } = planned(&args.plan, true)?;
             // Taken only for a command that will run.
             let _lease = match plan.refusal() {
                 None => Some(workspace_lease(&args)?),
                 Some(_) => None,
             };
             let timeout = args.timeout_ms.map(Duration::from_millis);
-            // The user's own command, typed at a terminal: no gate judges it, the jail applies.
-            match danger::exec_unjudged(&plan, &args.command, timeout, Capture::Inherit) {
+            // The user's own command, typed at a terminal: no gate judges it, the jail applies,
+            // with what the policy protects from reading covered, as in a bash call's jail.
+            let shape = protected.shape(&plan, Writes::Direct);
+            match danger::exec_unjudged_shaped(
+                &plan,
+                &args.command,
+                timeout,
+                Capture::Inherit,
+                &shape,
+            ) {
                 Ok(result) => {
                     // Each connection through the egress proxy, as the record would have it.
                     for connection in &result.connections {

@@ -531,16 +531,10 @@ impl Gate {
         plan: &JailPlan,
         writes: crate::sandbox::jail::Writes,
     ) -> crate::sandbox::jail::Shape {
-        let filter = self
-            .current()
+        self.current()
             .policy
-            .withholding("bash", &[crate::vocab::Effect::Read].into());
-        let hidden = if filter.protects_any() {
-            plan.protected(filter.identity(), &|p| filter.withholds(p).is_some())
-        } else {
-            Vec::new()
-        };
-        crate::sandbox::jail::Shape { writes, hidden }
+            .withholding("bash", &[crate::vocab::Effect::Read].into())
+            .shape(plan, writes)
     }
 
     /// The judge of what a command this gate did not admit changed (`reasonix sandbox exec

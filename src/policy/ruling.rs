@@ -16,6 +16,7 @@ use super::compile::{CompiledPolicy, Rule};
 use super::pattern::OwnedSet;
 use super::rego::RegoInput;
 use crate::sandbox::TouchedPath;
+use crate::sandbox::jail::{JailPlan, Shape, Writes};
 use crate::shell::{Analysis, Dynamic, Normalized, RedirectKind, readers};
 use crate::vocab::{Access, Effect, PathRole};
 
@@ -140,6 +141,18 @@ impl PathFilter {
         self.active.hash(&mut h);
         self.path_except.hash(&mut h);
         h.finish()
+    }
+
+    /// The shape of a run under `plan` that writes as `writes`, with each path this filter
+    /// protects that exists there now covered ([`JailPlan::protected`]): what every jail covers
+    /// — a bash call's, an MCP server's, a hook's, `sandbox exec`'s.
+    pub fn shape(&self, plan: &JailPlan, writes: Writes) -> Shape {
+        let hidden = if self.any {
+            plan.protected(self.identity(), &|p| self.withholds(p).is_some())
+        } else {
+            Vec::new()
+        };
+        Shape { writes, hidden }
     }
 
     /// The id of a rule that protects `path`, if any.

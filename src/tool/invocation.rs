@@ -91,13 +91,13 @@ impl Invocation {
     /// [`Invocation::shape`] with the writes given (an MCP server writes in place, or not at
     /// all in plan mode).
     pub fn shape_with(&self, writes: Writes) -> Shape {
-        let hidden = match &self.protected {
-            Some(filter) if filter.protects_any() => self
-                .jail()
-                .protected(filter.identity(), &|p| filter.withholds(p).is_some()),
-            _ => Vec::new(),
-        };
-        Shape { writes, hidden }
+        match &self.protected {
+            Some(filter) => filter.shape(self.jail(), writes),
+            None => Shape {
+                writes,
+                hidden: Vec::new(),
+            },
+        }
     }
 
     /// Who judges what this call's run changed (a bash call's).

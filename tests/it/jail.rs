@@ -756,6 +756,52 @@ fn sandbox_exec_runs_a_command_in_the_jail_and_exits_with_its_status() {
 }
 
 #[test]
+fn sandbox_exec_covers_what_the_policy_protects_from_reading_in_every_shape() {
+    let w = World::new();
+    std::fs::write(w.ws.join(".env"), "SECRET=1\n").unwrap();
+    std::fs::write(w.ws.join("notes.txt"), "plain\n").unwrap();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    // In place (the user's own command), read-only and observed: the default policy's
+    // `no-secrets` covers `.env` in each, as it does in a bash call's jail; the file beside it
+    // reads as it is.
+    for shape in [&[][..], &["--read-only"][..], &["--observe"][..]] {
+        let mut args = vec!["sandbox", "exec", "--workspace", ws.as_str()];
+        args.extend_from_slice(shape);
+        args.extend_from_slice(&["--", "sh", "-c", "cat .env; cat notes.txt"]);
+        let (code, stdout, stderr) = w.run(&args, "");
+        assert!(!stdout.contains("SECRET"), "{shape:?}: {stdout}{stderr}");
+        assert_eq!(
+            (code, stdout.as_str()),
+            (0, "plain\n"),
+            "{shape:?}: {stderr}"
+        );
+    }
+    // Written in place, the covered file cannot be written either; the rest of the workspace can.
+    let (code, _, stderr) = w.run(
+        &[
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--",
+            "sh",
+            "-c",
+            "echo made > made.txt; echo leaked > .env",
+        ],
+        "",
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join(".env")).unwrap(),
+        "SECRET=1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.ws.join("made.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
 fn sandbox_roots_widen_what_file_tools_may_reach_too() {
     let w = World::new();
     std::fs::write(w.home.join("notes.txt"), "n").unwrap();
