@@ -82,13 +82,27 @@ fn plan(args: &PlanArgs, acts: bool) -> anyhow::Result<JailPlan> {
     planned(args, acts).map(|p| p.jail)
 }
 
-/// A plan, and what its policy protects from reading (for `bash`): what every run covers.
+/// A plan, with the policy and the roots it was made for.
 struct Planned {
     jail: JailPlan,
-    protected: reasonix::policy::PathFilter,
+    set: reasonix::PolicySet,
+    roots: Roots,
 }
 
-/// [`plan`], with the policy's protected paths.
+impl Planned {
+    /// What the policy protects from reading (for `bash`): what every run covers, as in a bash
+    /// call's jail.
+    fn protected(&self) -> anyhow::Result<reasonix::policy::PathFilter> {
+        let compiled = self
+            .set
+            .compile(&self.roots)
+            .context("cannot compile the policy")?;
+        Ok(std::sync::Arc::new(compiled)
+            .withholding("bash", &[reasonix::vocab::Effect::Read].into()))
+    }
+}
+
+/// [`plan`], with the policy and the roots.
 fn planned(args: &PlanArgs, acts: bool) -> anyhow::Result<Planned> {
     let workspace = super::workspace(args.workspace.as_deref())?;
     let settings = super::settled(&workspace)?;
@@ -121,16 +135,10 @@ fn planned(args: &PlanArgs, acts: bool) -> anyhow::Result<Planned> {
     let mut files = settings.host_files();
     files.extend(chosen.files.iter().cloned());
     let host = host.with_files(files);
-    let protected = std::sync::Arc::new(
-        chosen
-            .set
-            .compile(&roots)
-            .context("cannot compile the policy")?,
-    )
-    .withholding("bash", &[reasonix::vocab::Effect::Read].into());
     Ok(Planned {
         jail: JailPlan::new(&config, ws, roots.home()).with_host_files(host.all()),
-        protected,
+        set: chosen.set,
+        roots,
     })
 }
 
@@ -150,10 +158,8 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
         }
         SandboxCommand::Exec(args) if args.observe || args.read_only => observe(&args),
         SandboxCommand::Exec(args) => {
-            let Planned {
-                jail: plan,
-                protected,
-            } = planned(&args.plan, true)?;
+            let planned = planned(&args.plan, true)?;
+            let plan = &planned.jail;
             // Taken only for a command that will run.
             let _lease = match plan.refusal() {
                 None => Some(workspace_lease(&args)?),
@@ -162,9 +168,9 @@ pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
             let timeout = args.timeout_ms.map(Duration::from_millis);
             // The user's own command, typed at a terminal: no gate judges it, the jail applies,
             // with what the policy protects from reading covered, as in a bash call's jail.
-            let shape = protected.shape(&plan, Writes::Direct);
+            let shape = planned.protected()?.shape(plan, Writes::Direct);
             match danger::exec_unjudged_shaped(
-                &plan,
+                plan,
                 &args.command,
                 timeout,
                 Capture::Inherit,
