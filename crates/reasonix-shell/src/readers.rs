@@ -265,11 +265,13 @@ fn reads_unnamed(command: &Command, parsed: &Parsed) -> bool {
             _ => false,
         }),
     });
+    // What `xargs` or `find -exec` feeds a reader is read as files, unless the reader opens no
+    // file its operands name (`xargs echo`, `find … -exec echo {} +`).
     recursive
-        || command
-            .words
-            .iter()
-            .any(|w| w.dynamic.contains(&Dynamic::Input) || w.dynamic.contains(&Dynamic::Found))
+        || (!opens_no_operand(command)
+            && command.words.iter().any(|w| {
+                w.dynamic.contains(&Dynamic::Input) || w.dynamic.contains(&Dynamic::Found)
+            }))
 }
 
 /// The operands of a reader that reads a folder operand whole ([`Recursion::Folders`]), as
@@ -596,6 +598,39 @@ mod tests {
         }
         for script in ["grep TODO notes.md", "cat a.txt", "ls -R"] {
             assert!(Analysis::of(script).unnamed_reads.is_empty(), "{script}");
+        }
+    }
+
+    #[test]
+    fn a_reader_that_opens_no_operand_fed_by_xargs_or_find_reads_nothing_unnamed() {
+        // Each row of NO_FILE_OPERANDS, fed by xargs and by find -exec: read-only, nothing read
+        // that the call does not name.
+        for name in NO_FILE_OPERANDS {
+            for script in [
+                format!("ls src | xargs -n1 {name}"),
+                format!("find . -name '*.rs' -exec {name} {{}} +"),
+            ] {
+                let a = Analysis::of(&script);
+                assert!(a.read_only, "{script}: {:?}", a.hazards);
+                assert!(
+                    a.unnamed_reads.is_empty(),
+                    "{script}: {:?}",
+                    a.unnamed_reads
+                );
+            }
+        }
+        // A reader that opens its operands, fed the same way, still reads files it does not
+        // name; and a program of the workspace's own called `echo` is not trusted to open none.
+        for script in [
+            "ls src | xargs -n1 cat",
+            "find . -exec head {} +",
+            "ls | xargs ./echo",
+        ] {
+            let a = Analysis::of(script);
+            assert!(
+                !a.unnamed_reads.is_empty() || !a.read_only,
+                "{script}: {a:?}"
+            );
         }
     }
 }
