@@ -438,7 +438,12 @@ fn run_case_file(file: &Path, data: &[PathBuf], results: &mut Vec<Ran>) -> anyho
             .location()
             .map(|l| format!(":{}:{}", l.line(), l.column()))
             .unwrap_or_default();
-        anyhow::anyhow!("{}{at}: {e}", file.display())
+        anyhow::anyhow!(
+            "{}{at}: {e} (a cases file is a YAML list, one `- name: …` per case with `call:` as \
+             `check` takes it and `expect: allow|ask|deny|invalid`; optional: `files:`, \
+             `posture:`, `mode:`, `stage:`; see docs/first-policy.md)",
+            file.display()
+        )
     })?;
     let folder = file.parent().unwrap_or(Path::new("."));
     let folder = if folder.as_os_str().is_empty() {

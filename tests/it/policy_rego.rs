@@ -343,6 +343,35 @@ fn failing_suite(w: &World) -> std::path::PathBuf {
 }
 
 #[test]
+fn a_cases_file_that_is_not_a_list_of_cases_is_refused_with_its_line_and_its_shape() {
+    let w = World::new();
+    let dir = w.ws.join("shape");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("p.yaml"), "version: 1\n").unwrap();
+    // A map of cases where a list is wanted, and a case with a misspelt key.
+    for (text, at) in [
+        (
+            "cases:\n  - call: {name: bash, arguments: {command: ls}}\n    expect: allow\n",
+            ":1:1",
+        ),
+        (
+            "- call: {name: bash, arguments: {command: ls}}\n  expected: allow\n",
+            ":2:3",
+        ),
+    ] {
+        std::fs::write(dir.join("p.cases.yaml"), text).unwrap();
+        let (code, _, stderr) = w.run(&["policy", "test", dir.to_str().unwrap()], "");
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(&format!("p.cases.yaml{at}: ")), "{stderr}");
+        assert!(
+            stderr.contains("a cases file is a YAML list")
+                && stderr.contains("expect: allow|ask|deny|invalid"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn policy_test_names_each_failure_with_expected_and_got_and_counts_tests_and_cases_apart() {
     let w = World::new();
     let dir = failing_suite(&w);
