@@ -134,15 +134,30 @@ impl ConfinedPath {
         }
     }
 
-    /// Opens the file for reading.
+    /// Opens the file for reading — a regular file only. It is opened without waiting and
+    /// checked before anything reads it: a FIFO would hold the opener until some writer came
+    /// (forever, for a file tool), and a device or socket is no file to read. A folder is
+    /// `EISDIR`.
     pub fn open_read(&self) -> io::Result<File> {
         let root = self.open_root()?;
         let fd = nix::fcntl::openat2(
             &root,
             self.rel_or_dot(),
-            how(OFlag::O_RDONLY, Mode::empty()),
+            how(OFlag::O_RDONLY | OFlag::O_NONBLOCK, Mode::empty()),
         )
         .map_err(errno)?;
+        let st = nix::sys::stat::fstat(&fd).map_err(errno)?;
+        match SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) {
+            SFlag::S_IFREG => {}
+            SFlag::S_IFDIR => return Err(errno(Errno::EISDIR)),
+            _ => {
+                return Err(io::Error::other(
+                    "not a regular file (a FIFO, socket or device is not read)",
+                ));
+            }
+        }
+        // A regular file's reads never wait; the flag is cleared so the file is an ordinary one.
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(OFlag::empty())).map_err(errno)?;
         Ok(File::from(fd))
     }
 

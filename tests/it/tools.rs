@@ -222,6 +222,39 @@ fn read_file_does_not_dump_binary_files() {
 }
 
 #[test]
+fn a_fifo_is_refused_by_the_file_tools_that_read_not_waited_on() {
+    let w = World::new();
+    nix::unistd::mkfifo(
+        &w.ws.join("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    w.file("notes.txt", "TOKEN here\n");
+    // Each call runs on a thread of its own: opening a FIFO for reading waits for a writer, so
+    // a tool that opened it as a file would never return.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let g = gate(&w);
+    std::thread::spawn(move || {
+        let read = run(&g, "read_file", json!({"path":"pipe"}));
+        let edit = run(
+            &g,
+            "edit_file",
+            json!({"path":"pipe","old_string":"a","new_string":"b"}),
+        );
+        let grep = run(&g, "grep", json!({"pattern":"TOKEN","path":"."}));
+        let _ = tx.send((read, edit, grep));
+    });
+    let (read, edit, grep) = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("a file tool waited on a FIFO");
+    let read = read.unwrap_err();
+    assert!(read.contains("not a regular file"), "{read}");
+    assert!(edit.is_err(), "{edit:?}");
+    // A search of the folder reads the file beside it and passes the FIFO by.
+    assert_eq!(grep.unwrap(), "notes.txt:1:TOKEN here");
+}
+
+#[test]
 fn list_dir_marks_folders_and_symlinks() {
     let w = World::new();
     w.file("z.txt", "");
