@@ -93,10 +93,9 @@ rate() {
         if ! cmp -s "$TMP/out.jsonl" "$TMP/base.jsonl"; then
             # Two builds whose verdicts differ (a rule or the analysis changed between them) still
             # get their rates; the pair is then flagged, with the calls judged differently.
-            local differ
-            differ=$(diff <(verdicts "$TMP/out.jsonl") <(verdicts "$TMP/base.jsonl") | grep -c '^<' || true)
-            echo "$name: $differ of $LINES verdicts differ from BASE's (so do the calls they cost); the first:" >&2
-            diff <(verdicts "$TMP/out.jsonl") <(verdicts "$TMP/base.jsonl") | head -4 | cut -c1-300 >&2 || true
+            diff <(verdicts "$TMP/out.jsonl") <(verdicts "$TMP/base.jsonl") >"$TMP/differ" || true
+            echo "$name: $(grep -c '^<' "$TMP/differ") of $LINES verdicts differ from BASE's (so do the calls they cost); the first:" >&2
+            head -4 "$TMP/differ" | cut -c1-300 >&2
         fi
     fi
 }

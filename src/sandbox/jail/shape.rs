@@ -354,10 +354,7 @@ mod tests {
         let ws = dir.path().canonicalize().unwrap();
         old_tree(&ws);
         let matched = std::cell::Cell::new(0usize);
-        let protected = |p: &Path| {
-            matched.set(matched.get() + 1);
-            p.file_name().is_some_and(|n| n == ".env")
-        };
+        let protected = counting_env(&matched);
         // The folders' times alone, as where inotify cannot be had.
         let cache = WalkCache::unwatched();
         let bases = [ws.clone()];
@@ -380,6 +377,15 @@ mod tests {
             protected_paths(&bases, &protected)
         );
         assert!(protected_paths_cached(&bases, &protected, &cache).contains(&ws.join("d/.env")));
+    }
+
+    /// The predicate of the cached-walk tests: `.env` is protected, and each path it is asked
+    /// about is counted in `matched`.
+    fn counting_env(matched: &std::cell::Cell<usize>) -> impl Fn(&Path) -> bool + '_ {
+        move |p: &Path| {
+            matched.set(matched.get() + 1);
+            p.file_name().is_some_and(|n| n == ".env")
+        }
     }
 
     /// A workspace of old folders, each with a file, one with a secret.
@@ -411,10 +417,7 @@ mod tests {
         std::fs::create_dir(&ws).unwrap();
         old_tree(&ws);
         let matched = std::cell::Cell::new(0usize);
-        let protected = |p: &Path| {
-            matched.set(matched.get() + 1);
-            p.file_name().is_some_and(|n| n == ".env")
-        };
+        let protected = counting_env(&matched);
         let cache = WalkCache::default();
         let bases = [ws.clone()];
         let walk = || protected_paths_cached(&bases, &protected, &cache);
@@ -486,10 +489,7 @@ mod tests {
         let ws = dir.path().canonicalize().unwrap();
         old_tree(&ws);
         let matched = std::cell::Cell::new(0usize);
-        let protected = |p: &Path| {
-            matched.set(matched.get() + 1);
-            p.file_name().is_some_and(|n| n == ".env")
-        };
+        let protected = counting_env(&matched);
         let cache = WalkCache::default();
         let bases = [ws.clone()];
         let walk = || protected_paths_cached(&bases, &protected, &cache);
