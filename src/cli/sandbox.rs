@@ -145,6 +145,8 @@ fn planned(args: &PlanArgs, acts: bool) -> anyhow::Result<Planned> {
 pub fn run(command: SandboxCommand) -> anyhow::Result<ExitCode> {
     match command {
         SandboxCommand::Probe(args) => {
+            // The diagnostic tries every part, whatever answer is kept (and keeps what it finds).
+            jail::try_afresh();
             let plan = plan(&args, false)?;
             let out = json!({
                 "machine": jail::capabilities(),

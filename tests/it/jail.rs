@@ -755,6 +755,115 @@ fn sandbox_exec_runs_a_command_in_the_jail_and_exits_with_its_status() {
     );
 }
 
+/// Issue 30: the probe's answer is kept for the next process on this machine, which runs its
+/// command with every layer on without trying each part again; `sandbox probe`,
+/// `REASONIX_PROBE=fresh`, a kept file others could write and one kept for another machine all
+/// try each part again.
+#[test]
+fn the_probes_answer_is_kept_for_the_next_process_which_runs_with_every_layer_on() {
+    if lacks_full_backend() || lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let kept = w.home.join(".local/state/reasonix/probe.json");
+    let status = "grep -E '^(Seccomp|NoNewPrivs|CapEff|CapBnd):' /proc/self/status; ls /proc | grep -c '^[0-9]'";
+    let exec = |env: &[(&str, &str)]| {
+        let mut all = vec![("RUST_LOG", "reasonix=debug")];
+        all.extend_from_slice(env);
+        w.run_env(
+            &[
+                "sandbox",
+                "exec",
+                "--workspace",
+                &ws,
+                "--",
+                "sh",
+                "-c",
+                status,
+            ],
+            "",
+            &all,
+        )
+    };
+    const TAKEN: &str = "the answer kept for this machine is taken";
+    const TRIED: &str = "each part is tried";
+    let jailed = |stdout: &str| {
+        for line in [
+            "Seccomp:\t2",
+            "NoNewPrivs:\t1",
+            "CapEff:\t0000000000000000",
+            "CapBnd:\t0000000000000000",
+        ] {
+            assert!(stdout.contains(line), "{line} missing: {stdout}");
+        }
+        // A PID namespace of its own: sh and the pipeline's two, not the machine's.
+        let pids: usize = stdout.lines().last().unwrap().trim().parse().unwrap();
+        assert!(pids <= 4, "{stdout}");
+    };
+
+    // The first process tries each part, and keeps the answer, for its user only.
+    assert!(!kept.exists());
+    let (code, stdout, stderr) = exec(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(TRIED) && !stderr.contains(TAKEN),
+        "{stderr}"
+    );
+    jailed(&stdout);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // The next takes it, and its command is jailed as fully.
+    let (code, stdout, stderr) = exec(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(TAKEN) && !stderr.contains(TRIED),
+        "{stderr}"
+    );
+    jailed(&stdout);
+
+    // Asked to, or as the diagnostic, a process tries each part again.
+    let (code, _, stderr) = exec(&[("REASONIX_PROBE", "fresh")]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(TRIED), "{stderr}");
+    let (code, _, stderr) = w.run_env(
+        &["sandbox", "probe", "--workspace", &ws],
+        "",
+        &[("RUST_LOG", "reasonix=debug")],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(TRIED) && !stderr.contains(TAKEN),
+        "{stderr}"
+    );
+
+    // A kept file another user could have written is not taken; the answer is kept again.
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (code, _, stderr) = exec(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(TRIED), "{stderr}");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // Nor one kept for another boot, or one that claims more than the machine says it offers.
+    let text = std::fs::read_to_string(&kept).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let forged = |change: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = original.clone();
+        change(&mut v);
+        std::fs::write(&kept, v.to_string()).unwrap();
+        let (code, stdout, stderr) = exec(&[]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains(TRIED), "{stderr}");
+        jailed(&stdout);
+    };
+    forged(&|v| v["machine"]["boot_id"] = "another boot".into());
+    forged(&|v| v["base"]["cgroup_pids"] = w.ws.to_str().unwrap().into());
+    forged(&|v| v["base"]["landlock_abi"] = 99.into());
+}
+
 #[test]
 fn sandbox_exec_covers_what_the_policy_protects_from_reading_in_every_shape() {
     let w = World::new();

@@ -181,6 +181,7 @@ pub mod config;
 pub mod danger;
 #[allow(unsafe_code)]
 mod inotify;
+mod kept_probe;
 mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]
@@ -197,6 +198,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use config::{Enforcement, JailConfig, Limits, NetRule};
+pub use kept_probe::try_afresh;
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
 pub use run::{Capture, Exit, Jailed, RunError, RunResult, Upper};

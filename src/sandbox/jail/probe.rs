@@ -30,10 +30,10 @@ use std::sync::OnceLock;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the kernel offers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// The kernel release.
     pub kernel: String,
@@ -99,13 +99,52 @@ static BASE: OnceLock<Capabilities> = OnceLock::new();
 static NET: OnceLock<bool> = OnceLock::new();
 
 /// The probed capabilities, with the network namespace tried (`net`) or left out as `false`;
-/// the trial cgroups kept for the caller (`keep`) if this call probes.
+/// the trial cgroups kept for the caller (`keep`) if this call probes. The answer an earlier
+/// process kept for this machine is taken instead of trying, and what this process tries is
+/// kept for the next ([`super::kept_probe`]).
 fn probed(net: bool, keep: bool) -> Capabilities {
-    let base = BASE.get_or_init(|| probe(net, keep));
-    with_net_namespace(base, net, || {
-        *NET.get_or_init(|| !base.user_namespace && super::netns::works())
-    })
+    let mut tried = false;
+    let base = BASE.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        // Under a seccomp filter the machine's word is the probe's own (see
+        // `expected_capabilities`): nothing is kept or taken there.
+        let machine = (!under_seccomp(&status))
+            .then(|| super::kept_probe::machine(&status, expected_capabilities()))
+            .flatten();
+        if let Some((base, net)) = machine.as_ref().and_then(super::kept_probe::load) {
+            if let Some(net) = net {
+                let _ = NET.set(net);
+            }
+            for parent in [&base.cgroup_pids, &base.cgroup_memory]
+                .into_iter()
+                .flatten()
+            {
+                // What the probe's trial would have done first (issue 28, item 9).
+                super::cgroup::reclaim(parent);
+            }
+            let _ = MACHINE.set(machine);
+            tracing::debug!("jail probe: the answer kept for this machine is taken");
+            return base;
+        }
+        tracing::debug!("jail probe: each part is tried");
+        tried = true;
+        let _ = MACHINE.set(machine);
+        probe(net, keep)
+    });
+    let caps = with_net_namespace(base, net, || {
+        *NET.get_or_init(|| {
+            tried = true;
+            !base.user_namespace && super::netns::works()
+        })
+    });
+    if tried && let Some(Some(machine)) = MACHINE.get() {
+        super::kept_probe::store(machine, base, NET.get().copied());
+    }
+    caps
 }
+
+/// What this process is, for the kept answer (`None`: none may be taken or kept here).
+static MACHINE: OnceLock<Option<super::kept_probe::Machine>> = OnceLock::new();
 
 /// `base` with `net_namespace` from `tried` — called only when `net`; else `false`, untried.
 fn with_net_namespace(
@@ -346,6 +385,13 @@ mod tests {
     /// probe finds by trying.
     #[test]
     fn the_expected_capabilities_are_the_probed_ones_here() {
+        // Tried here and now, not taken from a kept answer (which agrees with the machine's
+        // word by construction: `kept_probe`).
+        let tried = with_net_namespace(&probe(true, false), true, || {
+            *NET.get()
+                .expect("probe(true, ..) tries the network namespace")
+        });
+        assert_eq!(expected_capabilities(), &tried);
         assert_eq!(expected_capabilities(), capabilities());
     }
 

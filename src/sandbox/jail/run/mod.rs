@@ -521,9 +521,15 @@ fn start(
     // A pass-through file changed since is counted as this run's: less a margin, since a
     // file's times come from the kernel's coarse clock, which may lag this one by a tick.
     let wall_started = std::time::SystemTime::now() - Duration::from_millis(50);
-    let child = command.spawn().map_err(|source| RunError::Spawn {
-        program: program.clone(),
-        source,
+    let child = command.spawn().map_err(|source| {
+        if jailed {
+            // A part the kept answer claims may be what failed: the next process tries again.
+            super::kept_probe::forget();
+        }
+        RunError::Spawn {
+            program: program.clone(),
+            source,
+        }
     })?;
     let pgid = Pid::from_raw(child.id() as i32);
     // The next run's ruleset is built while this one runs.
