@@ -192,6 +192,10 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     logs(cli.verbose, cli.quiet);
+    // The jail probe's answer is kept beside the trust store, for the next process (issue 30).
+    if let Ok(state) = reasonix::settings::trust::state_folder() {
+        reasonix::sandbox::jail::keep_answers_in(state);
+    }
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),

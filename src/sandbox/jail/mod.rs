@@ -181,7 +181,6 @@ pub mod config;
 pub mod danger;
 #[allow(unsafe_code)]
 mod inotify;
-mod kept_probe;
 mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]
@@ -198,7 +197,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use config::{Enforcement, JailConfig, Limits, NetRule};
-pub use kept_probe::try_afresh;
+pub use probe::kept::{keep_answers_in, try_afresh};
 pub use probe::{Capabilities, capabilities, expected_capabilities};
 use run::CapDrop;
 pub use run::{Capture, Exit, Jailed, RunError, RunResult, Upper};
@@ -317,6 +316,12 @@ pub struct JailPlan {
     walks: std::sync::Mutex<Vec<(u64, std::sync::Arc<WalkCache>)>>,
     /// Where its writers' upper layers go when in memory (`uppers`); else beside the TMPDIRs.
     uppers: Option<uppers::Uppers>,
+}
+
+/// A jailed run failed to start: a part the probe's kept answer claims may be what failed, so
+/// the next process tries each part again ([`probe::kept`]).
+fn failed_to_start() {
+    probe::kept::forget();
 }
 
 /// The probed capabilities a plan of `config` can use ([`probe::for_plan`]).

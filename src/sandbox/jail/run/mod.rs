@@ -523,8 +523,7 @@ fn start(
     let wall_started = std::time::SystemTime::now() - Duration::from_millis(50);
     let child = command.spawn().map_err(|source| {
         if jailed {
-            // A part the kept answer claims may be what failed: the next process tries again.
-            super::kept_probe::forget();
+            super::failed_to_start();
         }
         RunError::Spawn {
             program: program.clone(),

@@ -7,7 +7,7 @@
 //! - **For the same machine, as this process sees it.** It is kept with what it was found for
 //!   ([`Machine`]): the boot, the kernel, this very executable (a rebuilt Reasonix tries again),
 //!   the user, the process's capabilities, seccomp state and namespaces, its cgroup, and what
-//!   the machine says it offers when asked without trying ([`super::probe::expected_capabilities`]:
+//!   the machine says it offers when asked without trying ([`super::expected_capabilities`]:
 //!   the kernel's limits on namespaces, the cgroups' permissions and controllers, Landlock's
 //!   ABI). A process for which any of it differs tries every part, as before. A process under a
 //!   seccomp filter, which cannot read what the filter refuses, neither takes nor keeps one.
@@ -20,7 +20,8 @@
 //!   made refuses the run under `enforce` or is listed as not enforced: a kept answer that is
 //!   wrong costs a run that does not start, never a part claimed and not applied. A jailed run
 //!   that fails to start forgets the answer ([`forget`]), so the next process tries again.
-//! - **In the state folder, as the trust store is**: written whole (a temporary file renamed),
+//! - **In the user's state folder, beside the trust store** (where the CLI says: a library user
+//!   that does not call [`keep_answers_in`] keeps nothing): written whole (a temporary file renamed),
 //!   readable by its owner only, and ignored unless this user owns it and no one else may write
 //!   it. What is read is held to the same rule as what is written: an answer that differs from
 //!   the machine's word in any part is not taken (so a forged one cannot, say, name a plain
@@ -32,11 +33,12 @@
 use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::probe::Capabilities;
+use super::Capabilities;
 
 /// The file's name in the state folder.
 const FILE: &str = "probe.json";
@@ -130,11 +132,19 @@ pub(super) fn machine(status: &str, expected: &Capabilities) -> Option<Machine> 
     })
 }
 
-/// Where the answer is kept: the state folder, beside the trust store.
+/// The folder answers are kept in, if this process keeps them ([`keep_answers_in`]).
+static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Keeps the probe's answers in `folder` (the CLI gives the user's state folder, beside the
+/// trust store): a process that does not say where tries each part, as before. The first
+/// folder given stands.
+pub fn keep_answers_in(folder: PathBuf) {
+    let _ = FOLDER.set(folder);
+}
+
+/// Where the answer is kept.
 fn path() -> Option<PathBuf> {
-    crate::settings::trust::state_folder()
-        .ok()
-        .map(|dir| dir.join(FILE))
+    FOLDER.get().map(|dir| dir.join(FILE))
 }
 
 /// The answer kept for `machine` (every part but the network namespace, and that one if a
@@ -212,7 +222,7 @@ fn agrees(expected: &Capabilities, base: &Capabilities, net: Option<bool>) -> bo
 }
 
 /// Forgets the kept answer: a jailed run failed to start, so the next process tries each part.
-pub(super) fn forget() {
+pub(in crate::sandbox::jail) fn forget() {
     if let Some(path) = path() {
         let _ = std::fs::remove_file(path);
     }
@@ -221,7 +231,7 @@ pub(super) fn forget() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::jail::probe::{capabilities, expected_capabilities};
+    use crate::sandbox::jail::{capabilities, expected_capabilities};
 
     fn here() -> Machine {
         let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
