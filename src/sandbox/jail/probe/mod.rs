@@ -4,6 +4,10 @@
 //! run takes), whether a pids and a memory cgroup can be made for a run, and whether Reasonix
 //! may empty a child's capability bounding set.
 //!
+//! A process that says where (the CLI: the user's state folder) takes the answer an earlier
+//! process kept for the same machine instead of trying each part again, and keeps what it
+//! tries for the next ([`kept`], issue 30).
+//!
 //! [`capabilities`] is the probed value, once per process; a [`Capabilities`] is a plain value
 //! too, so a plan can be computed for capabilities this machine lacks
 //! ([`crate::sandbox::jail::JailPlan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
