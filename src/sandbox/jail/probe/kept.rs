@@ -94,9 +94,15 @@ struct Kept {
     net: Option<bool>,
 }
 
-/// What this process is, for a kept answer; `None` where a part of it cannot be read. (A process
-/// under a seccomp filter, whose `expected` is not the machine's word, does not ask.)
-pub(super) fn machine(status: &str, expected: &Capabilities) -> Option<Machine> {
+/// What this process is, for a kept answer; `None` where it keeps none ([`keep_answers_in`]) or
+/// a part of it cannot be read. (A process under a seccomp filter, whose `expected` is not the
+/// machine's word, does not ask.)
+pub(super) fn machine(status: &str) -> Option<Machine> {
+    FOLDER.get()?;
+    read_machine(status, super::expected_capabilities())
+}
+
+fn read_machine(status: &str, expected: &Capabilities) -> Option<Machine> {
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let exe = std::fs::metadata("/proc/self/exe").ok()?;
     let namespaces = ["user", "mnt", "pid", "net", "cgroup"]
@@ -235,7 +241,7 @@ mod tests {
 
     fn here() -> Machine {
         let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-        machine(&status, expected_capabilities()).expect("this test process reads its machine")
+        read_machine(&status, expected_capabilities()).expect("this test process reads its machine")
     }
 
     fn base() -> Capabilities {

@@ -10,7 +10,7 @@
 //!
 //! [`capabilities`] is the probed value, once per process; a [`Capabilities`] is a plain value
 //! too, so a plan can be computed for capabilities this machine lacks
-//! ([`crate::sandbox::jail::JailPlan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
+//! ([`super::JailPlan::with_capabilities`]): that is how the refusals of `enforce` are tested on a
 //! machine that has everything.
 //!
 //! A plan tries only what it can use ([`for_plan`], issue 12): the network namespace only for a
@@ -20,7 +20,7 @@
 //! claim it; [`capabilities`], which `sandbox probe` and `--version` show, tries everything.
 //!
 //! [`expected_capabilities`] is what the machine says it offers, read without trying anything:
-//! the plan a dry run shows (`reasonix check`, [`crate::sandbox::jail::JailPlan::dry`]) is computed from it, so that
+//! the plan a dry run shows (`reasonix check`, [`super::JailPlan::dry`]) is computed from it, so that
 //! a dry run never touches the kernel's sandbox or makes a folder (issue 12). Where the two
 //! differ — settings that allow what a confinement around Reasonix then refuses — a run's plan,
 //! probed, is the true one: it refuses under `enforce`, or lists the part as not enforced.
@@ -67,7 +67,7 @@ pub struct Capabilities {
     /// A run can have a network namespace of its own, made by Reasonix before the fork with the
     /// egress proxy listening in it (tried: needs `CAP_SYS_ADMIN`, so root; see `netns`). In the
     /// capabilities of a plan without `network` rules, `false`: such a plan has no use for one,
-    /// so it is not tried for it ([`crate::sandbox::jail::JailPlan::capabilities`]).
+    /// so it is not tried for it ([`super::JailPlan::capabilities`]).
     pub net_namespace: bool,
     /// Where a pids cgroup can be made for a run, if anywhere.
     pub cgroup_pids: Option<PathBuf>,
@@ -92,8 +92,8 @@ pub fn capabilities() -> &'static Capabilities {
 /// `net_namespace: false`: the plan neither uses nor claims one). Each part is tried once per
 /// process, whichever plan asks first; the cgroups made to try their parents are kept for the
 /// plan that asked, which takes them at once (`cgroup::take_tried`).
-pub(super) fn for_plan(mode: crate::sandbox::jail::Enforcement, network: bool) -> Capabilities {
-    if mode == crate::sandbox::jail::Enforcement::Off {
+pub(super) fn for_plan(mode: super::Enforcement, network: bool) -> Capabilities {
+    if mode == super::Enforcement::Off {
         return untried();
     }
     probed(network, true)
@@ -115,7 +115,7 @@ fn probed(net: bool, keep: bool) -> Capabilities {
         // Under a seccomp filter the machine's word is the probe's own (see
         // `expected_capabilities`): nothing is kept or taken there.
         let machine = (!under_seccomp(&status))
-            .then(|| kept::machine(&status, expected_capabilities()))
+            .then(|| kept::machine(&status))
             .flatten();
         if let Some((base, net)) = machine.as_ref().and_then(kept::load) {
             if let Some(net) = net {
@@ -126,7 +126,7 @@ fn probed(net: bool, keep: bool) -> Capabilities {
                 .flatten()
             {
                 // What the probe's trial would have done first (issue 28, item 9).
-                crate::sandbox::jail::cgroup::reclaim(parent);
+                super::cgroup::reclaim(parent);
             }
             let _ = MACHINE.set(machine);
             tracing::debug!("jail probe: the answer kept for this machine is taken");
@@ -140,7 +140,7 @@ fn probed(net: bool, keep: bool) -> Capabilities {
     let caps = with_net_namespace(base, net, || {
         *NET.get_or_init(|| {
             tried = true;
-            !base.user_namespace && crate::sandbox::jail::netns::works()
+            !base.user_namespace && super::netns::works()
         })
     });
     if tried && let Some(Some(machine)) = MACHINE.get() {
@@ -218,24 +218,20 @@ fn probe(net: bool, keep: bool) -> Capabilities {
         std::thread::scope(|s| {
             // One trial with an overlay in it; only where that fails, a second without.
             let namespaces = s.spawn(|| {
-                if crate::sandbox::jail::run::overlays_work(user_namespace) {
+                if super::run::overlays_work(user_namespace) {
                     (true, true)
                 } else {
-                    (
-                        crate::sandbox::jail::run::namespaces_work(user_namespace),
-                        false,
-                    )
+                    (super::run::namespaces_work(user_namespace), false)
                 }
             });
-            let net_namespace =
-                net.then(|| s.spawn(|| !user_namespace && crate::sandbox::jail::netns::works()));
+            let net_namespace = net.then(|| s.spawn(|| !user_namespace && super::netns::works()));
             let cgroups = s.spawn(|| {
                 (
-                    crate::sandbox::jail::cgroup::available(keep),
-                    crate::sandbox::jail::cgroup::available_memory(keep),
+                    super::cgroup::available(keep),
+                    super::cgroup::available_memory(keep),
                 )
             });
-            let seccomp = crate::sandbox::jail::seccomp::works();
+            let seccomp = super::seccomp::works();
             (
                 seccomp,
                 namespaces.join().unwrap_or((false, false)),
@@ -298,7 +294,7 @@ fn expect(status: &str) -> Capabilities {
     let effective = effective_set(status).unwrap_or(0);
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
     // The highest ABI both this build and the kernel know, as the probe finds it.
-    let abi = crate::sandbox::jail::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
+    let abi = super::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
     let namespaces = namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok());
     Capabilities {
         kernel: kernel_release(),
@@ -313,8 +309,8 @@ fn expect(status: &str) -> Capabilities {
         user_namespace,
         overlay: namespaces && overlay_expected(),
         net_namespace: !user_namespace && std::path::Path::new("/proc/self/ns/net").exists(),
-        cgroup_pids: crate::sandbox::jail::cgroup::expected(),
-        cgroup_memory: crate::sandbox::jail::cgroup::expected_memory(),
+        cgroup_pids: super::cgroup::expected(),
+        cgroup_memory: super::cgroup::expected_memory(),
         uid: nix::unistd::getuid().as_raw(),
         cap_setpcap: effective & (1 << CAP_SETPCAP) != 0,
     }
@@ -431,9 +427,9 @@ mod tests {
             }
         );
         // What the machine has, a plan with network rules gets.
-        let net = for_plan(crate::sandbox::jail::Enforcement::Enforce, true);
+        let net = for_plan(super::super::Enforcement::Enforce, true);
         assert_eq!(&net, capabilities());
-        let none = for_plan(crate::sandbox::jail::Enforcement::BestEffort, false);
+        let none = for_plan(super::super::Enforcement::BestEffort, false);
         assert_eq!(
             none,
             Capabilities {
@@ -446,7 +442,7 @@ mod tests {
     /// Issue 12: a plan that is off confines nothing, so it tries nothing and claims nothing.
     #[test]
     fn a_plan_that_is_off_tries_and_claims_nothing() {
-        let caps = for_plan(crate::sandbox::jail::Enforcement::Off, true);
+        let caps = for_plan(super::super::Enforcement::Off, true);
         assert_eq!(caps.landlock_abi, None);
         assert!(
             !(caps.landlock_fs
