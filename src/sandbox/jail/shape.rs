@@ -192,6 +192,8 @@ pub fn protected_paths_cached(
         watch,
         last,
     } = &mut *state;
+    // Nothing of a first walk is kept: the second reads every folder again, watching each.
+    let first = matches!(watch, Watch::First);
     match watch {
         Watch::First => *watch = Watch::Second,
         Watch::Second => {
@@ -219,6 +221,14 @@ pub fn protected_paths_cached(
         }
     }
     while let Some(dir) = stack.pop() {
+        if first {
+            // So no folder's time is read, nor its entries stored (a tenth of a large
+            // workspace's first walk, which is all a `sandbox exec` or `hook claude --jail` does).
+            if let Some(entries) = listing(&dir, protected) {
+                walk_entries(&entries, bases, &mut found, &mut stack);
+            }
+            continue;
+        }
         let Ok(mtime) = std::fs::symlink_metadata(&dir).and_then(|m| m.modified()) else {
             folders.remove(&dir);
             exact = false;
@@ -229,20 +239,11 @@ pub fn protected_paths_cached(
             // Watched before it is read: a change after the reading is reported.
             exact &= watch.add(&dir);
             let read_at = std::time::SystemTime::now();
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+            let Some(entries) = listing(&dir, protected) else {
                 folders.remove(&dir);
                 exact = false;
                 continue;
             };
-            let entries: Vec<(PathBuf, bool, bool, bool)> = entries
-                .flatten()
-                .filter_map(|e| {
-                    let kind = e.file_type().ok()?;
-                    let path = e.path();
-                    let hit = protected(&path);
-                    Some((path, kind.is_dir(), kind.is_symlink(), hit))
-                })
-                .collect();
             let listed = Listed { mtime, entries };
             // Racily clean: read again next time.
             let racy = read_at
@@ -271,6 +272,25 @@ pub fn protected_paths_cached(
         *last = Some((bases.to_vec(), outermost.clone()));
     }
     outermost
+}
+
+/// The entries of `dir` (see [`Listed::entries`]), or `None` if it cannot be read.
+fn listing(
+    dir: &Path,
+    protected: &dyn Fn(&Path) -> bool,
+) -> Option<Vec<(PathBuf, bool, bool, bool)>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let kind = e.file_type().ok()?;
+                let path = e.path();
+                let hit = protected(&path);
+                Some((path, kind.is_dir(), kind.is_symlink(), hit))
+            })
+            .collect(),
+    )
 }
 
 /// One folder's entries: the protected found (a link by what it points to now), the other
