@@ -21,7 +21,8 @@
 # true, jailed…`).
 #
 # With JAIL_ALONE=path (`cargo build --release --example jail_alone`), the row jail-alone: the
-# jail alone in a small executable, run in the same workspace (the floor of a launcher).
+# jail alone in a small executable, run in the same workspace, keeping the probe's answer as
+# the CLI does (the floor of a launcher).
 # With BASE=path, the jailed rows of that binary too (base-reasonix, base-ro, base-obs), in the
 # same turns: a before and after on one machine under one load.
 #
@@ -60,7 +61,8 @@ if [ -n "${BASE:-}" ]; then
 fi
 if [ -n "${JAIL_ALONE:-}" ]; then
     # The jail alone in a small executable (examples/jail_alone.rs): the floor of a launcher.
-    jail_alone=("$JAIL_ALONE" --workspace "$WS/ws" /bin/true)
+    # It keeps the probe's answer as the CLI does (`--keep`: here in the bench's own folder).
+    jail_alone=("$JAIL_ALONE" --keep "$WS/keep" --workspace "$WS/ws" /bin/true)
     ROWS+=(jail-alone)
 fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

@@ -8,8 +8,9 @@
 //!
 //! `benches/bubblewrap.sh` times it as a row beside bubblewrap when `JAIL_ALONE=path` names it.
 //!
-//! Usage: `jail_alone [--phases] [--workspace DIR] CMD [ARGS...]` (the workspace: the current
-//! folder unless given) — with `--phases`, prints on stderr the
+//! Usage: `jail_alone [--phases] [--keep DIR] [--workspace DIR] CMD [ARGS...]` (the workspace:
+//! the current folder unless given; with `--keep`, the probe's answer is kept in that folder and
+//! taken from it, as the CLI keeps it in the state folder) — with `--phases`, prints on stderr the
 //! microseconds of each part: the probe alone (made first, the network namespace tried, as
 //! `sandbox probe` makes it; the plan reuses it, but makes its cgroups again), the plan, the
 //! run (the command's own start-up and exit included) and the plan's removal.
@@ -25,13 +26,17 @@ fn main() {
     if phases {
         argv.remove(0);
     }
+    if argv.first().is_some_and(|a| a == "--keep") && argv.len() > 1 {
+        reasonix::sandbox::jail::keep_answers_in(argv.remove(1).into());
+        argv.remove(0);
+    }
     let mut workspace = std::env::current_dir().expect("the current folder");
     if argv.first().is_some_and(|a| a == "--workspace") && argv.len() > 1 {
         workspace = argv.remove(1).into();
         argv.remove(0);
     }
     if argv.is_empty() {
-        eprintln!("usage: jail_alone [--phases] [--workspace DIR] CMD [ARGS...]");
+        eprintln!("usage: jail_alone [--phases] [--keep DIR] [--workspace DIR] CMD [ARGS...]");
         std::process::exit(2);
     }
     let workspace = workspace.canonicalize().expect("the workspace");
