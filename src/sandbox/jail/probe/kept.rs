@@ -206,10 +206,21 @@ fn store_at(
         net,
     };
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    if !dir.is_dir() {
+        // Made only below a folder of this user's: a Reasonix run as root with another user's
+        // HOME (`sudo -E`) must not leave that user a state folder they cannot write.
+        let owner = dir
+            .ancestors()
+            .find_map(|a| std::fs::metadata(a).ok())
+            .map(|m| m.uid());
+        if owner != Some(nix::unistd::getuid().as_raw()) {
+            return Ok(false);
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
     // NamedTempFile is made 0600.
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     serde_json::to_writer(&mut tmp, &kept)?;
@@ -284,6 +295,26 @@ mod tests {
             change(&mut other);
             assert_eq!(load_from(&path, &other), None, "{what}");
         }
+    }
+
+    /// The state folder is made only below a folder of this user's: root, given another user's
+    /// HOME, leaves that user no folder they cannot write.
+    #[test]
+    fn the_state_folder_is_made_only_below_a_folder_of_this_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = here();
+        let path = dir.path().join("a/b/probe.json");
+        assert!(store_at(&path, &m, &base(), None).unwrap());
+        assert!(load_from(&path, &m).is_some());
+        if !nix::unistd::getuid().is_root() {
+            return;
+        }
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let path = theirs.join(".local/state/reasonix/probe.json");
+        assert!(!store_at(&path, &m, &base(), None).unwrap());
+        assert!(!theirs.join(".local").exists());
     }
 
     /// A part that failed where the machine says it is offered is not kept missing: the next
