@@ -21,11 +21,11 @@
 //!   wrong costs a run that does not start, never a part claimed and not applied. A jailed run
 //!   that fails to start forgets the answer ([`forget`]), so the next process tries again.
 //! - **In the user's state folder, beside the trust store** (where the CLI says: a library user
-//!   that does not call [`keep_answers_in`] keeps nothing): written whole (a temporary file renamed),
-//!   readable by its owner only, and ignored unless this user owns it and no one else may write
-//!   it. What is read is held to the same rule as what is written: an answer that differs from
-//!   the machine's word in any part is not taken (so a forged one cannot, say, name a plain
-//!   folder as the cgroups' parent, where a run's "cgroup" would limit nothing).
+//!   that does not call [`keep_answers_in`] keeps nothing): written whole (a temporary file
+//!   renamed), readable by its owner only, and ignored unless this user owns it and no one else
+//!   may write it. What is read is held to the same rule as what is written: an answer that
+//!   differs from the machine's word in any part is not taken (so a forged one cannot, say,
+//!   name a plain folder as the cgroups' parent, where a run's "cgroup" would limit nothing).
 //!
 //! `reasonix sandbox probe` always tries every part (and keeps what it finds); so does any
 //! process with `REASONIX_PROBE=fresh` in its environment.
@@ -47,7 +47,8 @@ const VERSION: u32 = 1;
 /// A kept answer is a few KB; a larger file is not one.
 const MAX_BYTES: u64 = 64 << 10;
 
-/// Whether this process tries every part whatever is kept (`sandbox probe`, `REASONIX_PROBE=fresh`).
+/// Whether this process tries every part whatever is kept (`sandbox probe`,
+/// `REASONIX_PROBE=fresh`).
 static AFRESH: AtomicBool = AtomicBool::new(false);
 
 /// Makes this process try every part, whatever answer is kept (it still keeps what it finds).
