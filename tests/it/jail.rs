@@ -859,9 +859,9 @@ fn the_probes_answer_is_kept_for_the_next_process_which_runs_with_every_layer_on
         assert!(stderr.contains(TRIED), "{stderr}");
         jailed(&stdout);
     };
-    forged(&|v| v["machine"]["boot_id"] = "another boot".into());
-    forged(&|v| v["base"]["cgroup_pids"] = w.ws.to_str().unwrap().into());
-    forged(&|v| v["base"]["landlock_abi"] = 99.into());
+    forged(&|v| v["answers"][0]["machine"]["boot_id"] = "another boot".into());
+    forged(&|v| v["answers"][0]["base"]["cgroup_pids"] = w.ws.to_str().unwrap().into());
+    forged(&|v| v["answers"][0]["base"]["landlock_abi"] = 99.into());
 }
 
 #[test]

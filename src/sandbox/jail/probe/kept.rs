@@ -43,8 +43,8 @@ use super::Capabilities;
 /// The file's name in the state folder.
 const FILE: &str = "probe.json";
 /// The format of the file; another is ignored.
-const VERSION: u32 = 1;
-/// A kept answer is a few KB; a larger file is not one.
+const VERSION: u32 = 2;
+/// A kept file is a few KB; a larger file is not one.
 const MAX_BYTES: u64 = 64 << 10;
 
 /// Whether this process tries every part whatever is kept (`sandbox probe`,
@@ -83,11 +83,22 @@ pub(super) struct Machine {
     expected: Capabilities,
 }
 
-/// The kept file.
+/// The kept file: the answers of the last [`KEPT`] machines, the latest first (two Reasonix
+/// builds used in turns, or a container and its host, do not push each other's out).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Kept {
+struct KeptFile {
     version: u32,
+    answers: Vec<Kept>,
+}
+
+/// How many machines' answers are kept.
+const KEPT: usize = 4;
+
+/// One answer.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Kept {
     machine: Machine,
     /// Every part but the network namespace.
     base: Capabilities,
@@ -164,6 +175,15 @@ pub(super) fn load(machine: &Machine) -> Option<(Capabilities, Option<bool>)> {
 }
 
 fn load_from(path: &Path, machine: &Machine) -> Option<(Capabilities, Option<bool>)> {
+    let kept = read(path)?
+        .answers
+        .into_iter()
+        .find(|k| &k.machine == machine)?;
+    agrees(&machine.expected, &kept.base, kept.net).then_some((kept.base, kept.net))
+}
+
+/// The kept file at `path`, if this user owns it, no one else may write it, and it is one.
+fn read(path: &Path) -> Option<KeptFile> {
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
@@ -176,11 +196,8 @@ fn load_from(path: &Path, machine: &Machine) -> Option<(Capabilities, Option<boo
     }
     let mut text = String::new();
     file.read_to_string(&mut text).ok()?;
-    let kept: Kept = serde_json::from_str(&text).ok()?;
-    let taken = kept.version == VERSION
-        && &kept.machine == machine
-        && agrees(&machine.expected, &kept.base, kept.net);
-    taken.then_some((kept.base, kept.net))
+    let kept: KeptFile = serde_json::from_str(&text).ok()?;
+    (kept.version == VERSION).then_some(kept)
 }
 
 /// Keeps this answer for `machine`, if every part it tried came out as the machine said it
@@ -200,11 +217,17 @@ fn store_at(
     if !agrees(&machine.expected, base, net) {
         return Ok(false);
     }
-    let kept = Kept {
-        version: VERSION,
+    let mut answers = vec![Kept {
         machine: machine.clone(),
         base: base.clone(),
         net,
+    }];
+    let others = read(path).map(|f| f.answers).unwrap_or_default();
+    answers.extend(others.into_iter().filter(|k| &k.machine != machine));
+    answers.truncate(KEPT);
+    let kept = KeptFile {
+        version: VERSION,
+        answers,
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.is_dir() {
@@ -239,7 +262,7 @@ fn agrees(expected: &Capabilities, base: &Capabilities, net: Option<bool>) -> bo
     untried_net(expected) == untried_net(base) && net.is_none_or(|n| n == expected.net_namespace)
 }
 
-/// Forgets the kept answer: a jailed run failed to start, so the next process tries each part.
+/// Forgets the kept answers: a jailed run failed to start, so the next process tries each part.
 pub(in crate::sandbox::jail) fn forget() {
     if let Some(path) = path() {
         let _ = std::fs::remove_file(path);
@@ -318,6 +341,39 @@ mod tests {
         assert!(!theirs.join(".local").exists());
     }
 
+    /// Two builds (or a container and its host) used in turns keep an answer each; the fifth
+    /// machine pushes out the one kept longest ago.
+    #[test]
+    fn the_answers_of_the_last_four_machines_are_kept_side_by_side() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("probe.json");
+        let builds: Vec<Machine> = (0..5)
+            .map(|n| {
+                let mut m = here();
+                m.exe[1] += n;
+                m
+            })
+            .collect();
+        for m in &builds[..2] {
+            assert!(store_at(&path, m, &base(), None).unwrap());
+        }
+        assert!(load_from(&path, &builds[0]).is_some());
+        assert!(load_from(&path, &builds[1]).is_some());
+        // Stored again, an answer moves to the front and is not kept twice.
+        assert!(store_at(&path, &builds[0], &base(), Some(true)).unwrap());
+        assert_eq!(read(&path).unwrap().answers.len(), 2);
+        assert_eq!(load_from(&path, &builds[0]), Some((base(), Some(true))));
+        for m in &builds[2..] {
+            assert!(store_at(&path, m, &base(), None).unwrap());
+        }
+        let kept = read(&path).unwrap().answers;
+        assert_eq!(kept.len(), KEPT);
+        assert_eq!(load_from(&path, &builds[1]), None, "the oldest, pushed out");
+        for m in [&builds[0], &builds[2], &builds[3], &builds[4]] {
+            assert!(load_from(&path, m).is_some());
+        }
+    }
+
     /// A part that failed where the machine says it is offered is not kept missing: the next
     /// process tries it again. A part the machine itself does not offer agrees, and is kept.
     #[test]
@@ -373,11 +429,17 @@ mod tests {
         // Forged: the pids cgroup's parent is a plain folder.
         let text = std::fs::read_to_string(&path).unwrap();
         let mut kept: serde_json::Value = serde_json::from_str(&text).unwrap();
-        kept["base"]["cgroup_pids"] = serde_json::json!(dir.path());
+        kept["answers"][0]["base"]["cgroup_pids"] = serde_json::json!(dir.path());
         std::fs::write(&path, kept.to_string()).unwrap();
         assert_eq!(load_from(&path, &m), None);
         // And a file that is not one.
-        for junk in ["", "{", "[]", "{\"version\":1}"] {
+        for junk in [
+            "",
+            "{",
+            "[]",
+            "{\"version\":2}",
+            "{\"version\":1,\"answers\":[]}",
+        ] {
             std::fs::write(&path, junk).unwrap();
             assert_eq!(load_from(&path, &m), None, "{junk:?}");
         }
