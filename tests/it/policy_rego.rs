@@ -807,3 +807,46 @@ fn both_engines_vote_alike_on_every_policy_and_case() {
     );
     assert!(compared >= 50, "{compared}");
 }
+
+/// Rego's time builtins read named time zones from the IANA database built into Reasonix: the
+/// same answers on every machine, whatever its own zoneinfo (a daylight-saving switch, a
+/// half-hour offset, +14), and a zone the database does not name exactly (one unknown, or
+/// spelt in another case) fails the vote, so the call is denied.
+#[test]
+fn rego_time_builtins_know_named_time_zones_and_fail_closed_on_others() {
+    let w = World::new();
+    let ask = "version: 1\ndefaults:\n  writer: ask\n";
+    let zones = r#"package reasonix.votes
+# 2024-03-10T07:00:00Z, the minute New York moves to daylight-saving time; one second before.
+on := 1710054000000000000
+before := 1710053999000000000
+agree if {
+  time.clock([before, "America/New_York"]) == [1, 59, 59]
+  time.clock([on, "America/New_York"]) == [3, 0, 0]
+  time.date([on, "Asia/Kolkata"]) == [2024, 3, 10]
+  time.clock([on, "Asia/Kolkata"]) == [12, 30, 0]
+  time.weekday([on, "Pacific/Kiritimati"]) == "Sunday"
+  time.clock([on, "Pacific/Kiritimati"]) == [21, 0, 0]
+  time.clock([on, "UTC"]) == [7, 0, 0]
+}
+allow contains {"id": "tz", "reason": "the named zones agree"} if {
+  input.tool == "write_file"
+  agree
+}
+"#;
+    let a = admit(&w, ask, zones, write());
+    assert_eq!(a.verdict.as_str(), "allow", "{:?}", a.reasons);
+    assert_eq!(a.rules[0].id, "tz");
+    for zone in [
+        "Mars/Olympus_Mons",
+        "america/new_york",
+        "EST5EDT,M3.2.0,M11.1.0",
+    ] {
+        let text = format!(
+            "package reasonix.votes\nallow contains {{\"id\": \"tz\", \"reason\": \"x\"}} if time.clock([0, \"{zone}\"])\n"
+        );
+        let a = admit(&w, ask, &text, write());
+        assert_eq!(a.verdict.as_str(), "deny", "{zone}: {:?}", a.reasons);
+        assert_eq!(a.rules[0].id, "rego-error", "{zone}");
+    }
+}

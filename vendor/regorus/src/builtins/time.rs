@@ -18,7 +18,6 @@ use chrono::{
     DateTime, Datelike, Days, FixedOffset, Local, Months, SecondsFormat, TimeZone, Timelike, Utc,
     Weekday,
 };
-use chrono_tz::Tz;
 
 pub(in crate::builtins) mod compat;
 mod diff;
@@ -253,11 +252,21 @@ fn parse_epoch(
                     "UTC" | "" => Utc.timestamp_nanos(ns).fixed_offset(),
                     "Local" => Local.timestamp_nanos(ns).fixed_offset(),
                     _ => {
-                        let tz: Tz = match tz.parse() {
-                            Ok(tz) => tz,
+                        // PATCH (reasonix, vendor/regorus/PATCHES.md #7): the zone's offset at
+                        // `ns` from jiff's bundled IANA database (the name exactly as the
+                        // database spells it, as chrono-tz took it) instead of chrono-tz, whose
+                        // tables held half of Reasonix's relocated pointers.
+                        let zone = match jiff::tz::db().get(tz) {
+                            Ok(zone) if zone.iana_name() == Some(tz.as_ref()) => zone,
+                            Ok(_) => bail!("unknown time zone `{tz}`"),
                             Err(e) => bail!(e),
                         };
-                        tz.timestamp_nanos(ns).fixed_offset()
+                        let at = jiff::Timestamp::from_nanosecond(i128::from(ns))?;
+                        let offset = zone.to_offset(at).seconds();
+                        let Some(offset) = FixedOffset::east_opt(offset) else {
+                            bail!("time zone `{tz}` has an offset out of range: {offset} s");
+                        };
+                        offset.timestamp_nanos(ns)
                     }
                 };
 
