@@ -222,7 +222,7 @@ pub fn protected_paths_cached(
     }
     while let Some(dir) = stack.pop() {
         if first {
-            // So no folder's time is read, nor its entries stored (a tenth of a large
+            // So no folder's time is read, nor its entries stored (a quarter of a large
             // workspace's first walk, which is all a `sandbox exec` or `hook claude --jail` does).
             if let Some(entries) = listing(&dir, protected) {
                 walk_entries(&entries, bases, &mut found, &mut stack);
