@@ -2387,6 +2387,47 @@ fn as_another_user_the_namespaces_are_made_in_a_user_namespace() {
     }
     assert_eq!(probe["machine"]["user_namespace"], true, "{probe}");
     assert_eq!(probe["plan"]["refusal"], serde_json::Value::Null, "{probe}");
+    // A writer's run is observed on an overlay in the user namespace too (overlayfs refused the
+    // root's `redirect_dir=off` beside `userxattr`, so no user but root had one).
+    if !skip_unless(
+        probe["machine"]["overlay"] == true,
+        "overlayfs in a user namespace (kernel 5.11 or later)",
+    ) {
+        // A folder replaced whole: opaque in the upper layer (`user.overlay.opaque` here).
+        std::fs::create_dir(w.ws.join("sub")).unwrap();
+        std::fs::write(w.ws.join("sub/old"), "old\n").unwrap();
+        for p in [w.ws.join("sub"), w.ws.join("sub/old")] {
+            let nobody = (
+                nix::unistd::Uid::from_raw(65534),
+                nix::unistd::Gid::from_raw(65534),
+            );
+            nix::unistd::chown(&p, Some(nobody.0), Some(nobody.1)).unwrap();
+        }
+        let (code, _, stderr) = as_nobody(&[
+            "sandbox",
+            "exec",
+            "--workspace",
+            ws,
+            "--observe",
+            "--",
+            "sh",
+            "-c",
+            "echo made > made.txt; mkdir d && echo in > d/f && mv d e; rm -r sub && mkdir sub && echo new > sub/new",
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(!w.ws.join("sub/old").exists(), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join("sub/new")).unwrap(),
+            "new\n"
+        );
+        assert!(stderr.contains("made.txt"), "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(w.ws.join("made.txt")).unwrap(),
+            "made\n"
+        );
+        assert_eq!(std::fs::read_to_string(w.ws.join("e/f")).unwrap(), "in\n");
+        assert!(!w.ws.join("d").exists());
+    }
     let outside = w.outside.join("x");
     let script = format!(
         "id -u; echo /proc/[0-9]*; echo in > in.txt && cat in.txt; echo out > {}",

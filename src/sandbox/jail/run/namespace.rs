@@ -271,7 +271,9 @@ impl Prepared {
 /// redirected (`redirect_dir=off`) and a copy-up copies data too (`metacopy=off`), so that the
 /// upper layer holds every change as plain files, folders, links and whiteouts; nothing set-id
 /// or device-like runs from it (`nosuid`, `nodev`). In a user namespace overlayfs keeps its
-/// marks in `user.overlay.*` (`userxattr`).
+/// marks in `user.overlay.*` (`userxattr`), and refuses `redirect_dir=off` beside it
+/// ("conflicting options"): there it is `nofollow`, which makes no redirect either (nor follows
+/// one), so a renamed folder is copied all the same.
 fn overlay(layer: &[CString; 3], userxattr: bool) -> io::Result<c_int> {
     let [lower, upper, work] = layer;
     // SAFETY: a NUL-terminated literal and integer flags.
@@ -286,7 +288,8 @@ fn overlay(layer: &[CString; 3], userxattr: bool) -> io::Result<c_int> {
         }
         fs_set(fs, c"upperdir", Some(upper))?;
         fs_set(fs, c"workdir", Some(work))?;
-        fs_set(fs, c"redirect_dir", Some(c"off"))?;
+        let redirect = if userxattr { c"nofollow" } else { c"off" };
+        fs_set(fs, c"redirect_dir", Some(redirect))?;
         fs_set(fs, c"metacopy", Some(c"off"))?;
         if userxattr {
             fs_set(fs, c"userxattr", None)?;
