@@ -60,8 +60,7 @@ pub(super) fn take_tried() -> Vec<Tried> {
 /// cgroup first, in each hierarchy that has the memory controller, then at the root of the
 /// unified hierarchy.
 pub fn available_memory(keep: bool) -> Option<PathBuf> {
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    memory_parents(&own).into_iter().find(|p| {
+    memory_parents(own()).into_iter().find(|p| {
         if !p.join("cgroup.procs").exists() {
             return false;
         }
@@ -119,10 +118,16 @@ pub fn expected() -> Option<PathBuf> {
 /// Where a memory cgroup could be made, read without making one (a dry run's plan), among the
 /// parents [`available_memory`] tries, in its order.
 pub fn expected_memory() -> Option<PathBuf> {
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    memory_parents(&own)
+    memory_parents(own())
         .into_iter()
         .find(|p| could_make(p, "memory"))
+}
+
+/// `/proc/self/cgroup`, read once per process (Reasonix never moves itself to another cgroup):
+/// where the memory cgroups are sought, and part of the probe's kept answer's key.
+pub(in crate::sandbox::jail) fn own() -> &'static str {
+    static OWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OWN.get_or_init(|| fs::read_to_string("/proc/self/cgroup").unwrap_or_default())
 }
 
 /// `/proc/self/mountinfo`, read the first time a v1 hierarchy needs it (a dry run's plan is

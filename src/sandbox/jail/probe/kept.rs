@@ -145,7 +145,10 @@ fn read_machine(status: &str, expected: &Capabilities) -> Option<Machine> {
             .map(str::to_owned)
             .collect(),
         namespaces,
-        cgroup: std::fs::read_to_string("/proc/self/cgroup").ok()?,
+        // Empty only where it could not be read: no key, as for the other parts.
+        cgroup: Some(crate::sandbox::jail::cgroup::own())
+            .filter(|c| !c.is_empty())?
+            .to_owned(),
         expected: expected.clone(),
     })
 }

@@ -111,11 +111,11 @@ static NET: OnceLock<bool> = OnceLock::new();
 fn probed(net: bool, keep: bool) -> Capabilities {
     let mut tried = false;
     let base = BASE.get_or_init(|| {
-        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        let status = own_status();
         // Under a seccomp filter the machine's word is the probe's own (see
         // `expected_capabilities`): nothing is kept or taken there.
-        let machine = (!under_seccomp(&status))
-            .then(|| kept::machine(&status))
+        let machine = (!under_seccomp(status))
+            .then(|| kept::machine(status))
             .flatten();
         if let Some((base, net)) = machine.as_ref().and_then(kept::load) {
             if let Some(net) = net {
@@ -205,10 +205,7 @@ fn probe(net: bool, keep: bool) -> Capabilities {
     ]
     .into_iter()
     .find(|abi| supports_fs(*abi));
-    let effective = std::fs::read_to_string("/proc/thread-self/status")
-        .ok()
-        .and_then(|status| effective_set(&status))
-        .unwrap_or(0);
+    let effective = effective_set(own_status()).unwrap_or(0);
     // Without CAP_SYS_ADMIN, the namespaces can only be had inside a user namespace.
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
     // The slow probes (a child process, a network namespace made and dropped, cgroups made and
@@ -273,13 +270,21 @@ fn probe(net: bool, keep: bool) -> Capabilities {
 pub fn expected_capabilities() -> &'static Capabilities {
     static CAPS: OnceLock<Capabilities> = OnceLock::new();
     CAPS.get_or_init(|| {
-        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
-        if under_seccomp(&status) {
+        let status = own_status();
+        if under_seccomp(status) {
             capabilities().clone()
         } else {
-            expect(&status)
+            expect(status)
         }
     })
+}
+
+/// This process's `/proc/thread-self/status`, read once: the probe, the machine's word and the
+/// kept answer's key all read its capability sets and seccomp state, which Reasonix's threads
+/// share (only the seccomp trial's throwaway thread loads a filter, and it reads nothing here).
+fn own_status() -> &'static str {
+    static STATUS: OnceLock<String> = OnceLock::new();
+    STATUS.get_or_init(|| std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default())
 }
 
 /// `Seccomp: 2` (a filter) in a `/proc/<pid>/status`.
