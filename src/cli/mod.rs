@@ -15,6 +15,7 @@
 
 mod check;
 mod config;
+mod deferred;
 mod hook;
 mod import;
 mod mcp;
@@ -34,6 +35,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{ArgAction, CommandFactory, Parser, Subcommand, ValueEnum};
+use deferred::Deferred;
 use reasonix::agent::config::RunConfig;
 use reasonix::policy::BUILTIN_DEFAULT;
 use reasonix::settings::Settings;
@@ -77,48 +79,48 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Dry-run proposed tool calls through the gate and print each verdict.
-    Check(check::CheckArgs),
+    Check(Deferred<check::CheckArgs>),
     /// Run the agent on a prompt: the model proposes calls, the gate judges them, the jail runs
     /// them, and the execution record says what happened.
-    Run(run::RunArgs),
+    Run(Deferred<run::RunArgs>),
     /// Undo what the file tools of earlier runs changed, as their execution record tells it;
     /// or list the points a record can go back to.
-    Rewind(rewind::RewindArgs),
+    Rewind(Deferred<rewind::RewindArgs>),
     /// Check an execution record: its hash chain and signatures, naming the first line that
     /// fails (`reasonix record verify R.jsonl`).
     Record {
         #[command(subcommand)]
-        command: record::RecordCommand,
+        command: Deferred<record::RecordCommand>,
     },
     /// Show a run's execution record (or a decision log) to a person: one self-contained HTML
     /// page (`-o report.html`) or the header and counts as text (`--summary`).
-    Report(report::ReportArgs),
+    Report(Deferred<report::ReportArgs>),
     /// Test, check and show policies.
     Policy {
         #[command(subcommand)]
-        command: policy::PolicyCommand,
+        command: Deferred<policy::PolicyCommand>,
     },
     /// Another agent's hook, answered by the gate: `reasonix hook claude` is Claude Code's
     /// PreToolUse hook (`--print-settings` prints the settings.json that installs it).
     Hook {
         #[command(subcommand)]
-        command: hook::HookCommand,
+        command: Deferred<hook::HookCommand>,
     },
     /// Serve the gated tools to MCP clients: `reasonix mcp serve`.
     Mcp {
         #[command(subcommand)]
-        command: mcp::McpCommand,
+        command: Deferred<mcp::McpCommand>,
     },
     /// Trust a project's files (reasonix.yaml, .mcp.json, the policies they name) by their
     /// exact content: until then they count only for what narrows the gate.
-    Trust(trust::TrustArgs),
+    Trust(Deferred<trust::TrustArgs>),
     /// Show every effective setting and the layer it came from (managed, user, project,
     /// default), the project files' trust, and what was left out of untrusted files.
-    Config(config::ConfigArgs),
+    Config(Deferred<config::ConfigArgs>),
     /// Inspect and use the OS jail.
     Sandbox {
         #[command(subcommand)]
-        command: sandbox::SandboxCommand,
+        command: Deferred<sandbox::SandboxCommand>,
     },
     /// Print a completion script for a shell, e.g. `reasonix completions bash >
     /// ~/.local/share/bash-completion/completions/reasonix`.
@@ -197,17 +199,27 @@ pub fn main() -> ExitCode {
         reasonix::sandbox::jail::keep_answers_in(state);
     }
     let result = match cli.command {
-        Command::Check(args) => check::run(args),
-        Command::Run(args) => run::run(args),
-        Command::Rewind(args) => rewind::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Policy { command } => policy::run(command),
-        Command::Record { command } => record::run(command),
-        Command::Hook { command } => hook::run(command),
-        Command::Mcp { command } => mcp::run(command),
-        Command::Sandbox { command } => sandbox::run(command),
-        Command::Trust(args) => trust::run(args),
-        Command::Config(args) => config::run(args),
+        Command::Check(Deferred(args)) => check::run(args),
+        Command::Run(Deferred(args)) => run::run(args),
+        Command::Rewind(Deferred(args)) => rewind::run(args),
+        Command::Report(Deferred(args)) => report::run(args),
+        Command::Policy {
+            command: Deferred(command),
+        } => policy::run(command),
+        Command::Record {
+            command: Deferred(command),
+        } => record::run(command),
+        Command::Hook {
+            command: Deferred(command),
+        } => hook::run(command),
+        Command::Mcp {
+            command: Deferred(command),
+        } => mcp::run(command),
+        Command::Sandbox {
+            command: Deferred(command),
+        } => sandbox::run(command),
+        Command::Trust(Deferred(args)) => trust::run(args),
+        Command::Config(Deferred(args)) => config::run(args),
         Command::Completions { shell } => completions(shell),
     };
     match result {
@@ -360,7 +372,7 @@ fn long_version() -> String {
 
 /// `reasonix completions SHELL`.
 fn completions(shell: Shell) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command();
+    let mut cmd = deferred::everything_defined(Cli::command);
     let mut script = Vec::new();
     // Generated into memory first: clap_complete panics on a write error, and a closed pipe is
     // not one worth a panic.
@@ -998,4 +1010,73 @@ pub fn warn(text: &str) {
         "{style}reasonix{style:#}: {}",
         reasonix::text::visible(text)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command's path below `cmd` (`["sandbox", "exec"]`), `help`'s own tree included.
+    fn paths(cmd: &clap::Command, at: &[String], into: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands() {
+            let mut path = at.to_vec();
+            path.push(sub.get_name().to_owned());
+            into.push(path.clone());
+            paths(sub, &path, into);
+        }
+    }
+
+    /// What clap says to `args`: its error or help text, or that they parsed.
+    fn said(cmd: clap::Command, args: &[String]) -> String {
+        match cmd.try_get_matches_from(std::iter::once("reasonix".to_owned()).chain(args.to_vec()))
+        {
+            Ok(_) => "parsed".to_owned(),
+            Err(e) => format!("{:?}: {}", e.kind(), e.render()),
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_the_same_with_its_subcommands_deferred() {
+        let mut whole = deferred::everything_defined(Cli::command);
+        whole.clone().debug_assert();
+        whole.build();
+        let mut all = vec![Vec::new()];
+        paths(&whole, &[], &mut all);
+        // Every command is there: the top level, its twelve and `help`, their subcommands.
+        assert!(all.len() > 40, "{all:?}");
+        assert!(all.contains(&vec!["sandbox".into(), "exec".into()]));
+        assert!(all.contains(&vec!["help".into(), "sandbox".into(), "exec".into()]));
+        for path in &all {
+            for tail in [
+                &["--help"][..],
+                &["-h"],
+                &["--no-such-flag"],
+                &[],
+                &["-v", "--help"],
+            ] {
+                let args: Vec<String> = path
+                    .iter()
+                    .cloned()
+                    .chain(tail.iter().map(|s| s.to_string()))
+                    .collect();
+                assert_eq!(
+                    said(Cli::command(), &args),
+                    said(deferred::everything_defined(Cli::command), &args),
+                    "reasonix {}",
+                    args.join(" ")
+                );
+            }
+        }
+        // Deferred: a subcommand's flags are not defined until it is built.
+        let lazy = Cli::command();
+        let check = lazy.find_subcommand("check").unwrap();
+        assert_eq!(check.get_arguments().count(), 0);
+        assert!(
+            whole
+                .find_subcommand("check")
+                .unwrap()
+                .get_arguments()
+                .any(|a| a.get_id() == "posture")
+        );
+    }
 }
