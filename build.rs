@@ -16,6 +16,13 @@
 //! cost 7.6 MB more peak memory (README's Speed section). Names the file lists that the binary
 //! no longer defines are skipped; only the layout changes, never the code.
 //! `REASONIX_LINK_ORDER=0` links without it (a linker other than LLD does not know the option).
+//!
+//! And, on Linux with glibc, the unwinder (`_Unwind_*`, what a panic and a backtrace use) linked
+//! in from GCC's static `libgcc_eh.a` rather than loaded from `libgcc_s.so.1` at every start: the
+//! dynamic linker then maps one library fewer, and libgcc_s's constructor no longer asks the CPU
+//! for its features (a trapped `cpuid` on a virtual machine). −0.1 ms a process on the 2-core
+//! machine of `docs/speed.md` (issue 30). Panics unwind as before (the Claude hook's panic
+//! becomes exit 2). `REASONIX_STATIC_UNWIND=0` links libgcc_s as rustc does by default.
 
 use std::path::Path;
 use std::process::Command;
@@ -36,6 +43,12 @@ fn main() {
         && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
     if linux_gnu && std::env::var("REASONIX_PACK_RELOCS").as_deref() != Ok("0") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    println!("cargo:rerun-if-env-changed=REASONIX_STATIC_UNWIND");
+    if linux_gnu && std::env::var("REASONIX_STATIC_UNWIND").as_deref() != Ok("0") {
+        // Whole: the unwinder's objects are in before std's `-lgcc_s` is reached, so that
+        // (linked as needed) it is not needed.
+        println!("cargo:rustc-link-lib=static:-bundle,+whole-archive=gcc_eh");
     }
     println!("cargo:rerun-if-env-changed=REASONIX_LINK_ORDER");
     println!("cargo:rerun-if-changed=linker/startup.order");

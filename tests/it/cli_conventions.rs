@@ -112,6 +112,25 @@ fn version_names_the_commit_the_profile_and_what_the_jail_enforces_here() {
     assert_eq!(String::from_utf8(short.stdout).unwrap(), text);
 }
 
+/// The unwinder is linked in (`build.rs`, issue 30): the executable does not load
+/// `libgcc_s.so.1` at start (its constructor asks the CPU for its features, a trapped `cpuid`
+/// on a virtual machine), and a panic still unwinds to the hook's exit 2
+/// (`claude_hook::a_panic_exits_2_with_the_reason_on_stderr`).
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn the_executable_loads_no_libgcc_s() {
+    if option_env!("REASONIX_STATIC_UNWIND") == Some("0") {
+        return;
+    }
+    let out = Command::new("ldd")
+        .arg(env!("CARGO_BIN_EXE_reasonix"))
+        .output()
+        .expect("ldd (Debian's libc-bin) lists what the dynamic linker loads");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("libc.so.6"), "{listed}");
+    assert!(!listed.contains("libgcc_s"), "{listed}");
+}
+
 #[test]
 fn completions_are_written_for_bash_zsh_and_fish() {
     for (shell, marker) in [
