@@ -2658,6 +2658,95 @@ fn a_jailed_command_dies_with_a_killed_reasonix_and_its_cgroups_are_reclaimed_ne
     );
 }
 
+/// A killed Reasonix cannot remove its plan's folder, and its run's TMPDIR stayed on disk with
+/// what the command wrote there: the next plan made removes the folder of an owner that is gone
+/// (`plan_folder`). The twin: a live Reasonix's folder is left alone, and one that ends removes
+/// its own.
+#[test]
+fn a_killed_reasonixs_plan_folder_is_removed_by_the_next_plan() {
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let tmp = w.root.join("system-tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [("TMPDIR", tmp.to_str().unwrap())];
+    let own = tmp.join(format!("reasonix-{}", nix::unistd::geteuid()));
+    let marker = format!("30.{}89", own_marker());
+    let script = format!("echo SECRET > $TMPDIR/left; sleep {marker}");
+    fn exec<'a>(ws: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = vec![
+            "sandbox",
+            "exec",
+            "--workspace",
+            ws,
+            "--timeout-ms",
+            "40000",
+        ];
+        all.extend_from_slice(args);
+        all
+    }
+    let plans = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&own)
+            .map(|es| es.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    // Whether the run's TMPDIR (the plan's folder/run-…/tmp on the host) holds the file.
+    fn holds(dir: &Path, name: &str) -> bool {
+        std::fs::read_dir(dir).is_ok_and(|es| {
+            es.flatten().any(|e| {
+                e.file_name() == name
+                    || e.file_type().is_ok_and(|t| t.is_dir()) && holds(&e.path(), name)
+            })
+        })
+    }
+    let mut killed = w.spawn_env(&exec(&ws, &["--", "sh", "-c", &script]), &env);
+    let until = Instant::now() + Duration::from_secs(20);
+    while !holds(&own, "left") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(holds(&own, "left"), "the command wrote to its TMPDIR");
+    let folder = plans();
+    assert_eq!(folder.len(), 1, "{folder:?}");
+    let name = folder[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with(&format!("{}-", killed.id())), "{name}");
+    // In a workspace of its own: `sandbox exec` holds its workspace's lease while it runs.
+    let other = w.root.join("other-ws");
+    std::fs::create_dir(&other).unwrap();
+    let mut live = w.spawn_env(&exec(other.to_str().unwrap(), &["--", "sleep", "30"]), &env);
+    let until = Instant::now() + Duration::from_secs(10);
+    while plans().len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let both = plans();
+    assert_eq!(both.len(), 2, "{both:?}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        folder[0].exists(),
+        "nothing removed the killed one's folder yet"
+    );
+
+    let (code, _, stderr) = w.run_env(&exec(&ws, &["--", "true"]), "", &env);
+    assert_eq!(code, 0, "{stderr}");
+    let left = plans();
+    assert!(
+        !folder[0].exists(),
+        "the killed one's folder is left: {left:?}"
+    );
+    assert_eq!(
+        left.len(),
+        1,
+        "the live one's stays, the ended one's is gone: {left:?}"
+    );
+    assert!(left[0].starts_with(&own) && left[0] != folder[0]);
+    let _ = live.kill();
+    let _ = live.wait();
+}
+
 /// The same through `reasonix run`: its jailed bash call dies with it.
 #[test]
 fn a_jailed_bash_call_of_a_killed_run_dies_with_it() {

@@ -185,6 +185,7 @@ mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]
 mod netns;
+mod plan_folder;
 pub mod probe;
 #[allow(unsafe_code)]
 mod run;
@@ -392,7 +393,7 @@ impl JailPlan {
     /// ([`probe::for_plan`]). The gate and `reasonix sandbox` use this one.
     pub fn new(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
         let caps = probed_for(config);
-        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        let tmp = plan_folder::make();
         JailPlan::build(config, workspace, home, caps, Some(tmp), true).seeded()
     }
 
@@ -403,7 +404,7 @@ impl JailPlan {
     /// a cache or `.git/index`) gets `EACCES`. The run's private temporary folder stays writable.
     pub fn read_only(config: &JailConfig, workspace: &Path, home: Option<&Path>) -> JailPlan {
         let caps = probed_for(config);
-        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        let tmp = plan_folder::make();
         JailPlan::build(config, workspace, home, caps, Some(tmp), false).seeded()
     }
 
@@ -468,7 +469,7 @@ impl JailPlan {
         home: Option<&Path>,
         caps: Capabilities,
     ) -> JailPlan {
-        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
+        let tmp = plan_folder::make();
         JailPlan::build(config, workspace, home, caps, Some(tmp), true)
     }
 

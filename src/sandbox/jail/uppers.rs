@@ -38,7 +38,7 @@ impl Uppers {
         if !tmpfs {
             return None;
         }
-        reclaim(shm);
+        reclaim(shm, PREFIX);
         tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .rand_bytes(10)
@@ -54,16 +54,17 @@ impl Uppers {
     }
 }
 
-/// Removes the folders under `shm` whose owner (the pid in their name) is no longer running.
-fn reclaim(shm: &Path) {
-    let Ok(entries) = std::fs::read_dir(shm) else {
+/// Removes the folders in `dir` named `<prefix><pid>-…` whose owner (that pid) is no longer
+/// running (also the plans' own folders: `plan_folder`).
+pub(super) fn reclaim(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(owner) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<i32>().ok())
         else {
