@@ -20,7 +20,7 @@
 //! And, on Linux with glibc, the unwinder (`_Unwind_*`, what a panic and a backtrace use) linked
 //! in from GCC's static `libgcc_eh.a` rather than loaded from `libgcc_s.so.1` at every start: the
 //! dynamic linker then maps one library fewer, and libgcc_s's constructor no longer asks the CPU
-//! for its features (a trapped `cpuid` on a virtual machine). −0.1 ms a process on the 2-core
+//! for its features (a trapped `cpuid` on a virtual machine). −0.15 ms a process on the 2-core
 //! machine of `docs/speed.md` (issue 30). Panics unwind as before (the Claude hook's panic
 //! becomes exit 2). `REASONIX_STATIC_UNWIND=0` links libgcc_s as rustc does by default.
 
