@@ -10,10 +10,9 @@
 # `sandbox exec` with the jail off since valgrind hides Landlock), in the order first seen,
 # by their mangled names, kept when the binary defines them.
 #
-# The names carry hashes: after any change to the crate, most no longer match (generic
-# instances made in it hash the crate's own hash into their names; see docs/speed.md, "The
-# link") and the linker skips them silently; the order then degrades (memory creeps back up),
-# it never breaks the build. Run
+# The names carry hashes: after a change, some no longer match and the linker skips them
+# silently, and functions new on the start-up path are laid out elsewhere; the order then
+# degrades (memory creeps back up), it never breaks the build (docs/speed.md, "The link"). Run
 # this again, with the release binary built from the current code, when benches/instructions.sh
 # shows the peak RSS rising.
 #
