@@ -194,28 +194,12 @@ pub fn available(keep: bool) -> Option<PathBuf> {
 /// process keeps its cgroups until that process is gone too, which errs on the side of leaving
 /// a cgroup rather than killing a live run's processes. Returns the cgroups it removed.
 pub fn reclaim(parent: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(parent) else {
-        return Vec::new();
-    };
     let mut removed = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("reasonix-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let alive = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None) {
-            Ok(()) => true,
-            Err(e) => e != nix::errno::Errno::ESRCH,
-        };
-        if alive || !e.path().is_dir() {
+    for e in super::owners::gone(parent, "reasonix-") {
+        let path = e.path();
+        if !path.is_dir() {
             continue;
         }
-        let path = e.path();
         // Dropping it kills what is in it and removes it.
         drop(Cgroup { path: path.clone() });
         if !path.exists() {

@@ -185,6 +185,7 @@ mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]
 mod netns;
+mod owners;
 mod plan_folder;
 pub mod probe;
 #[allow(unsafe_code)]

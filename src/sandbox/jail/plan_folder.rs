@@ -6,11 +6,11 @@
 //! commands wrote there. So each plan's folder is named for the process that owns it,
 //! `<pid>-<random>`, inside a folder of this user's own, `reasonix-<uid>` in the system's
 //! temporary folder (`$TMPDIR`, else `/tmp`), and the next plan made removes the folders whose
-//! owner is gone — as `uppers` does for the in-memory upper layers, and `cgroup::reclaim`
-//! (which runs first, on the probe's path) for the cgroups, killing what a dead owner's runs
-//! left running. The folder of this user's own keeps that look cheap: a scan of `/tmp` itself
-//! took 0.1 ms on the machine of `docs/speed.md` (620 entries on ext4), the folder's own a few
-//! microseconds.
+//! owner is gone (`owners`) — as `uppers` does for the in-memory upper layers, and
+//! `cgroup::reclaim` (which runs first, on the probe's path) for the cgroups, killing what a dead
+//! owner's runs left running. The folder of this user's own keeps that look cheap: a scan of
+//! `/tmp` itself took 0.1 ms on the machine of `docs/speed.md` (620 entries on ext4), the
+//! folder's own a few microseconds.
 //!
 //! `reasonix-<uid>` is used only if it is a folder (not a link) owned by this user that no one
 //! else may enter or write (mode `0700` when made here); the system's temporary folder is
@@ -30,7 +30,7 @@ pub(super) fn make() -> std::io::Result<tempfile::TempDir> {
 fn make_in(base: &Path) -> std::io::Result<tempfile::TempDir> {
     match own_folder(base) {
         Some(own) => {
-            super::uppers::reclaim(&own, "");
+            super::owners::remove_gone(&own, "");
             tempfile::Builder::new()
                 .prefix(&format!("{}-", std::process::id()))
                 .tempdir_in(own)

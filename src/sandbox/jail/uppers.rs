@@ -38,7 +38,7 @@ impl Uppers {
         if !tmpfs {
             return None;
         }
-        reclaim(shm, PREFIX);
+        super::owners::remove_gone(shm, PREFIX);
         tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .rand_bytes(10)
@@ -51,36 +51,6 @@ impl Uppers {
     /// The folder.
     pub(super) fn path(&self) -> &Path {
         self.dir.path()
-    }
-}
-
-/// Removes the folders in `dir` named `<prefix><pid>-…` whose owner (that pid) is no longer
-/// running (also the plans' own folders: `plan_folder`).
-pub(super) fn reclaim(dir: &Path, prefix: &str) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if !alive(owner) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// Whether process `pid` exists (a signal 0 reaches it, or it is someone else's).
-fn alive(pid: i32) -> bool {
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) => true,
-        Err(e) => e != nix::errno::Errno::ESRCH,
     }
 }
 
