@@ -15,17 +15,18 @@
 //! types (`tokio::process::ChildStdout::from_std`); dropping the value from any thread ends the
 //! process.
 
-use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 
 use nix::sys::signal::{Signal, killpg};
 
 use super::super::JailPlan;
 use super::super::shape::{Shape, Writes};
-use super::{RunCgroups, RunError, Start, Streams, start};
+use super::process::{Process, Stream};
+use super::{RunCgroups, RunError, Start, start};
 
 /// A jailed process that runs until it exits or this value is dropped (see the module doc).
 pub struct Jailed {
-    child: std::process::Child,
+    child: Process,
     pgid: nix::unistd::Pid,
     /// Held for the life of the process: dropped after it is killed.
     cgroups: Option<RunCgroups>,
@@ -100,11 +101,7 @@ pub(crate) fn spawn(
             // thread does not touch the plan after answering (nor once the answer is dropped by
             // a panic), so the borrow it came from outlives every use.
             let plan = unsafe { &*plan.0 };
-            let streams = Streams {
-                stdin: Stdio::piped(),
-                stdout: Stdio::piped(),
-                stderr: Stdio::piped(),
-            };
+            let streams = [Stream::Piped; 3];
             let _ = started_tx.send(start(plan, &argv, &extra, streams, None, &shape));
             // Until the `Jailed` is dropped: its sender then goes, and `recv` fails.
             let _ = kept.recv();
@@ -144,20 +141,21 @@ pub(crate) fn spawn(
 impl Jailed {
     /// Its standard input, once.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.child.stdin.take()
+        self.child.take_stdin()
     }
 
     /// Its standard output, once.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.child.stdout.take()
+        self.child.take_stdout()
     }
 
     /// Its standard error, once. The caller bounds what it keeps.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.child.stderr.take()
+        self.child.take_stderr()
     }
 
-    /// Its process id (outside any namespace of its own: the launcher's, which leads the group).
+    /// Its process id, outside any namespace of its own: the command's (pid 1 inside), or the
+    /// launcher's where one started it; the process group's either way.
     pub fn id(&self) -> u32 {
         self.child.id()
     }
@@ -224,6 +222,89 @@ mod tests {
             ..JailConfig::default()
         };
         JailPlan::new(&config, ws, None)
+    }
+
+    extern "C" fn ignore(_: nix::libc::c_int) {}
+
+    /// The status lines of `pid` (in this process's PID namespace), by name.
+    fn status_of(text: &str, field: &str) -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("no {field} in {text}"))
+            .trim()
+            .to_owned()
+    }
+
+    #[test]
+    fn in_namespaces_reasonix_clones_the_command_itself_which_starts_with_no_signal_of_reasonixs() {
+        use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, pthread_sigmask, signal};
+        if !crate::sandbox::jail::capabilities().namespaces {
+            assert!(
+                std::env::var_os("REASONIX_NO_SKIP").is_none(),
+                "no mount and PID namespaces here, and REASONIX_NO_SKIP=1 counts a skip as a failure"
+            );
+            eprintln!("skipped: no mount and PID namespaces for a run here");
+            return;
+        }
+        // A handler of Reasonix's (process-wide) and a signal blocked on the thread that starts
+        // the run (the keeper thread inherits this one's mask); Rust's runtime ignores SIGPIPE.
+        // SAFETY: the handler does nothing, and nothing else in these tests uses SIGUSR1.
+        unsafe { signal(Signal::SIGUSR1, SigHandler::Handler(ignore)) }.unwrap();
+        let mut blocked = SigSet::empty();
+        blocked.add(Signal::SIGUSR2);
+        pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None).unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let plan = plan(&ws);
+        // cat prints its own status, then waits on its stdin until this test closes it.
+        let argv = ["/bin/cat", "/proc/self/status", "-"].map(String::from);
+        let mut child = spawn(&plan, &argv, &[], &Shape::direct()).unwrap();
+        pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&blocked), None).unwrap();
+        let stdin = child.take_stdin().unwrap();
+        let mut inside = String::new();
+        let mut out = BufReader::new(child.take_stdout().unwrap());
+        while !inside.contains("SigCgt:") {
+            assert!(out.read_line(&mut inside).unwrap() > 0, "{inside}");
+        }
+        // Seen from here: no launcher stands between, the command is pid 1 of its namespace and
+        // leads its own process group.
+        let outside = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        assert_eq!(status_of(&outside, "PPid"), std::process::id().to_string());
+        assert_eq!(status_of(&outside, "NSpid"), format!("{}\t1", child.id()));
+        assert_eq!(status_of(&outside, "NSpgid"), format!("{}\t1", child.id()));
+        // Seen from inside: no handler, no blocked signal, SIGPIPE back to its default; ignored
+        // what a process std forks ignores (what this one inherited ignored: a hook makes std
+        // fork and exec, as the launcher did, rather than use posix_spawn, which ignores the C
+        // library's own signals in the child).
+        for field in ["SigBlk", "SigCgt"] {
+            assert_eq!(
+                status_of(&inside, field),
+                "0000000000000000",
+                "{field}: {inside}"
+            );
+        }
+        let mut by_std = std::process::Command::new("/bin/cat");
+        by_std.arg("/proc/self/status");
+        // SAFETY: the hook does nothing.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut by_std, || Ok(())) };
+        let by_std = String::from_utf8(by_std.output().unwrap().stdout).unwrap();
+        assert_eq!(status_of(&inside, "SigIgn"), status_of(&by_std, "SigIgn"));
+        let sigpipe = 1u64 << (nix::libc::SIGPIPE - 1);
+        let ignored = u64::from_str_radix(&status_of(&inside, "SigIgn"), 16).unwrap();
+        assert_eq!(ignored & sigpipe, 0, "SIGPIPE is not ignored");
+        // Its stdin closed, it ends by itself, and is reaped with its status.
+        drop(stdin);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(std::time::Instant::now() < until, "cat did not end");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(status.code(), Some(0));
+        // SAFETY: back to the default action, which no other test relies on either way.
+        unsafe { signal(Signal::SIGUSR1, SigHandler::SigDfl) }.unwrap();
     }
 
     #[test]

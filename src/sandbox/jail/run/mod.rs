@@ -9,15 +9,19 @@
 //! the command is its pid 1, and the kernel kills everything in the namespace when it exits. So
 //! a jailed command never leaves a background process behind.
 //!
-//! With namespaces, the child std forked is the launcher and the command its child
-//! ([`namespace`]); without, the child std forked execs the command itself.
+//! With namespaces, the thread that starts the run clones the command straight into them
+//! ([`namespace::clone_command`]): no launcher, no copy of Reasonix's page tables. Only a run
+//! that joins the egress proxy's network namespace first has a launcher (the child std forks,
+//! which enters it and clones the command); without namespaces, the child std forked execs the
+//! command itself.
 //!
 //! # When Reasonix itself dies
 //!
 //! Each process of the chain dies with the one before it (`PR_SET_PDEATHSIG`, set and then
-//! checked against a parent that may already be gone, so there is no window between fork and
-//! `prctl`): a `kill -9` of Reasonix kills the launcher, the launcher's death kills the command,
-//! and with a PID namespace everything the command started dies with it. Without one, what the
+//! checked against a parent that may already be gone — its pid, or a pidfd of it from inside a
+//! PID namespace — so there is no window between the clone and `prctl`): a `kill -9` of
+//! Reasonix kills the command (or the launcher, whose death kills the command), and with a PID
+//! namespace everything the command started dies with it. Without one, what the
 //! command left in the background lives on in the run's cgroups until the next Reasonix that
 //! probes the jail reclaims the cgroups whose owner is gone (`cgroup::reclaim`).
 //!
@@ -28,13 +32,13 @@
 //! - `cap_drop.rs`: how it loses its capabilities (`CapDrop`);
 //! - `cgroups.rs`: the run's cgroups, and what stands in for one that cannot be made;
 //! - `landlock_raw.rs`: the raw Landlock system calls the `landlock` crate does not make;
-//! - [`namespace`]: the launcher in new namespaces; `watch.rs`: the clock and the bounded
-//!   output; `idle.rs`: the cgroups and TMPDIRs kept between runs; `child.rs`: a long-lived
+//! - [`namespace`]: the command cloned into new namespaces; `process.rs`: a started process,
+//!   cloned or forked, and its pipes; `watch.rs`: the clock and the bounded output; `idle.rs`: the cgroups and TMPDIRs kept between runs; `child.rs`: a long-lived
 //!   jailed process.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::Resource;
@@ -52,14 +56,16 @@ mod idle;
 mod landlock_raw;
 mod namespace;
 mod pre_exec;
+mod process;
 mod watch;
 
 pub use child::Jailed;
 pub(crate) use child::spawn;
 
 pub(super) use idle::{IdleCgroups, IdleTmpdirs};
-use namespace::{Exec, Prepared};
+use namespace::{Direct, Exec, Prepared};
 pub(super) use namespace::{namespaces_work, overlays_work};
+use process::{Cloned, Pipes, Process, Stream};
 use watch::Watch;
 
 pub(super) use cap_drop::CapDrop;
@@ -230,16 +236,12 @@ fn find_program(program: &str, env: &[(String, String)]) -> std::path::PathBuf {
         .unwrap_or_else(|| program.into())
 }
 
-/// Where a started process's standard streams go.
-struct Streams {
-    stdin: Stdio,
-    stdout: Stdio,
-    stderr: Stdio,
-}
+/// Where a started process's standard streams go: stdin, stdout, stderr.
+type Streams = [Stream; 3];
 
 /// A process started under a plan, with what its run holds until it ends.
 struct Start {
-    child: std::process::Child,
+    child: Process,
     pgid: Pid,
     /// Its private temporary folder (removed on drop).
     tmp: tempfile::TempDir,
@@ -353,7 +355,7 @@ fn start(
         _ => None,
     };
     // Inside its mount namespace, the run's TMPDIR is bound over the folder of every run's.
-    let (mut namespace, tmpdir) = match &plan.namespaces {
+    let (namespace, tmpdir) = match &plan.namespaces {
         Some(ns) if jailed => {
             let (write_roots, overlays, passthrough) = match (writes, &upper) {
                 (Writes::Observed, Some((_, layers))) => {
@@ -445,17 +447,6 @@ fn start(
     // Found on the jail's PATH here, as `execvp` would find it in the child, so that the child
     // does not try each folder of the PATH in turn (an `execve` each, through the filter).
     let found = find_program(program, &environment);
-    let mut command = Command::new(&found);
-    command
-        .arg0(program)
-        .args(args)
-        .current_dir(&plan.workspace)
-        .env_clear()
-        .envs(environment.iter().map(|(k, v)| (k, v)))
-        .stdin(streams.stdin)
-        .stdout(streams.stdout)
-        .stderr(streams.stderr)
-        .process_group(0);
     let confine = Confine {
         procs,
         limits,
@@ -489,39 +480,11 @@ fn start(
         ),
         None => None,
     };
-    // The process that starts the run: the child dies with it (issue 28, item 9).
-    let starter = nix::unistd::getpid();
-    let hook = move || -> std::io::Result<()> {
-        die_with(starter)?;
-        if !jailed {
-            return Ok(());
-        }
-        close_inherited(open_max)?;
-        if let Some(fd) = netns_fd {
-            super::netns::enter(fd)?;
-        }
-        match (&mut namespace, &exec) {
-            // Returns only if the command could not be started; see `namespace::launch`.
-            (Some(ns), Some(exec)) => namespace::launch(ns, exec, &|| confine.apply()),
-            _ => confine.apply(),
-        }
-    };
-    // SAFETY: the hook runs in the forked child before exec. It makes only system calls
-    // (close_range, setns, clone, wait4, mount and the new mount API, chdir, write, setrlimit, prctl,
-    // capset, landlock_add_rule, landlock_restrict_self, seccomp, execve, close) on values built
-    // before the fork (the highest capability number, the mount layout, program, arguments and
-    // environment as C strings, and the room for the clones' descriptors included), allocates
-    // nothing, takes no lock, and touches no state shared with other threads; errors are
-    // returned as `io::Error` from raw OS codes, which does not allocate. The process it clones
-    // shares this child's memory (not Reasonix's) until it execs (`namespace`).
-    unsafe {
-        command.pre_exec(hook);
-    }
     let started = Instant::now();
     // A pass-through file changed since is counted as this run's: less a margin, since a
     // file's times come from the kernel's coarse clock, which may lag this one by a tick.
     let wall_started = std::time::SystemTime::now() - Duration::from_millis(50);
-    let child = command.spawn().map_err(|source| {
+    let spawn_error = |source| {
         if jailed {
             super::failed_to_start();
         }
@@ -529,7 +492,78 @@ fn start(
             program: program.clone(),
             source,
         }
-    })?;
+    };
+    let child = match (namespace, exec) {
+        // In namespaces, no egress proxy's network namespace to enter first: cloned straight
+        // into them from this thread (`namespace::clone_command`), without a launcher.
+        (Some(mut ns), Some(exec)) if netns_fd.is_none() => {
+            let mut pipes = Pipes::new(streams).map_err(|source| RunError::Setup {
+                what: "standard streams",
+                source,
+            })?;
+            let raw = |n: usize| {
+                pipes.child[n]
+                    .as_ref()
+                    .map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
+            };
+            let direct = Direct {
+                stdio: [raw(0), raw(1), raw(2)],
+                open_max,
+            };
+            let pid = namespace::clone_command(&mut ns, &exec, &|| confine.apply(), direct)
+                .map_err(spawn_error)?;
+            Process::Cloned(Cloned {
+                pid: pid as u32,
+                stdin: pipes.stdin.take(),
+                stdout: pipes.stdout.take(),
+                stderr: pipes.stderr.take(),
+                reaped: None,
+            })
+        }
+        (mut namespace, exec) => {
+            let mut command = Command::new(&found);
+            command
+                .arg0(program)
+                .args(args)
+                .current_dir(&plan.workspace)
+                .env_clear()
+                .envs(environment.iter().map(|(k, v)| (k, v)))
+                .stdin(streams[0].stdio())
+                .stdout(streams[1].stdio())
+                .stderr(streams[2].stdio())
+                .process_group(0);
+            // The process that starts the run: the child dies with it (issue 28, item 9).
+            let starter = nix::unistd::getpid();
+            let hook = move || -> std::io::Result<()> {
+                die_with(starter)?;
+                if !jailed {
+                    return Ok(());
+                }
+                close_inherited(open_max)?;
+                if let Some(fd) = netns_fd {
+                    super::netns::enter(fd)?;
+                }
+                match (&mut namespace, &exec) {
+                    // Returns only if the command could not be started; see `namespace::launch`.
+                    (Some(ns), Some(exec)) => namespace::launch(ns, exec, &|| confine.apply()),
+                    _ => confine.apply(),
+                }
+            };
+            // SAFETY: the hook runs in the forked child before exec. It makes only system calls
+            // (close_range, setns, clone, wait4, mount and the new mount API, chdir, write,
+            // setrlimit, prctl, capset, landlock_add_rule, landlock_restrict_self, seccomp,
+            // execve, close) on values built before the fork (the highest capability number, the
+            // mount layout, program, arguments and environment as C strings, and the room for
+            // the clones' descriptors included), allocates nothing, takes no lock, and touches no
+            // state shared with other threads; errors are returned as `io::Error` from raw OS
+            // codes, which does not allocate. The process it clones shares this child's memory
+            // (not Reasonix's) until it execs (`namespace`).
+            unsafe {
+                command.pre_exec(hook);
+            }
+            Process::Forked(command.spawn().map_err(spawn_error)?)
+        }
+    };
     let pgid = Pid::from_raw(child.id() as i32);
     // The next run's ruleset is built while this one runs.
     if let Some(rulesets) = plan.rulesets.as_ref().filter(|_| jailed) {
@@ -709,15 +743,11 @@ pub(crate) fn run_judged(
 ) -> Result<RunResult, RunError> {
     let limit = Duration::from_millis(plan.limits.timeout_ms);
     let timeout = timeout.map_or(limit, |t| t.min(limit));
-    let (stdout, stderr) = match capture {
-        Capture::Bounded(_) => (Stdio::piped(), Stdio::piped()),
-        Capture::Inherit => (Stdio::inherit(), Stdio::inherit()),
+    let output = match capture {
+        Capture::Bounded(_) => Stream::Piped,
+        Capture::Inherit => Stream::Inherit,
     };
-    let streams = Streams {
-        stdin: Stdio::null(),
-        stdout,
-        stderr,
-    };
+    let streams = [Stream::Null, output, output];
     let Start {
         mut child,
         pgid,

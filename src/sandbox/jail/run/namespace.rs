@@ -2,31 +2,39 @@
 //! [`Layout`] (see `super::super::mounts` for the order and why), and the process structure
 //! that a PID namespace needs.
 //!
-//! # Two processes
+//! # Who clones the command
 //!
-//! A new PID namespace applies to the children of the process that makes it, so the process
-//! that execs the command must be a child of the one std forked:
+//! A new PID namespace applies to the children of the process that makes it, so the command's
+//! process is cloned into it:
 //!
 //! ```text
-//! reasonix ──fork (std)──► launcher ──clone(CLONE_VM | CLONE_VFORK | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])──► the command (pid 1 inside)
+//! reasonix ──clone(CLONE_VM | CLONE_VFORK | CLONE_NEWPID | CLONE_NEWNS [| CLONE_NEWUSER])──► the command (pid 1 inside)
+//! reasonix ──fork (std)──► launcher ──setns(the proxy's network namespace), clone(the same)──► the command
 //! ```
 //!
-//! The launcher — the child std forked, running the `pre_exec` hook — clones the command's
-//! process straight into the new namespaces ([`launch`]). That process shares the launcher's
-//! memory (a private copy of Reasonix's, made by std's fork) and runs on a stack of its own
-//! until it execs, while the launcher is suspended (`CLONE_VFORK`): no page table is copied a
-//! second time. It lays out the mounts, confines itself and execs the command with the
-//! program, arguments and environment prepared before the fork ([`Exec`]). If any step fails,
-//! it leaves the error in the launcher's memory and exits; the launcher then returns it from
-//! the hook, and std reports it as the spawn's error. Once it has exec'd, the launcher blocks
-//! every signal, closes every descriptor (std's error pipe with them, so that `spawn` returns),
-//! waits for the command and exits as it did: with its status, or killed by its signal. The
-//! command dies with the launcher (`PR_SET_PDEATHSIG`), and everything in its PID namespace
-//! dies with the command. Both are in the process group std made, so the wall clock's `killpg`
-//! ends them all.
+//! Most runs take the first line ([`clone_command`]): the thread that starts the run clones the
+//! command's process straight into its namespaces. It shares Reasonix's memory on a stack of its
+//! own until it execs, while that thread is suspended (`CLONE_VFORK`): no page table is copied,
+//! and nothing is torn down when it ends but the command itself. It does what std's fork did
+//! for it (its signals, its process group, its standard streams, its descriptors), lays out the
+//! mounts, confines itself and execs the command with the program, arguments and environment
+//! prepared beforehand ([`Exec`]). If any step fails, it leaves the error in the memory it
+//! shares and exits, and the thread returns the error. Reasonix waits for it as its child.
 //!
-//! Everything here runs after a fork: system calls only, on values prepared before it
-//! ([`Prepared`], [`Exec`]), no allocation, no lock.
+//! A run whose connections go through the egress proxy takes the second: its network namespace
+//! must be entered before the others are made (from inside a new user namespace, the proxy's
+//! could not be joined), and not by a thread of Reasonix's, which would then be in it. The launcher — the child std forked,
+//! running the `pre_exec` hook — enters it and clones the command in the same way ([`launch`]).
+//! Once it has exec'd, the launcher blocks every signal, closes every descriptor (std's error
+//! pipe with them, so that `spawn` returns), waits for the command and exits as it did: with its
+//! status, or killed by its signal.
+//!
+//! Either way the command dies with the process that cloned it (`PR_SET_PDEATHSIG`), and
+//! everything in its PID namespace dies with the command; the wall clock's `killpg` ends the
+//! whole group.
+//!
+//! Everything the command's process runs here runs in memory it shares: system calls only, on
+//! values prepared before it ([`Prepared`], [`Exec`]), no allocation, no lock.
 
 use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString, c_char, c_void};
@@ -482,26 +490,33 @@ struct Launch<'a> {
     confine: &'a dyn Fn() -> io::Result<()>,
     /// The error that stopped it before exec (0: it exec'd).
     error: c_int,
-    /// A pidfd of the launcher (-1 where the kernel has none): how the command tells that the
-    /// launcher is gone, which `getppid` cannot say from inside a new PID namespace.
-    launcher: c_int,
+    /// A pidfd of the process that cloned it, the launcher or Reasonix (-1 where the kernel has
+    /// none): how the command tells that it is gone, which `getppid` cannot say from inside a
+    /// new PID namespace.
+    parent: c_int,
+    /// Cloned by the run's own thread rather than a launcher: what it does first.
+    direct: Option<Direct>,
 }
 
-/// The command's process: first in its namespaces, it dies with the launcher, lays out its
-/// mounts, confines itself and execs; on an error, it leaves the error code and exits.
+/// The command's process: first in its namespaces, it dies with the process that cloned it,
+/// (cloned by the run's thread) takes its signals, group and streams, lays out its mounts,
+/// confines itself and execs; on an error, it leaves the error code and exits.
 extern "C" fn command(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the `Launch` that `launch` passed to clone; it lives in the launcher's
-    // memory, which this process shares while the launcher is suspended (CLONE_VFORK), so no
-    // one else accesses it until this process execs or exits.
+    // SAFETY: `arg` is the `Launch` that `clone_on` passed to clone; it lives in the memory of
+    // the process that cloned this one, which this process shares while the cloning thread is
+    // suspended (CLONE_VFORK), so no one else accesses it until this process execs or exits.
     let launch = unsafe { &mut *arg.cast::<Launch<'_>>() };
     let started = (|| -> io::Result<()> {
+        if launch.direct.is_some() {
+            default_signals();
+        }
         nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
             .map_err(|e| io::Error::from_raw_os_error(e as i32))?;
-        // Had the launcher died before the prctl (killed with Reasonix while suspended in the
+        // Had its parent died before the prctl (killed with Reasonix while suspended in the
         // clone), no signal would come: its pidfd, readable once it has exited, says so.
-        if launch.launcher >= 0 {
+        if launch.parent >= 0 {
             let mut gone = libc::pollfd {
-                fd: launch.launcher,
+                fd: launch.parent,
                 events: libc::POLLIN,
                 revents: 0,
             };
@@ -510,8 +525,28 @@ extern "C" fn command(arg: *mut c_void) -> c_int {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
         }
+        if let Some(direct) = &launch.direct {
+            // SAFETY: setpgid and dup2 with integer arguments only.
+            check(unsafe { libc::setpgid(0, 0) } as c_long)?;
+            for (n, &fd) in direct.stdio.iter().enumerate() {
+                if fd >= 0 {
+                    // SAFETY: as above; `fd` is 3 or above, so never `n` itself.
+                    check(unsafe { libc::dup2(fd, n as c_int) } as c_long)?;
+                }
+            }
+            super::pre_exec::close_inherited(direct.open_max)?;
+        }
         launch.ns.enter()?;
         (launch.confine)()?;
+        if launch.direct.is_some() {
+            // SAFETY: sigemptyset and sigprocmask on a set on this stack: the command starts
+            // with no signal blocked, as std starts a process.
+            unsafe {
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            }
+        }
         Err(launch.exec.exec())
     })();
     launch.error = started
@@ -530,40 +565,142 @@ pub(super) fn launch(
     exec: &Exec,
     confine: &dyn Fn() -> io::Result<()>,
 ) -> io::Result<()> {
-    // SAFETY: pidfd_open with integer arguments only; the descriptor it returns is close-on-exec
-    // and closed with every other one by `relay`.
-    let launcher = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as c_uint) };
     let mut launch = Launch {
         ns,
         exec,
         confine,
         error: 0,
-        launcher: c_int::try_from(launcher).unwrap_or(-1),
+        parent: own_pidfd(),
+        direct: None,
     };
-    let flags = launch.ns.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
     // The top of the stack, 16-byte aligned as the ABI asks.
     let top = (STACK.0.get() as usize + STACK_SIZE) & !0xf;
     // SAFETY: `command` runs on `STACK` (this launcher's own copy, unused by anything else)
     // sharing this process's memory; CLONE_VFORK suspends this process until it execs or
     // exits, so `launch` is not touched by both at once, and outlives its use there.
-    let pid = unsafe {
-        libc::clone(
-            command,
-            top as *mut c_void,
-            flags,
-            (&mut launch as *mut Launch<'_>).cast::<c_void>(),
-        )
-    };
+    let pid = unsafe { clone_on(top, &mut launch) };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
     if launch.error != 0 {
-        let mut status: c_int = 0;
-        // SAFETY: `status` is a live `c_int` the kernel writes; reaps the process that failed.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
+        reap(pid);
         return Err(io::Error::from_raw_os_error(launch.error));
     }
     relay(pid)
+}
+
+/// What the command's process does first when the run's own thread clones it
+/// ([`clone_command`]): what std's fork and the launcher did for it otherwise.
+pub(super) struct Direct {
+    /// The descriptors it takes as 0, 1 and 2 (-1: Reasonix's own, inherited), each 3 or
+    /// above.
+    pub(super) stdio: [c_int; 3],
+    /// Where the descriptors end, on a kernel without `close_range`.
+    pub(super) open_max: c_int,
+}
+
+/// Clones the command's process straight into its namespaces from the thread that starts the
+/// run: no launcher is forked, so Reasonix's page tables are not copied, nor torn down again
+/// when it exits. The process shares Reasonix's memory until it execs, on a stack of its own,
+/// while this thread alone is suspended (`CLONE_VFORK`); Reasonix's other threads run on, and
+/// share nothing with it: it makes system calls only, on values this thread prepared ([`Prepared`],
+/// [`Exec`], `direct`), allocates nothing and takes no lock. Every signal is blocked across the
+/// clone, so no handler of Reasonix's runs in it; it sets each handled signal back to its default
+/// action, then unblocks them all just before exec.
+///
+/// It leads a process group of its own, takes `direct`'s streams, marks every other descriptor
+/// close-on-exec, dies with this thread (`PR_SET_PDEATHSIG`, checked against a pidfd of Reasonix
+/// for a death in between), lays out its mounts, applies `confine` and execs. Returns its pid
+/// once it has exec'd (a child of this process, to be reaped by it), or the error of the step
+/// that failed (it is reaped then).
+pub(super) fn clone_command(
+    ns: &mut Prepared,
+    exec: &Exec,
+    confine: &dyn Fn() -> io::Result<()>,
+    direct: Direct,
+) -> io::Result<libc::pid_t> {
+    let parent = own_pidfd();
+    let mut launch = Launch {
+        ns,
+        exec,
+        confine,
+        error: 0,
+        parent,
+        direct: Some(direct),
+    };
+    // Its stack, on the heap: its own for each run, since runs may start on several threads at
+    // once; its pages are touched only as the process uses them.
+    let mut stack = vec![0u8; STACK_SIZE];
+    // The top of the stack, 16-byte aligned as the ABI asks.
+    let top = (stack.as_mut_ptr() as usize + STACK_SIZE) & !0xf;
+    // SAFETY: sigfillset and pthread_sigmask on sets on this stack: this thread blocks every
+    // signal it can across the clone, and takes back its mask after.
+    let mut kept: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut kept);
+    }
+    // SAFETY: `command` runs on `stack`, which nothing else uses and which outlives it, sharing
+    // Reasonix's memory while this thread is suspended until it execs or exits (CLONE_VFORK):
+    // it reads and writes `launch` alone, which this thread does not touch until then, and
+    // its errno is this suspended thread's (see the function's doc for the rest).
+    let pid = unsafe { clone_on(top, &mut launch) };
+    let cloned = io::Error::last_os_error();
+    // SAFETY: as above; the mask this thread had.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &kept, std::ptr::null_mut()) };
+    drop(stack);
+    if parent >= 0 {
+        close(parent);
+    }
+    if pid < 0 {
+        return Err(cloned);
+    }
+    if launch.error != 0 {
+        reap(pid);
+        return Err(io::Error::from_raw_os_error(launch.error));
+    }
+    Ok(pid)
+}
+
+/// Clones `command` on the stack whose top is `top`, into `launch.ns`'s namespaces, sharing
+/// this process's memory, this thread suspended until it execs or exits.
+///
+/// # Safety
+///
+/// `top` is the 16-byte-aligned top of a stack that nothing else uses and that outlives the
+/// call; `launch` is not touched by anything else until the call returns.
+unsafe fn clone_on(top: usize, launch: &mut Launch<'_>) -> libc::pid_t {
+    let flags = launch.ns.flags as c_int | libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: as the caller promises.
+    unsafe {
+        libc::clone(
+            command,
+            top as *mut c_void,
+            flags,
+            (launch as *mut Launch<'_>).cast::<c_void>(),
+        )
+    }
+}
+
+/// A pidfd of this process, -1 where the kernel has none (before 5.3).
+fn own_pidfd() -> c_int {
+    // SAFETY: getpid and pidfd_open with integer arguments only; the descriptor it returns is
+    // close-on-exec.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as c_uint) };
+    c_int::try_from(fd).unwrap_or(-1)
+}
+
+/// Reaps `pid`, a child that has exited (or is about to).
+fn reap(pid: libc::pid_t) {
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `status` is a live `c_int` the kernel writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
 }
 
 /// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
@@ -758,6 +895,33 @@ fn check(rc: c_long) -> io::Result<c_long> {
 }
 
 /// The launcher's part: waits for the command and exits as it did. Never returns.
+/// In a process cloned by the run's thread, every signal still blocked: each signal Reasonix
+/// handles goes back to its default action, as does `SIGPIPE` (which Rust's runtime ignores), so
+/// that the command starts as std starts a process — and no handler of Reasonix's can run in a
+/// process that shares its memory. A signal ignored by whoever started Reasonix stays ignored.
+fn default_signals() {
+    for signal in 1..65 {
+        if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: sigaction on `sigaction` values on this stack; a number the C library keeps
+        // for itself, or above the kernel's last, fails with EINVAL and is left alone.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0 {
+                continue;
+            }
+            let ignored = old.sa_sigaction == libc::SIG_IGN && signal != libc::SIGPIPE;
+            if ignored || old.sa_sigaction == libc::SIG_DFL {
+                continue;
+            }
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(signal, &default, std::ptr::null_mut());
+        }
+    }
+}
+
 fn relay(pid: libc::pid_t) -> ! {
     use nix::sys::signal::{SigSet, SigmaskHow, sigprocmask};
     // No handler inherited from Reasonix runs here; SIGKILL (the wall clock's) still ends it.

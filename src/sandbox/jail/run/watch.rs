@@ -12,7 +12,9 @@
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::process::{Child, ChildStderr, ChildStdout, ExitStatus};
+use std::process::{ChildStderr, ChildStdout, ExitStatus};
+
+use super::process::Process;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -127,7 +129,7 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 }
 
 /// Whether `child` has exited, without reaping it.
-fn has_exited(child: &Child) -> std::io::Result<bool> {
+fn has_exited(child: &Process) -> std::io::Result<bool> {
     use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     match waitid(Id::Pid(Pid::from_raw(child.id() as i32)), flags) {
@@ -141,12 +143,12 @@ fn has_exited(child: &Child) -> std::io::Result<bool> {
 impl Watch {
     /// Watches `child` (its piped output taken, kept up to `limit` bytes each; none with
     /// [`super::Capture::Inherit`]) until `deadline`.
-    pub(super) fn new(child: &mut Child, limit: Option<usize>, deadline: Instant) -> Watch {
+    pub(super) fn new(child: &mut Process, limit: Option<usize>, deadline: Instant) -> Watch {
         let limit = limit.unwrap_or(0);
         Watch {
             pidfd: pidfd_open(child.id()),
-            out: Stream::new(child.stdout.take(), limit),
-            err: Stream::new(child.stderr.take(), limit),
+            out: Stream::new(child.take_stdout(), limit),
+            err: Stream::new(child.take_stderr(), limit),
             deadline,
             buf: vec![0u8; 16 * 1024].into_boxed_slice(),
         }
@@ -202,7 +204,7 @@ impl Watch {
     /// The group is killed before the process, its leader, is reaped: until then its pid, the
     /// group's id, cannot be given to another process, so the kill cannot reach a group that
     /// merely took the same number (pids wrap around fast on a busy machine).
-    pub(super) fn until_exit(&mut self, child: &mut Child, pgid: Pid) -> std::io::Result<Exited> {
+    pub(super) fn until_exit(&mut self, child: &mut Process, pgid: Pid) -> std::io::Result<Exited> {
         let mut timed_out = false;
         loop {
             if has_exited(child)? {
