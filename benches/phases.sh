@@ -8,13 +8,15 @@
 #                      and the relocations are behind
 #   jail probe         the first Landlock call (the ABI asked): clap, settings, policy behind
 #   lease              the workspace lease's `flock`: the probe's answer and the plan behind
-#   spawn              the `socketpair` std's spawn opens: the policy compiled for what it
-#                      protects, the run's folders behind
-#   gateway forked     std's `fork` of the gateway returns (the launcher exists)
+#   spawn              the `socketpair` std's spawn opens (only a run with a launcher): the
+#                      policy compiled for what it protects, the run's folders behind
+#   gateway forked     the gateway's first child exists: the command, cloned into its
+#                      namespaces (or the launcher, std's fork of the gateway, for a run that
+#                      joins the egress proxy's network namespace)
 #   command confined   the command's `seccomp`: namespaces, mounts, Landlock behind
 #   command execs      `/bin/true` is executing
 #   command exits      `/bin/true` has exited
-#   launcher exits     the launcher (a forked copy of the gateway) has exited
+#   launcher exits     the launcher (a forked copy of the gateway) has exited; none without one
 #   removal done       the gateway's `exit_group`: the wait, the cgroups, the folders behind
 #   shell sees it      the shell's `wait4` returns: the gateway's address space torn down
 #
@@ -76,7 +78,8 @@ for r in runs:
         "command confined": first(ev, lambda e: e[3] == "sys_enter_seccomp" and e[2] != me),
         "command execs": first(ev, lambda e: e[3] == "sched_process_exec"),
         "command exits": first(ev, lambda e: e[3] == "sched_process_exit" and e[1] == "true"),
-        "launcher exits": first(ev, lambda e: e[3] == "sched_process_exit" and e[2] == launcher),
+        "launcher exits": first(ev, lambda e: e[3] == "sched_process_exit" and e[2] == launcher
+                                and e[1] != "true"),
         "removal done": first(ev, lambda e: e[3] == "sys_enter_exit_group" and e[2] == me),
         "shell sees it": first(ev, lambda e: e[3] == "sys_exit_wait4" and e[1] == "bash"),
     }

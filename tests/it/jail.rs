@@ -2732,19 +2732,90 @@ fn a_killed_reasonixs_plan_folder_is_removed_by_the_next_plan() {
 
     let (code, _, stderr) = w.run_env(&exec(&ws, &["--", "true"]), "", &env);
     assert_eq!(code, 0, "{stderr}");
-    let left = plans();
+    let all = plans();
     assert!(
         !folder[0].exists(),
-        "the killed one's folder is left: {left:?}"
+        "the killed one's folder is left: {all:?}"
     );
+    let (parked, left): (Vec<_>, Vec<_>) = all.into_iter().partition(|p| {
+        p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("idle-")
+    });
     assert_eq!(
         left.len(),
         1,
         "the live one's stays, the ended one's is gone: {left:?}"
     );
     assert!(left[0].starts_with(&own) && left[0] != folder[0]);
+    // The ended one's is parked, emptied, for the next process (`plan_folder`).
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert!(!holds(&parked[0], "left"));
     let _ = live.kill();
     let _ = live.wait();
+}
+
+/// A plan's folder parked by one `sandbox exec` and taken over by the next hands the next run
+/// nothing of the last: its TMPDIR and HOME are empty again (but for the toolchain links), and
+/// a folder it made beside them is gone.
+#[test]
+fn a_parked_plan_folder_hands_nothing_of_one_run_to_the_next_process() {
+    if lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let tmp = w.root.join("system-tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let env = [("TMPDIR", tmp.to_str().unwrap())];
+    let own = tmp.join(format!("reasonix-{}", nix::unistd::geteuid()));
+    let exec = |script: &str| {
+        let args = [
+            "sandbox",
+            "exec",
+            "--workspace",
+            &ws,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ];
+        let (code, out, stderr) = w.run_env(&args, "", &env);
+        assert_eq!(code, 0, "{script}: {stderr}");
+        out
+    };
+    let listing = "ls -A \"$TMPDIR\"; echo --; ls -A \"$HOME\"";
+    let fresh = exec(listing);
+    exec("echo SECRET > $TMPDIR/t; mkdir -p $TMPDIR/d/e; echo SECRET > $HOME/h; chmod 0 $TMPDIR");
+    let parked: Vec<_> = std::fs::read_dir(&own)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert!(
+        parked[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("idle-"),
+        "{parked:?}"
+    );
+    // The next process takes the parked folder over: the same run's folder, as new.
+    let next = exec(&format!("{listing}; echo --; echo \"$TMPDIR\""));
+    let (listed, tmpdir) = next.rsplit_once("--\n").unwrap();
+    assert_eq!(listed.trim_end(), fresh.trim_end(), "as a fresh run's");
+    // Its plan's folder (where the run's TMPDIR is bound) is the parked one, renamed.
+    let suffix = parked[0].file_name().unwrap().to_string_lossy()["idle-".len()..].to_owned();
+    assert!(
+        tmpdir.trim().ends_with(&format!("-{suffix}/tmp")),
+        "{tmpdir} {suffix}"
+    );
+    let again: Vec<_> = std::fs::read_dir(&own)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(again, parked, "parked again, under the same name");
 }
 
 /// The same through `reasonix run`: its jailed bash call dies with it.

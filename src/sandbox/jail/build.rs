@@ -27,7 +27,7 @@ impl JailPlan {
         workspace: &Path,
         home: Option<&Path>,
         caps: Capabilities,
-        tmp: Option<std::io::Result<tempfile::TempDir>>,
+        tmp: Option<std::io::Result<super::plan_folder::PlanFolder>>,
         writable: bool,
     ) -> JailPlan {
         let dry = tmp.is_none();
@@ -37,6 +37,11 @@ impl JailPlan {
         let mut words = Words::of(&facts);
         words.refuse(&facts, &unreadable);
         let tmp = private_tmp(tmp, &mut words);
+        // The folders of the runs of a plan whose folder was taken over (`plan_folder`).
+        let idle_tmpdirs = run::IdleTmpdirs::default();
+        for folder in tmp.iter().flat_map(|t| t.dir.runs()) {
+            idle_tmpdirs.give_back(folder);
+        }
         let rulesets = tmp
             .as_ref()
             .and_then(|_| landlock_rulesets(&facts, &roots, &mut words));
@@ -71,7 +76,7 @@ impl JailPlan {
             namespaces,
             host_files: Vec::new(),
             idle_cgroups: run::IdleCgroups::default(),
-            idle_tmpdirs: run::IdleTmpdirs::default(),
+            idle_tmpdirs,
             home: home.map(Path::to_path_buf),
             read_roots: roots.read_roots,
             passthrough: config
@@ -454,7 +459,10 @@ impl Words {
 
 /// The plan's own temporary folder (`None` for a dry plan). Every mode refuses without one: a
 /// run's TMPDIR is made under it, and the ruleset grants it.
-fn private_tmp(tmp: Option<std::io::Result<tempfile::TempDir>>, words: &mut Words) -> Option<Tmp> {
+fn private_tmp(
+    tmp: Option<std::io::Result<super::plan_folder::PlanFolder>>,
+    words: &mut Words,
+) -> Option<Tmp> {
     match tmp.map(|t| t.and_then(Tmp::new)) {
         None => None,
         Some(Ok(tmp)) => Some(tmp),

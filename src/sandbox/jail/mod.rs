@@ -179,6 +179,7 @@ mod build;
 pub mod cgroup;
 pub mod config;
 pub mod danger;
+mod folder;
 #[allow(unsafe_code)]
 mod inotify;
 mod landlock_rules;
@@ -346,16 +347,26 @@ struct Namespaces {
 /// made in each run's mount namespace (`mounts`).
 #[derive(Debug)]
 struct Tmp {
-    /// Removes it all on drop.
-    _dir: tempfile::TempDir,
+    /// Removed on drop, or parked by the plan's drop (`plan_folder`).
+    dir: plan_folder::PlanFolder,
     /// The folder itself, canonical: the parent of each run's TMPDIR.
     runs: PathBuf,
 }
 
 impl Tmp {
-    fn new(dir: tempfile::TempDir) -> std::io::Result<Tmp> {
-        let runs = dir.path().canonicalize()?;
-        Ok(Tmp { _dir: dir, runs })
+    fn new(dir: plan_folder::PlanFolder) -> std::io::Result<Tmp> {
+        let runs = dir.dir.path().canonicalize()?;
+        Ok(Tmp { dir, runs })
+    }
+}
+
+impl Drop for JailPlan {
+    /// The plan's folder, with its finished runs' folders, parked for the next plan when it
+    /// holds nothing else (`plan_folder`); otherwise removed.
+    fn drop(&mut self) {
+        if let Some(tmp) = self.tmp.take() {
+            tmp.dir.park(self.idle_tmpdirs.drain());
+        }
     }
 }
 
@@ -670,7 +681,11 @@ mod tests {
     use super::*;
 
     /// The plan of a workspace, with or without the parent of its runs' temporary folders.
-    fn plan(ws: &Path, mode: Enforcement, tmp: std::io::Result<tempfile::TempDir>) -> JailPlan {
+    fn plan(
+        ws: &Path,
+        mode: Enforcement,
+        tmp: std::io::Result<plan_folder::PlanFolder>,
+    ) -> JailPlan {
         let config = JailConfig {
             mode,
             ..JailConfig::default()
@@ -752,8 +767,7 @@ mod tests {
             assert!(!marker.exists(), "{mode:?}: nothing ran");
         }
         // The control: with the folder, the same command runs (jail off: on every machine).
-        let tmp = tempfile::Builder::new().prefix("reasonix-tmp-").tempdir();
-        let p = plan(&ws, Enforcement::Off, tmp);
+        let p = plan(&ws, Enforcement::Off, plan_folder::make());
         assert_eq!(p.refusal(), None);
         let r = run(&p, &argv, None, Capture::Bounded(1024), &Shape::direct()).unwrap();
         assert_eq!(r.exit, Exit::Exited(0));

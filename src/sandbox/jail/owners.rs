@@ -13,15 +13,17 @@ pub(super) fn gone(dir: &Path, prefix: &str) -> Vec<std::fs::DirEntry> {
     };
     entries
         .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_prefix(prefix))
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|pid| pid.parse::<i32>().ok())
-                .is_some_and(|owner| !alive(owner))
-        })
+        .filter(|e| owner_gone(&e.file_name(), prefix))
         .collect()
+}
+
+/// Whether `name` is `<prefix><pid>-…` and that pid is no longer running.
+pub(super) fn owner_gone(name: &std::ffi::OsStr, prefix: &str) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|pid| pid.parse::<i32>().ok())
+        .is_some_and(|owner| !alive(owner))
 }
 
 /// Removes, whole, the folders of `dir` named `<prefix><pid>-…` whose owner is gone.

@@ -17,27 +17,161 @@
 //! sticky, so no other user can replace it afterwards. Otherwise — someone else made it first,
 //! or it cannot be made — the plan's folder is made as before, `reasonix-tmp-<random>` in the
 //! temporary folder itself, and nothing is reclaimed.
+//!
+//! # Parked, not removed
+//!
+//! Removing a folder frees its block, which cost 60–100 µs a folder on the machine of
+//! `docs/speed.md` (ext4 mounted with `discard`: the discard is issued as the block is freed),
+//! against 2–5 µs for a rename; a one-call `sandbox exec` removed four (its plan's folder, its
+//! run's, the run's TMPDIR and HOME), about a twentieth of the whole process. So a plan that
+//! ends with nothing in its folder but the folders of its finished runs — each emptied, every
+//! process of its run known gone (`run::IdleTmpdirs`) — is parked instead: renamed
+//! `idle-<random>` in the user's own folder ([`PlanFolder::park`]). The next plan made takes
+//! over a parked folder, renaming it `<pid>-<random>` (a rename is atomic: two processes cannot
+//! both take one), and empties its runs' folders again before any run uses one. Only folders of
+//! the user's own folder are parked, so no other user could have made or changed one; a plan
+//! with anything else in its folder is removed as before. A few parked folders are kept
+//! ([`PARKED`]); more (after a burst of processes) are removed by the next plan.
 
+use std::ffi::OsStr;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// A plan's own temporary folder (removed, whole, on drop).
-pub(super) fn make() -> std::io::Result<tempfile::TempDir> {
+use super::folder::Folder;
+
+/// The most parked folders a user's folder keeps.
+const PARKED: usize = 4;
+
+/// The name of a parked plan's folder starts so.
+const PARKED_PREFIX: &str = "idle-";
+
+/// A plan's own folder, and the user's folder it is parked in when the plan ends (`None`: made
+/// in the temporary folder itself, removed on drop).
+#[derive(Debug)]
+pub(super) struct PlanFolder {
+    pub(super) dir: Folder,
+    own: Option<PathBuf>,
+}
+
+/// A plan's own temporary folder: a parked one taken over, or a new one.
+pub(super) fn make() -> std::io::Result<PlanFolder> {
     make_in(&std::env::temp_dir())
 }
 
 /// [`make`], in the temporary folder `base`.
-fn make_in(base: &Path) -> std::io::Result<tempfile::TempDir> {
-    match own_folder(base) {
-        Some(own) => {
-            super::owners::remove_gone(&own, "");
-            tempfile::Builder::new()
-                .prefix(&format!("{}-", std::process::id()))
-                .tempdir_in(own)
+fn make_in(base: &Path) -> std::io::Result<PlanFolder> {
+    let Some(own) = own_folder(base) else {
+        return Ok(PlanFolder {
+            dir: Folder::new_in(base, "reasonix-tmp-")?,
+            own: None,
+        });
+    };
+    let pid = std::process::id();
+    let mut parked = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&own) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if name.to_str().is_some_and(|n| n.starts_with(PARKED_PREFIX)) {
+                parked.push(e.path());
+            } else if super::owners::owner_gone(&name, "") {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
         }
-        None => tempfile::Builder::new()
-            .prefix("reasonix-tmp-")
-            .tempdir_in(base),
+    }
+    let mut taken = None;
+    while let Some(folder) = parked.pop() {
+        let suffix = suffix(&folder);
+        let to = own.join(format!("{pid}-{suffix}"));
+        if rename_new(&folder, &to).is_ok() {
+            taken = Some(to);
+            break;
+        }
+    }
+    for extra in parked.iter().skip(PARKED.saturating_sub(1)) {
+        let _ = std::fs::remove_dir_all(extra);
+    }
+    let dir = match taken {
+        Some(path) => Folder::adopt(path),
+        None => Folder::new_in(&own, &format!("{pid}-"))?,
+    };
+    Ok(PlanFolder {
+        dir,
+        own: Some(own),
+    })
+}
+
+/// What follows the first `-` of a folder's name (its random part).
+fn suffix(folder: &Path) -> String {
+    let name = folder
+        .file_name()
+        .map(OsStr::to_string_lossy)
+        .unwrap_or_default();
+    name.split_once('-')
+        .map_or(name.to_string(), |(_, s)| s.to_owned())
+}
+
+/// Renames `from` to `to`, which must not exist (`RENAME_NOREPLACE`: an empty folder there
+/// is not replaced).
+fn rename_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE)
+        .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+}
+
+impl PlanFolder {
+    /// Takes out of a folder taken over the folders of its runs (named `run-…`, real folders),
+    /// to be emptied before a run uses one; removes anything else in it.
+    pub(super) fn runs(&self) -> Vec<Folder> {
+        let mut runs = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.dir.path()) else {
+            return runs;
+        };
+        for e in entries.flatten() {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            let named = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("run-"));
+            if is_dir && named {
+                runs.push(Folder::adopt(e.path()));
+            } else if is_dir {
+                let _ = std::fs::remove_dir_all(e.path());
+            } else {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        runs
+    }
+
+    /// Parks the folder for the next plan, with `idle` — the folders of its finished runs,
+    /// emptied — in it, when it holds nothing else; otherwise removes it, as dropping it does.
+    pub(super) fn park(self, idle: Vec<Folder>) {
+        let Some(own) = &self.own else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(self.dir.path()) else {
+            return;
+        };
+        let mut names: Vec<&OsStr> = idle.iter().filter_map(|f| f.path().file_name()).collect();
+        for e in entries {
+            let Ok(e) = e else {
+                return;
+            };
+            match names.iter().position(|n| *n == e.file_name()) {
+                Some(i) => {
+                    names.swap_remove(i);
+                }
+                // Something else: a run not given back (a process of it may live on).
+                None => return,
+            }
+        }
+        let to = own.join(format!("{PARKED_PREFIX}{}", suffix(self.dir.path())));
+        if rename_new(self.dir.path(), &to).is_ok() {
+            self.dir.keep();
+            for f in idle {
+                f.keep();
+            }
+        }
     }
 }
 
@@ -67,8 +201,8 @@ mod tests {
         let own = base
             .path()
             .join(format!("reasonix-{}", nix::unistd::geteuid()));
-        assert_eq!(first.path().parent(), Some(own.as_path()));
-        let name = first.path().file_name().unwrap().to_string_lossy();
+        assert_eq!(first.dir.path().parent(), Some(own.as_path()));
+        let name = first.dir.path().file_name().unwrap().to_string_lossy();
         assert!(
             name.starts_with(&format!("{}-", std::process::id())),
             "{name}"
@@ -86,13 +220,127 @@ mod tests {
         let second = make_in(base.path()).unwrap();
         assert!(!gone.exists(), "a gone owner's folder is removed");
         assert!(
-            first.path().exists() && second.path().exists(),
+            first.dir.path().exists() && second.dir.path().exists(),
             "a live one's is kept"
         );
         assert!(other.exists(), "a folder with no owner's pid is left alone");
-        let path = first.path().to_path_buf();
+        let path = first.dir.path().to_path_buf();
         drop(first);
         assert!(!path.exists(), "removed with its plan");
+    }
+
+    /// A run's folder as a finished run leaves it: its TMPDIR and HOME, emptied.
+    fn finished_run(plan: &PlanFolder) -> Folder {
+        let run = Folder::new_in(plan.dir.path(), "run-").unwrap();
+        std::fs::create_dir(run.path().join("tmp")).unwrap();
+        std::fs::create_dir(run.path().join("home")).unwrap();
+        run
+    }
+
+    #[test]
+    fn a_plans_folder_holding_only_finished_runs_is_parked_and_taken_over_by_the_next_plan() {
+        let base = tempfile::tempdir().unwrap();
+        let own = base
+            .path()
+            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        let first = make_in(base.path()).unwrap();
+        let run = finished_run(&first);
+        let run_name = run.path().file_name().unwrap().to_owned();
+        let first_path = first.dir.path().to_path_buf();
+        first.park(vec![run]);
+        assert!(!first_path.exists(), "renamed");
+        let parked: Vec<_> = std::fs::read_dir(&own)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(parked.len(), 1, "{parked:?}");
+        assert!(parked[0].join(&run_name).join("tmp").is_dir());
+        // The next plan takes it over, named for its own process, with the run's folder in it.
+        let second = make_in(base.path()).unwrap();
+        let name = second.dir.path().file_name().unwrap().to_string_lossy();
+        assert!(
+            name.starts_with(&format!("{}-", std::process::id())),
+            "{name}"
+        );
+        assert!(!parked[0].exists());
+        let runs = second.runs();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].path().file_name(), Some(run_name.as_os_str()));
+        // A third plan meanwhile finds none parked: it makes its own.
+        let third = make_in(base.path()).unwrap();
+        assert_ne!(third.dir.path(), second.dir.path());
+        assert!(third.runs().is_empty());
+    }
+
+    #[test]
+    fn a_plans_folder_holding_anything_but_finished_runs_is_removed_not_parked() {
+        let base = tempfile::tempdir().unwrap();
+        let own = base
+            .path()
+            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        // A run not given back (a process of it may live on).
+        let plan = make_in(base.path()).unwrap();
+        let given = finished_run(&plan);
+        let kept_out = finished_run(&plan).keep();
+        plan.park(vec![given]);
+        assert_eq!(std::fs::read_dir(&own).unwrap().count(), 0, "removed whole");
+        assert!(!kept_out.exists());
+        // A file of its own beside the runs.
+        let plan = make_in(base.path()).unwrap();
+        std::fs::write(plan.dir.path().join("stray"), "s").unwrap();
+        plan.park(Vec::new());
+        assert_eq!(std::fs::read_dir(&own).unwrap().count(), 0);
+        // Made outside the user's folder (it is open to others): never parked.
+        let open = tempfile::tempdir().unwrap();
+        let theirs = open
+            .path()
+            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let plan = make_in(open.path()).unwrap();
+        let path = plan.dir.path().to_path_buf();
+        plan.park(Vec::new());
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_taken_over_folders_strays_are_removed_and_only_a_few_parked_folders_are_kept() {
+        let base = tempfile::tempdir().unwrap();
+        let own = base
+            .path()
+            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        for i in 0..PARKED + 3 {
+            let parked = own.join(format!("{PARKED_PREFIX}{i}"));
+            std::fs::create_dir_all(parked.join("run-a/tmp")).unwrap();
+            std::fs::write(parked.join("stray"), "s").unwrap();
+            std::fs::create_dir(parked.join("other")).unwrap();
+        }
+        let plan = make_in(base.path()).unwrap();
+        let runs = plan.runs();
+        assert_eq!(runs.len(), 1);
+        let left: Vec<_> = std::fs::read_dir(plan.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["run-a"], "the strays are removed");
+        let parked = std::fs::read_dir(&own)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(PARKED_PREFIX)
+            })
+            .count();
+        assert_eq!(
+            parked,
+            PARKED - 1,
+            "with the one taken, no more than {PARKED}"
+        );
     }
 
     #[test]
@@ -106,9 +354,10 @@ mod tests {
         let gone = open.join("2147483646-killed");
         std::fs::create_dir(&gone).unwrap();
         let plan = make_in(base.path()).unwrap();
-        assert_eq!(plan.path().parent(), Some(base.path()));
+        assert_eq!(plan.dir.path().parent(), Some(base.path()));
         assert!(
-            plan.path()
+            plan.dir
+                .path()
                 .file_name()
                 .unwrap()
                 .to_string_lossy()
@@ -126,7 +375,7 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, base.path().join(format!("reasonix-{uid}")))
             .unwrap();
         let plan = make_in(base.path()).unwrap();
-        assert_eq!(plan.path().parent(), Some(base.path()));
+        assert_eq!(plan.dir.path().parent(), Some(base.path()));
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
         // Owned by another user (only root can make one to try it).
         if uid.is_root() {
@@ -136,7 +385,7 @@ mod tests {
             std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
             nix::unistd::chown(&theirs, Some(65534.into()), None).unwrap();
             let plan = make_in(base.path()).unwrap();
-            assert_eq!(plan.path().parent(), Some(base.path()));
+            assert_eq!(plan.dir.path().parent(), Some(base.path()));
         }
     }
 }

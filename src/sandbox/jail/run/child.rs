@@ -30,7 +30,7 @@ pub struct Jailed {
     pgid: nix::unistd::Pid,
     /// Held for the life of the process: dropped after it is killed.
     cgroups: Option<RunCgroups>,
-    _tmp: tempfile::TempDir,
+    _tmp: crate::sandbox::jail::folder::Folder,
     /// The network namespace and egress proxy of a process with `network` rules: the
     /// `sandbox.network` entries alone judge its connections (no gate is at hand).
     _egress: Option<(std::os::fd::OwnedFd, crate::egress::Proxy)>,

@@ -10,20 +10,24 @@
 //!
 //! - cgroups, once every process in them is gone, and only from a run that had every cgroup its
 //!   plan promised, so that a run that takes them has them all;
-//! - a TMPDIR, only when the run's cgroups showed every process of the run gone (a process left
-//!   behind could otherwise reach the next run's files through the folder its Landlock domain
-//!   grants), and only once emptied whole: the next run finds it as a new one, mode `0700`,
-//!   empty. A jailed run without cgroups (no cgroup can be made here) gets a new folder each
+//! - a run's folder, only when the run's cgroups showed every process of the run gone (a process
+//!   left behind could otherwise reach the next run's files through the folder its Landlock
+//!   domain grants), and only once emptied: the next run finds it as a new one, mode `0700`,
+//!   holding nothing but its TMPDIR and HOME folders, each mode `0700` and empty. Those two are
+//!   emptied rather than removed: removing a folder costs far more than emptying one on a disk
+//!   like this machine's (see `plan_folder`). A jailed run without cgroups (no cgroup can be made here) gets a new folder each
 //!   time. Under `sandbox.bash: off` the TMPDIR is kept whatever is left: no run is confined
 //!   there, so a process left behind reaches every folder of Reasonix's user anyway, the next
 //!   run's TMPDIR included, kept or new.
 //!
-//! Everything kept is removed with the plan.
+//! Everything kept is removed with the plan, or parked with its folder for the next plan
+//! (`plan_folder`), which empties each run's folder again before use.
 
 use std::path::Path;
 use std::sync::Mutex;
 
 use super::RunCgroups;
+use crate::sandbox::jail::folder::Folder;
 
 /// The most of each a plan keeps (one per run that may go on at once).
 const IDLE: usize = 4;
@@ -76,23 +80,59 @@ impl IdleCgroups {
     }
 }
 
-/// The TMPDIRs of finished runs of one plan, emptied, for its next runs.
+/// The folders of finished runs of one plan, emptied, for its next runs.
 #[derive(Debug, Default)]
-pub(crate) struct IdleTmpdirs(Mutex<Vec<tempfile::TempDir>>);
+pub(crate) struct IdleTmpdirs(Mutex<Vec<Folder>>);
 
 impl IdleTmpdirs {
-    /// A TMPDIR a finished run left, emptied, if any.
-    pub(super) fn take(&self) -> Option<tempfile::TempDir> {
+    /// A folder a finished run left, emptied, if any.
+    pub(super) fn take(&self) -> Option<Folder> {
         pop(&self.0)
     }
 
-    /// Keeps a finished run's TMPDIR for the next run if it can be emptied whole; otherwise it
-    /// is removed. Only for a run whose processes are all known to be gone.
-    pub(super) fn give_back(&self, dir: tempfile::TempDir) {
-        if emptied(dir.path()).is_ok() {
+    /// Keeps a finished run's folder for the next run if it can be emptied; otherwise it is
+    /// removed. Only for a run whose processes are all known to be gone (or a folder taken over
+    /// from a parked plan, whose runs all were).
+    pub(in crate::sandbox::jail) fn give_back(&self, dir: Folder) {
+        if reset(dir.path()).is_ok() {
             keep(&self.0, dir);
         }
     }
+
+    /// Every folder kept, taken out (for the plan's folder to be parked with them).
+    pub(in crate::sandbox::jail) fn drain(&self) -> Vec<Folder> {
+        match self.0.lock() {
+            Ok(mut idle) => std::mem::take(&mut *idle),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
+    }
+}
+
+/// Makes a run's folder `dir` what a new one is once its run's folders are made: a folder (not a
+/// link to one), mode `0700`, holding nothing but its TMPDIR and HOME folders (not links), each
+/// mode `0700` and empty. Anything else in it is removed.
+fn reset(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other("not a folder"));
+    }
+    if meta.permissions().mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let is_dir = entry.file_type()?.is_dir();
+        let name = entry.file_name();
+        if is_dir && (name == super::TMP_NAME || name == super::HOME_NAME) {
+            emptied(&entry.path())?;
+        } else if is_dir {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Makes `dir` what a new TMPDIR is: a folder (not a link to one), mode `0700`, empty. Its
@@ -130,43 +170,74 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tmpdir_is_kept_emptied_of_files_folders_links_and_taken_rights() {
+    fn a_runs_folder_is_kept_with_its_tmpdir_and_home_emptied_and_nothing_else() {
         use std::os::unix::fs::PermissionsExt;
         let outside = tempfile::tempdir().unwrap();
         let kept = outside.path().join("kept.txt");
         std::fs::write(&kept, "k").unwrap();
-        let dir = tempfile::tempdir().unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let dir = Folder::new_in(parent.path(), "run-").unwrap();
         let p = dir.path().to_path_buf();
-        std::fs::write(p.join("a"), "a").unwrap();
-        std::fs::create_dir_all(p.join("d/e")).unwrap();
-        std::fs::write(p.join("d/e/f"), "f").unwrap();
+        let (tmp, home) = (
+            p.join(super::super::TMP_NAME),
+            p.join(super::super::HOME_NAME),
+        );
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::create_dir(&home).unwrap();
+        std::fs::write(tmp.join("a"), "a").unwrap();
+        std::fs::create_dir_all(tmp.join("d/e")).unwrap();
+        std::fs::write(tmp.join("d/e/f"), "f").unwrap();
+        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
         // Links out of it are removed, not followed.
-        std::os::unix::fs::symlink(outside.path(), p.join("to-dir")).unwrap();
-        std::os::unix::fs::symlink(&kept, p.join("to-file")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+        std::os::unix::fs::symlink(outside.path(), tmp.join("to-dir")).unwrap();
+        std::os::unix::fs::symlink(&kept, home.join(".cargo")).unwrap();
+        // Beside them: a file and a folder of the run's, removed.
+        std::fs::write(p.join("stray"), "s").unwrap();
+        std::fs::create_dir(p.join("other")).unwrap();
+        for taken in [&p, &tmp, &home] {
+            std::fs::set_permissions(taken, std::fs::Permissions::from_mode(0o000)).unwrap();
+        }
         let idle = IdleTmpdirs::default();
         idle.give_back(dir);
         let again = idle.take().expect("kept");
         assert_eq!(again.path(), p);
-        assert_eq!(std::fs::read_dir(&p).unwrap().count(), 0);
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode, 0o700);
+        let mut names: Vec<_> = std::fs::read_dir(&p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["home", "tmp"]);
+        for folder in [&p, &tmp, &home] {
+            let mode = std::fs::metadata(folder).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(mode, 0o700, "{}", folder.display());
+        }
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&home).unwrap().count(), 0);
         assert_eq!(std::fs::read_to_string(&kept).unwrap(), "k");
         assert!(idle.take().is_none(), "taken once");
     }
 
     #[test]
-    fn a_tmpdir_replaced_by_a_link_is_not_kept() {
+    fn a_runs_folder_or_tmpdir_replaced_by_a_link_is_not_followed() {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("x"), "x").unwrap();
         let parent = tempfile::tempdir().unwrap();
-        let dir = tempfile::Builder::new().tempdir_in(parent.path()).unwrap();
+        // The run's folder itself a link: not kept.
+        let dir = Folder::new_in(parent.path(), "run-").unwrap();
         let p = dir.path().to_path_buf();
         std::fs::remove_dir(&p).unwrap();
         std::os::unix::fs::symlink(outside.path(), &p).unwrap();
         let idle = IdleTmpdirs::default();
         idle.give_back(dir);
         assert!(idle.take().is_none());
+        assert!(outside.path().join("x").exists(), "nothing behind the link");
+        // Its TMPDIR a link: the link is removed, and the folder kept without it.
+        let dir = Folder::new_in(parent.path(), "run-").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join(super::super::TMP_NAME))
+            .unwrap();
+        idle.give_back(dir);
+        let again = idle.take().expect("kept");
+        assert_eq!(std::fs::read_dir(again.path()).unwrap().count(), 0);
         assert!(outside.path().join("x").exists(), "nothing behind the link");
     }
 }

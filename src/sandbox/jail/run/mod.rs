@@ -45,6 +45,7 @@ use nix::sys::resource::Resource;
 use nix::unistd::Pid;
 
 use super::cgroup::Cgroup;
+use super::folder::Folder;
 use super::mounts::{self, Layer, Layout};
 use super::shape::{Shape, Writes};
 use super::{Enforcement, JailPlan};
@@ -244,7 +245,7 @@ struct Start {
     child: Process,
     pgid: Pid,
     /// Its private temporary folder (removed on drop).
-    tmp: tempfile::TempDir,
+    tmp: Folder,
     /// Its cgroups (everything left in them killed, and removed, on drop).
     cgroups: RunCgroups,
     /// What this run could not apply of its plan.
@@ -290,21 +291,16 @@ fn start(
         .unwrap_or_else(std::env::temp_dir);
     let tmp = match plan.idle_tmpdirs.take() {
         Some(tmp) => tmp,
-        None => tempfile::Builder::new()
-            .prefix("run-")
-            .rand_bytes(12)
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .tempdir_in(&parent)
-            .map_err(|source| RunError::Setup {
-                what: "private temporary folder",
-                source,
-            })?,
+        None => Folder::new_in(&parent, "run-").map_err(|source| RunError::Setup {
+            what: "private temporary folder",
+            source,
+        })?,
     };
     let jailed = plan.mode != Enforcement::Off;
     let mut not_enforced = Vec::new();
     let writes = run_writes(plan, shape.writes, &mut not_enforced)?;
     // The run's folder holds its TMPDIR and (jailed) its private HOME, the toolchains linked
-    // in (issue 25); both made anew for each run.
+    // in (issue 25): both empty for each run, made anew or kept emptied from the run before.
     run_folders(tmp.path(), jailed.then_some(plan.home.as_deref())).map_err(|source| {
         RunError::Setup {
             what: "private TMPDIR and HOME",
@@ -593,10 +589,10 @@ fn start(
 }
 
 /// The run's TMPDIR, inside the run's folder.
-const TMP_NAME: &str = "tmp";
+pub(super) const TMP_NAME: &str = "tmp";
 
 /// The run's private HOME, inside the run's folder.
-const HOME_NAME: &str = "home";
+pub(super) const HOME_NAME: &str = "home";
 
 /// Makes the run's TMPDIR (`tmp`, mode `0700`, empty) in its folder `run` (as Reasonix sees
 /// it) and, for a jailed run, its private HOME (`home`) with a link to each toolchain of the
@@ -607,15 +603,26 @@ fn run_folders(
     run: &std::path::Path,
     home: Option<Option<&std::path::Path>>,
 ) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let mut folder = std::fs::DirBuilder::new();
-    folder.mode(0o700);
-    folder.create(run.join(TMP_NAME))?;
+    // Made anew, or kept from the run before (emptied, mode 0700: see `idle`).
+    let made = |path: &std::path::Path| -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if std::fs::symlink_metadata(path)?.is_dir() {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            made => made,
+        }
+    };
+    made(&run.join(TMP_NAME))?;
     let Some(real) = home else {
         return Ok(());
     };
     let home = run.join(HOME_NAME);
-    folder.create(&home)?;
+    made(&home)?;
     for entry in real
         .map(|r| super::HOME_TOOLCHAINS.iter().map(move |e| (r, e)))
         .into_iter()
@@ -627,7 +634,7 @@ fn run_folders(
             continue;
         }
         let link = home.join(entry);
-        if let Some(parent) = link.parent() {
+        if let Some(parent) = link.parent().filter(|p| *p != home) {
             std::fs::create_dir_all(parent)?;
         }
         std::os::unix::fs::symlink(&target, &link)?;
