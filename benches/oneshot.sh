@@ -3,6 +3,9 @@
 #   reasonix check --policy P --format json CALL
 # timed from the shell, N times per row, with the median, the fastest and the 90th percentile.
 # Also the peak resident memory of the same process (`/usr/bin/time -f %M`, the largest of 5).
+# It depends on which of the executable's pages are cached (a fault maps the cached pages
+# around it): to compare two builds, `echo 3 > /proc/sys/vm/drop_caches` first, then run them
+# in turns (docs/speed.md, "The link").
 #
 # hyperfine is not installed here, so each run is timed by the shell itself: bash's
 # $EPOCHREALTIME (microseconds, a builtin, so no `date` process sits inside the interval) read

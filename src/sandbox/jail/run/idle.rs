@@ -112,33 +112,13 @@ impl IdleTmpdirs {
 /// link to one), mode `0700`, holding nothing but its TMPDIR and HOME folders (not links), each
 /// mode `0700` and empty. Anything else in it is removed.
 fn reset(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
-        return Err(std::io::Error::other("not a folder"));
-    }
-    if meta.permissions().mode() & 0o7777 != 0o700 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let is_dir = entry.file_type()?.is_dir();
-        let name = entry.file_name();
-        if is_dir && (name == super::TMP_NAME || name == super::HOME_NAME) {
-            emptied(&entry.path())?;
-        } else if is_dir {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
+    emptied(dir, &[super::TMP_NAME, super::HOME_NAME])
 }
 
-/// Makes `dir` what a new TMPDIR is: a folder (not a link to one), mode `0700`, empty. Its
-/// entries are removed without following links (`remove_dir_all` opens each folder with
-/// `O_NOFOLLOW`).
-fn emptied(dir: &Path) -> std::io::Result<()> {
+/// Makes `dir` a folder (not a link to one), mode `0700`, holding nothing but the folders named
+/// in `kept` (not links), each emptied the same way. Entries are removed without following
+/// links (`remove_dir_all` opens each folder with `O_NOFOLLOW`).
+fn emptied(dir: &Path, kept: &[&str]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
@@ -149,17 +129,26 @@ fn emptied(dir: &Path) -> std::io::Result<()> {
     if meta.permissions().mode() & 0o7777 != 0o700 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
+    let is_kept = |name: &std::ffi::OsStr| kept.iter().any(|k| name == *k);
     let mut removed = false;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        removed = true;
-        if entry.file_type()?.is_dir() {
+        let is_dir = entry.file_type()?.is_dir();
+        if is_dir && is_kept(&entry.file_name()) {
+            emptied(&entry.path(), &[])?;
+        } else if is_dir {
+            removed = true;
             std::fs::remove_dir_all(entry.path())?;
         } else {
+            removed = true;
             std::fs::remove_file(entry.path())?;
         }
     }
-    if removed && std::fs::read_dir(dir)?.next().is_some() {
+    if removed
+        && std::fs::read_dir(dir)?
+            .flatten()
+            .any(|e| !is_kept(&e.file_name()))
+    {
         return Err(std::io::Error::other("not empty"));
     }
     Ok(())
