@@ -82,10 +82,15 @@ fn make_in(base: &Path) -> std::io::Result<PlanFolder> {
     while let Some(folder) = parked.pop() {
         let suffix = suffix(&folder);
         let to = own.join(format!("{pid}-{suffix}"));
-        if rename_new(&folder, &to).is_ok() {
+        if rename_new(&folder, &to).is_err() {
+            continue;
+        }
+        // A folder, not a link to one (nothing but this user can have put one there).
+        if std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
             taken = Some(to);
             break;
         }
+        let _ = std::fs::remove_file(&to);
     }
     for extra in parked.iter().skip(PARKED.saturating_sub(1)) {
         let _ = std::fs::remove_dir_all(extra);
@@ -302,6 +307,32 @@ mod tests {
         plan.park(Vec::new());
         assert!(!path.exists());
         assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_parked_name_that_is_a_link_is_not_taken_over_and_nothing_behind_it_is_touched() {
+        let base = tempfile::tempdir().unwrap();
+        let own = base
+            .path()
+            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let elsewhere = base.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("run-a/tmp")).unwrap();
+        std::fs::write(elsewhere.join("run-a/tmp/keep"), "k").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, own.join(format!("{PARKED_PREFIX}link"))).unwrap();
+        let plan = make_in(base.path()).unwrap();
+        assert!(plan.runs().is_empty(), "a new folder, not the link's");
+        assert_eq!(plan.dir.path().parent(), Some(own.as_path()));
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("run-a/tmp/keep")).unwrap(),
+            "k"
+        );
+        let left: Vec<_> = std::fs::read_dir(&own)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(left, [plan.dir.path().to_path_buf()], "the link is gone");
     }
 
     #[test]

@@ -33,8 +33,8 @@
 //! - `cgroups.rs`: the run's cgroups, and what stands in for one that cannot be made;
 //! - `landlock_raw.rs`: the raw Landlock system calls the `landlock` crate does not make;
 //! - [`namespace`]: the command cloned into new namespaces; `process.rs`: a started process,
-//!   cloned or forked, and its pipes; `watch.rs`: the clock and the bounded output; `idle.rs`: the cgroups and TMPDIRs kept between runs; `child.rs`: a long-lived
-//!   jailed process.
+//!   cloned or forked, and its pipes; `watch.rs`: the clock and the bounded output; `idle.rs`:
+//!   the cgroups and run folders kept between runs; `child.rs`: a long-lived jailed process.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;

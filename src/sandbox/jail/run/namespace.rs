@@ -629,8 +629,9 @@ pub(super) fn clone_command(
         direct: Some(direct),
     };
     // Its stack, on the heap: its own for each run, since runs may start on several threads at
-    // once; its pages are touched only as the process uses them.
-    let mut stack = vec![0u8; STACK_SIZE];
+    // once. Not zeroed (a stack is written before it is read); its pages are touched only as
+    // the process uses them. Only the pointer to its spare room is taken, never a slice.
+    let mut stack: Vec<u8> = Vec::with_capacity(STACK_SIZE);
     // The top of the stack, 16-byte aligned as the ABI asks.
     let top = (stack.as_mut_ptr() as usize + STACK_SIZE) & !0xf;
     // SAFETY: sigfillset and pthread_sigmask on sets on this stack: this thread blocks every
