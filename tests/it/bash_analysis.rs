@@ -826,3 +826,46 @@ fn the_embedded_default_denies_catastrophes_but_not_everyday_deletes() {
         assert_eq!(verdict(script), "ask", "{script}");
     }
 }
+
+/// A reader that opens no operand (`:`, `echo`, …) may carry words decided at run time under
+/// the read-only fallback (`docs/shell.md`). Indirect expansion (`${!x}`, `${x@P}`) in such a word
+/// runs code when the name it expands holds a subscript with a substitution (`x='a[$(cmd)]'`).
+/// That stays out of an allowed call only because every way a script can set that name makes
+/// the call a writer, and the jail's environment is Reasonix's own: this pins each such way
+/// (checked with bash: `for x in 'a[$(cmd)]'; do : ${!x}; done` runs `cmd`).
+#[test]
+fn indirect_expansion_in_a_no_operand_reader_is_allowed_only_where_no_script_set_the_name() {
+    let w = World::new();
+    let gate = w.gate(&PolicySet::embedded_default(), Posture::Interactive);
+    let verdict = |script: &str| {
+        let call = json!({"name": "bash", "arguments": {"command": script}});
+        gate.admit_text(&call.to_string())
+            .into_admission()
+            .verdict
+            .as_str()
+            .to_owned()
+    };
+    for script in [
+        "x='a[$(touch pwned)]'; : ${!x}",
+        "x='a[$(touch pwned)]' : ${!x}",
+        "for x in 'a[$(touch pwned)]'; do : ${!x}; done",
+        "for x in \"a[\\$(touch pwned)]\"; do echo ${!x}; done",
+        "printf -v x %s 'a[$(touch pwned)]'; echo ${!x}",
+        "read x; echo ${!x}",
+        "read -r x <<< 'a[$(touch pwned)]'; : ${!x}",
+        "declare x='a[$(touch pwned)]'; : ${!x}",
+        "export x='a[$(touch pwned)]'; : ${!x}",
+        "x='$(touch pwned)'; echo ${x@P}",
+        "mapfile -t x <<< 'a[$(touch pwned)]'; : ${!x}",
+    ] {
+        assert_ne!(verdict(script), "allow", "{script}");
+    }
+    // Names no script set, or set to a plain name: nothing runs, and these stay allowed.
+    for script in [
+        ": ${!x}",
+        "echo ${!HOME}",
+        "for x in a b; do echo ${!x}; done",
+    ] {
+        assert_eq!(verdict(script), "allow", "{script}");
+    }
+}
