@@ -21,8 +21,8 @@
 //! # Parked, not removed
 //!
 //! Removing a folder frees its block, which cost 60–100 µs a folder on the machine of
-//! `docs/speed.md` (ext4 mounted with `discard`: the discard is issued as the block is freed),
-//! against 2–5 µs for a rename; a one-call `sandbox exec` removed four (its plan's folder, its
+//! `docs/speed.md` (ext4 mounted with `discard`, likely the discard of the freed block; 1 µs on
+//! tmpfs), against 2–5 µs for a rename; a one-call `sandbox exec` removed four (its plan's folder, its
 //! run's, the run's TMPDIR and HOME), about a twentieth of the whole process. So a plan that
 //! ends with nothing in its folder but the folders of its finished runs — each emptied, every
 //! process of its run known gone (`run::IdleTmpdirs`) — is parked instead: renamed
