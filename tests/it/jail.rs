@@ -2856,3 +2856,93 @@ fn a_jailed_bash_call_of_a_killed_run_dies_with_it() {
         "{left:?} outlived the run that started them"
     );
 }
+
+/// Processes that end and start at once, in several workspaces, share the parked plan folders:
+/// each run finds its TMPDIR and HOME as a fresh run does, and none loses its folder to another
+/// process (a removal of a parked folder under way once went on inside the folder another
+/// process had just taken over: "cannot prepare the jail … No such file or directory").
+#[test]
+fn concurrent_processes_taking_over_parked_folders_each_start_clean() {
+    if lacks_namespaces() {
+        return;
+    }
+    let w = World::new();
+    let tmp = w.root.join("system-tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let tmp = tmp.to_str().unwrap().to_owned();
+    let script = "echo \"$(ls -A \"$TMPDIR\" | wc -l) $(ls -A \"$HOME\" | wc -l)\"; \
+                  echo x > \"$TMPDIR/f$$\"; mkdir \"$TMPDIR/d$$\"; echo y > \"$HOME/g$$\"";
+    let fresh = |ws: &str| {
+        let args = [
+            "sandbox",
+            "exec",
+            "--workspace",
+            ws,
+            "--",
+            "sh",
+            "-c",
+            "true",
+        ];
+        let (code, _, stderr) = w.run_env(&args, "", &[("TMPDIR", &tmp)]);
+        assert_eq!(code, 0, "{stderr}");
+    };
+    let workspaces: Vec<String> = (0..6)
+        .map(|i| {
+            let ws = w.root.join(format!("ws{i}"));
+            std::fs::create_dir(&ws).unwrap();
+            ws.to_str().unwrap().to_owned()
+        })
+        .collect();
+    fresh(&workspaces[0]);
+    // What a run that takes over a parked folder finds: "0 N" (an empty TMPDIR; in HOME, the
+    // toolchain links of this world's home, if any).
+    let expected = {
+        let args = [
+            "sandbox",
+            "exec",
+            "--workspace",
+            &workspaces[0],
+            "--",
+            "sh",
+            "-c",
+            script,
+        ];
+        let (code, out, stderr) = w.run_env(&args, "", &[("TMPDIR", &tmp)]);
+        assert_eq!(code, 0, "{stderr}");
+        out
+    };
+    assert!(expected.starts_with("0 "), "{expected}");
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = workspaces
+            .iter()
+            .map(|ws| {
+                let (w, tmp, expected) = (&w, &tmp, &expected);
+                s.spawn(move || {
+                    let mut failed = Vec::new();
+                    for i in 0..15 {
+                        let args = [
+                            "sandbox",
+                            "exec",
+                            "--workspace",
+                            ws,
+                            "--",
+                            "sh",
+                            "-c",
+                            script,
+                        ];
+                        let (code, out, stderr) = w.run_env(&args, "", &[("TMPDIR", tmp)]);
+                        if code != 0 || out != *expected {
+                            failed.push(format!("{ws} run {i}: {code} {out} {stderr}"));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -92,8 +92,14 @@ fn make_in(base: &Path) -> std::io::Result<PlanFolder> {
         }
         let _ = std::fs::remove_file(&to);
     }
+    // Taken (renamed to a name of this process's) before it is removed: another process may
+    // take the same one meanwhile, and a removal under way would go on inside the folder it now
+    // uses (a rename does not stop it).
     for extra in parked.iter().skip(PARKED.saturating_sub(1)) {
-        let _ = std::fs::remove_dir_all(extra);
+        let mine = own.join(format!("{pid}-{}", suffix(extra)));
+        if rename_new(extra, &mine).is_ok() {
+            let _ = std::fs::remove_dir_all(&mine);
+        }
     }
     let dir = match taken {
         Some(path) => Folder::adopt(path),
