@@ -31,7 +31,8 @@
 //! both take one), and empties its runs' folders again before any run uses one. Only folders of
 //! the user's own folder are parked, so no other user could have made or changed one; a plan
 //! with anything else in its folder is removed as before. A few parked folders are kept
-//! ([`PARKED`]); more (after a burst of processes) are removed by the next plan.
+//! ([`PARKED`]); more (after a burst of processes) are removed by the next plan, each taken
+//! over first like any other, so that no removal runs inside a folder another process uses.
 
 use std::ffi::OsStr;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
