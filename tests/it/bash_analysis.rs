@@ -792,18 +792,21 @@ fn paths_after_cd_are_judged_from_the_new_folder_too() {
     );
 }
 
+/// The verdict `gate` gives a bash call of `script`.
+fn bash_verdict(gate: &reasonix::Gate, script: &str) -> String {
+    let call = json!({"name": "bash", "arguments": {"command": script}});
+    gate.admit_text(&call.to_string())
+        .into_admission()
+        .verdict
+        .as_str()
+        .to_owned()
+}
+
 #[test]
 fn the_embedded_default_denies_catastrophes_but_not_everyday_deletes() {
     let w = World::new();
     let gate = w.gate(&PolicySet::embedded_default(), Posture::Interactive);
-    let verdict = |script: &str| {
-        let call = json!({"name": "bash", "arguments": {"command": script}});
-        gate.admit_text(&call.to_string())
-            .into_admission()
-            .verdict
-            .as_str()
-            .to_owned()
-    };
+    let verdict = |script: &str| bash_verdict(&gate, script);
     for script in [
         "rm -rf /",
         "rm -fr /*",
@@ -837,14 +840,7 @@ fn the_embedded_default_denies_catastrophes_but_not_everyday_deletes() {
 fn indirect_expansion_in_a_no_operand_reader_is_allowed_only_where_no_script_set_the_name() {
     let w = World::new();
     let gate = w.gate(&PolicySet::embedded_default(), Posture::Interactive);
-    let verdict = |script: &str| {
-        let call = json!({"name": "bash", "arguments": {"command": script}});
-        gate.admit_text(&call.to_string())
-            .into_admission()
-            .verdict
-            .as_str()
-            .to_owned()
-    };
+    let verdict = |script: &str| bash_verdict(&gate, script);
     for script in [
         "x='a[$(touch pwned)]'; : ${!x}",
         "x='a[$(touch pwned)]' : ${!x}",

@@ -2756,6 +2756,22 @@ fn a_killed_reasonixs_plan_folder_is_removed_by_the_next_plan() {
     let _ = live.wait();
 }
 
+/// `reasonix sandbox exec --workspace WS -- sh -c SCRIPT` with `TMPDIR` set: the exit code,
+/// stdout and stderr.
+fn sh_in_exec(w: &World, ws: &str, tmpdir: &str, script: &str) -> (i32, String, String) {
+    let args = [
+        "sandbox",
+        "exec",
+        "--workspace",
+        ws,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    w.run_env(&args, "", &[("TMPDIR", tmpdir)])
+}
+
 /// A plan's folder parked by one `sandbox exec` and taken over by the next hands the next run
 /// nothing of the last: its TMPDIR and HOME are empty again (but for the toolchain links), and
 /// a folder it made beside them is gone.
@@ -2768,20 +2784,9 @@ fn a_parked_plan_folder_hands_nothing_of_one_run_to_the_next_process() {
     let ws = w.ws.to_str().unwrap().to_owned();
     let tmp = w.root.join("system-tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let env = [("TMPDIR", tmp.to_str().unwrap())];
     let own = tmp.join(format!("reasonix-{}", nix::unistd::geteuid()));
     let exec = |script: &str| {
-        let args = [
-            "sandbox",
-            "exec",
-            "--workspace",
-            &ws,
-            "--",
-            "sh",
-            "-c",
-            script,
-        ];
-        let (code, out, stderr) = w.run_env(&args, "", &env);
+        let (code, out, stderr) = sh_in_exec(&w, &ws, tmp.to_str().unwrap(), script);
         assert_eq!(code, 0, "{script}: {stderr}");
         out
     };
@@ -2872,20 +2877,6 @@ fn concurrent_processes_taking_over_parked_folders_each_start_clean() {
     let tmp = tmp.to_str().unwrap().to_owned();
     let script = "echo \"$(ls -A \"$TMPDIR\" | wc -l) $(ls -A \"$HOME\" | wc -l)\"; \
                   echo x > \"$TMPDIR/f$$\"; mkdir \"$TMPDIR/d$$\"; echo y > \"$HOME/g$$\"";
-    let fresh = |ws: &str| {
-        let args = [
-            "sandbox",
-            "exec",
-            "--workspace",
-            ws,
-            "--",
-            "sh",
-            "-c",
-            "true",
-        ];
-        let (code, _, stderr) = w.run_env(&args, "", &[("TMPDIR", &tmp)]);
-        assert_eq!(code, 0, "{stderr}");
-    };
     let workspaces: Vec<String> = (0..6)
         .map(|i| {
             let ws = w.root.join(format!("ws{i}"));
@@ -2893,24 +2884,12 @@ fn concurrent_processes_taking_over_parked_folders_each_start_clean() {
             ws.to_str().unwrap().to_owned()
         })
         .collect();
-    fresh(&workspaces[0]);
+    let (code, _, stderr) = sh_in_exec(&w, &workspaces[0], &tmp, "true");
+    assert_eq!(code, 0, "{stderr}");
     // What a run that takes over a parked folder finds: "0 N" (an empty TMPDIR; in HOME, the
     // toolchain links of this world's home, if any).
-    let expected = {
-        let args = [
-            "sandbox",
-            "exec",
-            "--workspace",
-            &workspaces[0],
-            "--",
-            "sh",
-            "-c",
-            script,
-        ];
-        let (code, out, stderr) = w.run_env(&args, "", &[("TMPDIR", &tmp)]);
-        assert_eq!(code, 0, "{stderr}");
-        out
-    };
+    let (code, expected, stderr) = sh_in_exec(&w, &workspaces[0], &tmp, script);
+    assert_eq!(code, 0, "{stderr}");
     assert!(expected.starts_with("0 "), "{expected}");
     let failures: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = workspaces
@@ -2920,17 +2899,7 @@ fn concurrent_processes_taking_over_parked_folders_each_start_clean() {
                 s.spawn(move || {
                     let mut failed = Vec::new();
                     for i in 0..15 {
-                        let args = [
-                            "sandbox",
-                            "exec",
-                            "--workspace",
-                            ws,
-                            "--",
-                            "sh",
-                            "-c",
-                            script,
-                        ];
-                        let (code, out, stderr) = w.run_env(&args, "", &[("TMPDIR", tmp)]);
+                        let (code, out, stderr) = sh_in_exec(w, ws, tmp, script);
                         if code != 0 || out != *expected {
                             failed.push(format!("{ws} run {i}: {code} {out} {stderr}"));
                         }

@@ -206,13 +206,32 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// The user's own folder in the temporary folder `base`.
+    fn own_in(base: &Path) -> PathBuf {
+        base.join(format!("reasonix-{}", nix::unistd::geteuid()))
+    }
+
+    /// [`own_in`], made as a plan makes it (mode 0700).
+    fn made_own(base: &Path) -> PathBuf {
+        let own = own_in(base);
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        own
+    }
+
+    /// What `dir` holds, as paths.
+    fn listed(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    }
+
     #[test]
     fn a_plans_folder_is_made_in_the_users_own_and_a_gone_owners_is_removed() {
         let base = tempfile::tempdir().unwrap();
         let first = make_in(base.path()).unwrap();
-        let own = base
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        let own = own_in(base.path());
         assert_eq!(first.dir.path().parent(), Some(own.as_path()));
         let name = first.dir.path().file_name().unwrap().to_string_lossy();
         assert!(
@@ -252,19 +271,14 @@ mod tests {
     #[test]
     fn a_plans_folder_holding_only_finished_runs_is_parked_and_taken_over_by_the_next_plan() {
         let base = tempfile::tempdir().unwrap();
-        let own = base
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        let own = own_in(base.path());
         let first = make_in(base.path()).unwrap();
         let run = finished_run(&first);
         let run_name = run.path().file_name().unwrap().to_owned();
         let first_path = first.dir.path().to_path_buf();
         first.park(vec![run]);
         assert!(!first_path.exists(), "renamed");
-        let parked: Vec<_> = std::fs::read_dir(&own)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
+        let parked = listed(&own);
         assert_eq!(parked.len(), 1, "{parked:?}");
         assert!(parked[0].join(&run_name).join("tmp").is_dir());
         // The next plan takes it over, named for its own process, with the run's folder in it.
@@ -287,9 +301,7 @@ mod tests {
     #[test]
     fn a_plans_folder_holding_anything_but_finished_runs_is_removed_not_parked() {
         let base = tempfile::tempdir().unwrap();
-        let own = base
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        let own = own_in(base.path());
         // A run not given back (a process of it may live on).
         let plan = make_in(base.path()).unwrap();
         let given = finished_run(&plan);
@@ -304,9 +316,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(&own).unwrap().count(), 0);
         // Made outside the user's folder (it is open to others): never parked.
         let open = tempfile::tempdir().unwrap();
-        let theirs = open
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
+        let theirs = own_in(open.path());
         std::fs::create_dir(&theirs).unwrap();
         std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
         let plan = make_in(open.path()).unwrap();
@@ -319,11 +329,7 @@ mod tests {
     #[test]
     fn a_parked_name_that_is_a_link_is_not_taken_over_and_nothing_behind_it_is_touched() {
         let base = tempfile::tempdir().unwrap();
-        let own = base
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
-        std::fs::create_dir(&own).unwrap();
-        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let own = made_own(base.path());
         let elsewhere = base.path().join("elsewhere");
         std::fs::create_dir_all(elsewhere.join("run-a/tmp")).unwrap();
         std::fs::write(elsewhere.join("run-a/tmp/keep"), "k").unwrap();
@@ -335,21 +341,14 @@ mod tests {
             std::fs::read_to_string(elsewhere.join("run-a/tmp/keep")).unwrap(),
             "k"
         );
-        let left: Vec<_> = std::fs::read_dir(&own)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
+        let left = listed(&own);
         assert_eq!(left, [plan.dir.path().to_path_buf()], "the link is gone");
     }
 
     #[test]
     fn a_taken_over_folders_strays_are_removed_and_only_a_few_parked_folders_are_kept() {
         let base = tempfile::tempdir().unwrap();
-        let own = base
-            .path()
-            .join(format!("reasonix-{}", nix::unistd::geteuid()));
-        std::fs::create_dir(&own).unwrap();
-        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let own = made_own(base.path());
         for i in 0..PARKED + 3 {
             let parked = own.join(format!("{PARKED_PREFIX}{i}"));
             std::fs::create_dir_all(parked.join("run-a/tmp")).unwrap();

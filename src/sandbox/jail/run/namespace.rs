@@ -45,6 +45,7 @@ use std::path::Path;
 use nix::libc::{self, c_int, c_long, c_uint, c_ulong};
 
 use super::super::mounts::{Cover, Layer, Layout, Users};
+use super::process::wait_raw;
 
 const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
@@ -583,7 +584,7 @@ pub(super) fn launch(
         return Err(io::Error::last_os_error());
     }
     if launch.error != 0 {
-        reap(pid);
+        let _ = wait_raw(pid, 0);
         return Err(io::Error::from_raw_os_error(launch.error));
     }
     relay(pid)
@@ -658,7 +659,7 @@ pub(super) fn clone_command(
         return Err(cloned);
     }
     if launch.error != 0 {
-        reap(pid);
+        let _ = wait_raw(pid, 0);
         return Err(io::Error::from_raw_os_error(launch.error));
     }
     Ok(pid)
@@ -690,18 +691,6 @@ fn own_pidfd() -> c_int {
     // close-on-exec.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0 as c_uint) };
     c_int::try_from(fd).unwrap_or(-1)
-}
-
-/// Reaps `pid`, a child that has exited (or is about to).
-fn reap(pid: libc::pid_t) {
-    let mut status: c_int = 0;
-    loop {
-        // SAFETY: `status` is a live `c_int` the kernel writes.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
 }
 
 /// Whether a run's namespaces can be made here (in a user namespace when `user`): a throwaway
@@ -801,18 +790,9 @@ fn try_namespaces(user: bool, overlay: bool) -> io::Result<()> {
     };
     drop(stack);
     let pid = check(pid as c_long)? as libc::pid_t;
-    let mut status: c_int = 0;
-    loop {
-        // SAFETY: `status` is a live `c_int` the kernel writes.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
+    // A blocking wait returns a status; none would be a failed trial, never a passed one.
+    let status =
+        wait_raw(pid, 0)?.ok_or_else(|| io::Error::other("the probe child was not reaped"))?;
     match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
         (true, 0) => Ok(()),
         (true, code) => Err(io::Error::from_raw_os_error(code)),
@@ -930,18 +910,11 @@ fn relay(pid: libc::pid_t) -> ! {
     // Std's error pipe among them: spawn returns once the command has exec'd.
     // SAFETY: close_range with integer arguments only; this process uses no descriptor after it.
     unsafe { libc::syscall(libc::SYS_close_range, 0 as c_uint, c_uint::MAX, 0 as c_uint) };
-    let mut status: c_int = 0;
-    loop {
-        // SAFETY: `status` is a live `c_int` the kernel writes.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // SAFETY: `_exit` ends this process at once.
-            unsafe { libc::_exit(127) }
-        }
-    }
+    let status = match wait_raw(pid, 0) {
+        Ok(Some(status)) => status,
+        // SAFETY: `_exit` ends this process at once.
+        _ => unsafe { libc::_exit(127) },
+    };
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
         let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);

@@ -101,26 +101,35 @@ impl Process {
 
 impl Cloned {
     fn reap(&mut self, flags: libc::c_int) -> std::io::Result<Option<ExitStatus>> {
-        if let Some(status) = self.reaped {
+        if self.reaped.is_none() {
+            // `pid` is this process's child, not yet reaped (so its pid is not another
+            // process's).
+            self.reaped = wait_raw(self.pid as libc::pid_t, flags)?.map(ExitStatus::from_raw);
+        }
+        Ok(self.reaped)
+    }
+}
+
+/// `waitpid(pid, flags)` for a child of this process, again whenever a signal interrupts it:
+/// the child's raw wait status, or `None` where `WNOHANG` found it still running. System calls
+/// only, and errors from raw OS codes: callable in a process that has just forked.
+pub(super) fn wait_raw(
+    pid: libc::pid_t,
+    flags: libc::c_int,
+) -> std::io::Result<Option<libc::c_int>> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a live `c_int` the kernel writes.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == 0 {
+            return Ok(None);
+        }
+        if r > 0 {
             return Ok(Some(status));
         }
-        let mut status: libc::c_int = 0;
-        loop {
-            // SAFETY: `status` is a live `c_int` the kernel writes; `pid` is this process's
-            // child, not yet reaped (so its pid is not another process's).
-            let r = unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, flags) };
-            if r == 0 {
-                return Ok(None);
-            }
-            if r > 0 {
-                let status = ExitStatus::from_raw(status);
-                self.reaped = Some(status);
-                return Ok(Some(status));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
         }
     }
 }
