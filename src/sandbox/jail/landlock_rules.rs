@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use std::os::fd::{AsFd, OwnedFd};
+
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
     PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope,
@@ -134,8 +136,11 @@ impl Rules {
         }
     }
 
-    /// The ruleset of a plan: the roots, the devices, the TCP ports.
-    pub(super) fn ruleset(&self, spec: &Spec) -> Result<RulesetCreated, RulesetError> {
+    /// The ruleset of a plan: the roots, the devices, the TCP ports. Each root's rule gets the
+    /// rights that fit it as it was opened (a folder's, or a file's), of those the ruleset
+    /// handles, and is added without the `landlock` crate's `fstat` of each descriptor (about
+    /// 165 of them here, most of them `/etc`'s entries).
+    pub(super) fn ruleset(&self, spec: &Spec) -> std::io::Result<RulesetCreated> {
         let Spec {
             network,
             strict,
@@ -152,38 +157,55 @@ impl Rules {
         let read = AccessFs::from_read(ABI_USED);
         let file_read = read & AccessFs::from_file(ABI_USED);
         let file_rw: BitFlags<AccessFs> = AccessFs::from_file(ABI_USED) & !AccessFs::Execute;
-        let mut ruleset = Ruleset::default()
-            .set_compatibility(level)
-            .handle_access(all)?;
-        if net {
-            ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
-        }
-        if scope {
-            ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
-        }
-        let mut created = ruleset.create()?;
+        let built = || -> Result<RulesetCreated, RulesetError> {
+            let mut ruleset = Ruleset::default()
+                .set_compatibility(level)
+                .handle_access(all)?;
+            if net {
+                ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
+            }
+            if scope {
+                ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+            }
+            let mut created = ruleset.create()?;
+            if net {
+                let mut ports: Vec<u16> = network.iter().map(|n| n.port).collect();
+                ports.sort_unstable();
+                ports.dedup();
+                for port in ports {
+                    created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+                }
+            }
+            Ok(created)
+        };
+        let created = built().map_err(std::io::Error::other)?;
+        // The same ruleset through a second descriptor (`None`: best effort found no Landlock).
+        let Some(fd) = Option::<OwnedFd>::from(created.try_clone()?) else {
+            return Ok(created);
+        };
+        // What the ruleset handles: every right asked for, less (best effort) those this kernel
+        // lacks; under `enforce`, a kernel lacking one refused the ruleset above.
+        let kernel = super::run::landlock_abi_reported().and_then(|v| u8::try_from(v).ok());
+        let handled = write_access_bits(kernel);
+        let add = |o: &Opened, dir: BitFlags<AccessFs>, file: BitFlags<AccessFs>| {
+            let bits = |access: BitFlags<AccessFs>| access.bits() & handled;
+            let access = if o.dir { dir } else { file };
+            match super::run::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(access)) {
+                // A folder when listed, a file by now: a file's rights, as the crate would.
+                Err(e) if o.dir && e.raw_os_error() == Some(nix::libc::EINVAL) => {
+                    super::run::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(file))
+                }
+                done => done,
+            }
+        };
         for o in &self.read {
-            let access = if o.dir { read } else { file_read };
-            created = created.add_rule(PathBeneath::new(&o.fd, access))?;
+            add(o, read, file_read)?;
         }
         for o in &self.write {
-            let access = if o.dir {
-                all
-            } else {
-                AccessFs::from_file(ABI_USED)
-            };
-            created = created.add_rule(PathBeneath::new(&o.fd, access))?;
+            add(o, all, AccessFs::from_file(ABI_USED))?;
         }
         for o in &self.devices {
-            created = created.add_rule(PathBeneath::new(&o.fd, file_rw))?;
-        }
-        if net {
-            let mut ports: Vec<u16> = network.iter().map(|n| n.port).collect();
-            ports.sort_unstable();
-            ports.dedup();
-            for port in ports {
-                created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
-            }
+            add(o, file_rw, file_rw)?;
         }
         Ok(created)
     }
@@ -229,7 +251,7 @@ const SPARE: usize = 2;
 impl Rulesets {
     /// The rulesets of `rules` under `spec`; builds the first one now, so that a plan that
     /// cannot have one says so before anything runs.
-    pub(super) fn new(rules: Rules, spec: Spec) -> Result<Rulesets, RulesetError> {
+    pub(super) fn new(rules: Rules, spec: Spec) -> std::io::Result<Rulesets> {
         let first = rules.ruleset(&spec)?;
         Ok(Rulesets {
             rules: Arc::new(rules),
@@ -249,10 +271,7 @@ impl Rulesets {
         };
         let ruleset = match ready {
             Some(r) => r,
-            None => self
-                .rules
-                .ruleset(&self.spec)
-                .map_err(std::io::Error::other)?,
+            None => self.rules.ruleset(&self.spec)?,
         };
         let fd = PathFd::new(tmp).map_err(std::io::Error::other)?;
         ruleset
@@ -345,6 +364,44 @@ mod tests {
                 ("keys/public".into(), Some(false))
             ]
         );
+    }
+
+    #[test]
+    fn a_rule_gets_the_rights_of_what_its_descriptor_is_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("was-a-folder");
+        std::fs::write(&file, "").unwrap();
+        let spec = Spec {
+            network: Vec::new(),
+            strict: true,
+            net: false,
+            scope: false,
+        };
+        // Listed as a folder, a file by the time it is added: a folder's rights on it would be
+        // refused (EINVAL); it gets a file's, and the ruleset is built.
+        let rules = Rules {
+            read: vec![Opened {
+                fd: PathFd::new(&file).unwrap(),
+                dir: true,
+            }],
+            write: vec![Opened {
+                fd: PathFd::new(dir.path()).unwrap(),
+                dir: true,
+            }],
+            devices: Vec::new(),
+        };
+        rules.ruleset(&spec).unwrap();
+        // A folder's rights on a file, added as such, are what the kernel refuses.
+        let created = Ruleset::default()
+            .handle_access(AccessFs::from_all(ABI_USED))
+            .unwrap()
+            .create()
+            .unwrap();
+        let fd = Option::<OwnedFd>::from(created).expect("Landlock is on this machine");
+        let folder = AccessFs::from_read(ABI_USED).bits();
+        let refused =
+            super::super::run::add_path_rule(fd.as_fd(), rules.read[0].fd.as_fd(), folder);
+        assert_eq!(refused.unwrap_err().raw_os_error(), Some(nix::libc::EINVAL));
     }
 
     /// The walk before issue 12, path against path, to hold the one by name to it.

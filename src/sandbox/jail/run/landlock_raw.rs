@@ -1,12 +1,13 @@
 //! Raw Landlock system calls the `landlock` crate keeps to itself or cannot make between fork
-//! and exec: the ABI the kernel reports, a rule on a folder mounted after the ruleset was built,
-//! and restricting the calling process.
+//! and exec: the ABI the kernel reports, a rule whose descriptor's type is known (without the
+//! crate's `fstat`), a rule on a folder mounted after the ruleset was built, and restricting the
+//! calling process.
 
 use std::os::fd::OwnedFd;
 
 /// `landlock_path_beneath_attr`: packed, as the kernel declares it.
 #[repr(C, packed)]
-pub(super) struct PathBeneathAttr {
+struct PathBeneathAttr {
     allowed_access: u64,
     parent_fd: i32,
 }
@@ -20,8 +21,7 @@ pub(super) fn grant_fresh(
     access: u64,
 ) -> std::io::Result<()> {
     use nix::libc;
-    use std::os::fd::AsRawFd;
-    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    use std::os::fd::{AsFd, BorrowedFd};
     // SAFETY: `path` is a NUL-terminated string that lives across the call.
     let proc_fd = unsafe {
         libc::open(
@@ -32,12 +32,33 @@ pub(super) fn grant_fresh(
     if proc_fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: `proc_fd` was opened above and is closed below, after its last use.
+    let parent = unsafe { BorrowedFd::borrow_raw(proc_fd) };
+    let result = add_path_rule(ruleset.as_fd(), parent, access);
+    // SAFETY: `proc_fd` was opened above and is used no more.
+    unsafe { libc::close(proc_fd) };
+    result
+}
+
+/// Adds to `ruleset` the right `access` beneath `parent` (`landlock_add_rule` with a
+/// `landlock_path_beneath_attr`). Unlike the `landlock` crate's `PathBeneath`, it does not `fstat`
+/// `parent` to learn whether it is a folder: the caller knows, and gives only rights that the
+/// ruleset handles and that fit the descriptor's type (the kernel refuses, `EINVAL`, folder
+/// rights on a file). Also between fork and exec: a system call, no allocation.
+pub(in crate::sandbox::jail) fn add_path_rule(
+    ruleset: std::os::fd::BorrowedFd<'_>,
+    parent: std::os::fd::BorrowedFd<'_>,
+    access: u64,
+) -> std::io::Result<()> {
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
     let attr = PathBeneathAttr {
         allowed_access: access,
-        parent_fd: proc_fd,
+        parent_fd: parent.as_raw_fd(),
     };
     // SAFETY: `attr` is a live, packed `struct landlock_path_beneath_attr` the kernel reads;
-    // the ruleset descriptor is open for the life of `ruleset`.
+    // both descriptors are borrowed for the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_landlock_add_rule,
@@ -47,14 +68,11 @@ pub(super) fn grant_fresh(
             0 as libc::c_uint,
         )
     };
-    let result = if rc == 0 {
+    if rc == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
-    };
-    // SAFETY: `proc_fd` was opened above and is used no more.
-    unsafe { libc::close(proc_fd) };
-    result
+    }
 }
 
 /// The Landlock ABI the kernel reports (`landlock_create_ruleset` asked for its version: no

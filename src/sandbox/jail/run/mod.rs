@@ -72,6 +72,7 @@ use watch::Watch;
 pub(super) use cap_drop::CapDrop;
 pub(super) use cgroups::seed_cgroups;
 use cgroups::{RunCgroups, run_cgroups};
+pub(super) use landlock_raw::add_path_rule;
 pub(crate) use landlock_raw::landlock_abi_reported;
 use pre_exec::{Confine, close_inherited, die_with};
 
