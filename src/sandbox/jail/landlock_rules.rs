@@ -185,15 +185,16 @@ impl Rules {
         };
         // What the ruleset handles: every right asked for, less (best effort) those this kernel
         // lacks; under `enforce`, a kernel lacking one refused the ruleset above.
-        let kernel = super::run::landlock_abi_reported().and_then(|v| u8::try_from(v).ok());
+        let kernel =
+            super::landlock_raw::landlock_abi_reported().and_then(|v| u8::try_from(v).ok());
         let handled = write_access_bits(kernel);
         let add = |o: &Opened, dir: BitFlags<AccessFs>, file: BitFlags<AccessFs>| {
             let bits = |access: BitFlags<AccessFs>| access.bits() & handled;
             let access = if o.dir { dir } else { file };
-            match super::run::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(access)) {
+            match super::landlock_raw::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(access)) {
                 // A folder when listed, a file by now: a file's rights, as the crate would.
                 Err(e) if o.dir && e.raw_os_error() == Some(nix::libc::EINVAL) => {
-                    super::run::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(file))
+                    super::landlock_raw::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(file))
                 }
                 done => done,
             }
@@ -400,7 +401,7 @@ mod tests {
         let fd = Option::<OwnedFd>::from(created).expect("Landlock is on this machine");
         let folder = AccessFs::from_read(ABI_USED).bits();
         let refused =
-            super::super::run::add_path_rule(fd.as_fd(), rules.read[0].fd.as_fd(), folder);
+            super::super::landlock_raw::add_path_rule(fd.as_fd(), rules.read[0].fd.as_fd(), folder);
         assert_eq!(refused.unwrap_err().raw_os_error(), Some(nix::libc::EINVAL));
     }
 

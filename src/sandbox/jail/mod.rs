@@ -182,6 +182,8 @@ pub mod danger;
 mod folder;
 #[allow(unsafe_code)]
 mod inotify;
+#[allow(unsafe_code)]
+mod landlock_raw;
 mod landlock_rules;
 mod mounts;
 #[allow(unsafe_code)]

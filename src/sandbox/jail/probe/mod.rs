@@ -299,7 +299,7 @@ fn expect(status: &str) -> Capabilities {
     let effective = effective_set(status).unwrap_or(0);
     let user_namespace = effective & (1 << CAP_SYS_ADMIN) == 0;
     // The highest ABI both this build and the kernel know, as the probe finds it.
-    let abi = super::run::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
+    let abi = super::landlock_raw::landlock_abi_reported().map(|v| v.min(ABI::V7 as i32));
     let namespaces = namespaces_allowed(user_namespace, &|name| std::fs::read_to_string(name).ok());
     Capabilities {
         kernel: kernel_release(),

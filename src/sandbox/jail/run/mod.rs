@@ -31,7 +31,6 @@
 //! - `pre_exec.rs`: what the command's process applies between fork and exec (`Confine`);
 //! - `cap_drop.rs`: how it loses its capabilities (`CapDrop`);
 //! - `cgroups.rs`: the run's cgroups, and what stands in for one that cannot be made;
-//! - `landlock_raw.rs`: the raw Landlock system calls the `landlock` crate does not make;
 //! - [`namespace`]: the command cloned into new namespaces; `process.rs`: a started process,
 //!   cloned or forked, and its pipes; `watch.rs`: the clock and the bounded output; `idle.rs`:
 //!   the cgroups and run folders kept between runs; `child.rs`: a long-lived jailed process.
@@ -54,7 +53,6 @@ mod cap_drop;
 mod cgroups;
 mod child;
 mod idle;
-mod landlock_raw;
 mod namespace;
 mod pre_exec;
 mod process;
@@ -72,8 +70,6 @@ use watch::Watch;
 pub(super) use cap_drop::CapDrop;
 pub(super) use cgroups::seed_cgroups;
 use cgroups::{RunCgroups, run_cgroups};
-pub(super) use landlock_raw::add_path_rule;
-pub(crate) use landlock_raw::landlock_abi_reported;
 use pre_exec::{Confine, close_inherited, die_with};
 
 /// What to do with the output.

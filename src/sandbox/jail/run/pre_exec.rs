@@ -9,8 +9,8 @@ use nix::unistd::Pid;
 
 use crate::sandbox::jail::cgroup;
 
+use super::super::landlock_raw::{grant_fresh, restrict_self};
 use super::cap_drop::{CapDrop, drop_capabilities};
-use super::landlock_raw::{grant_fresh, restrict_self};
 
 /// Marks every descriptor but 0, 1 and 2 close-on-exec: the command inherits none of
 /// Reasonix's (nor one its caller passed, such as `3>>file`). Between fork and exec: one

@@ -15,7 +15,7 @@ struct PathBeneathAttr {
 /// Adds to the run's own `ruleset` the right `access` on the folder just mounted at `path` in
 /// its mount namespace: the `/proc` of its PID namespace, an overlay over a write root (each a
 /// new inode, which no rule built beforehand names). Between fork and exec.
-pub(super) fn grant_fresh(
+pub(in crate::sandbox::jail) fn grant_fresh(
     ruleset: &OwnedFd,
     path: &std::ffi::CStr,
     access: u64,
@@ -78,7 +78,7 @@ pub(in crate::sandbox::jail) fn add_path_rule(
 /// The Landlock ABI the kernel reports (`landlock_create_ruleset` asked for its version: no
 /// ruleset is made), `None` where Landlock is absent or disabled. The `landlock` crate keeps this
 /// query to itself.
-pub(crate) fn landlock_abi_reported() -> Option<i32> {
+pub(super) fn landlock_abi_reported() -> Option<i32> {
     use nix::libc;
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute pointer, size 0 and the version flag, the kernel reads no
@@ -96,7 +96,7 @@ pub(crate) fn landlock_abi_reported() -> Option<i32> {
 
 /// Restricts the calling process with `ruleset` (`no_new_privs` is set already). Between fork
 /// and exec.
-pub(super) fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
+pub(in crate::sandbox::jail) fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
     use nix::libc;
     use std::os::fd::AsRawFd;
     // SAFETY: landlock_restrict_self with a descriptor open for the life of `ruleset` and no
