@@ -192,7 +192,8 @@ impl Rules {
             let bits = |access: BitFlags<AccessFs>| access.bits() & handled;
             let access = if o.dir { dir } else { file };
             match super::landlock_raw::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(access)) {
-                // A folder when listed, a file by now: a file's rights, as the crate would.
+                // A folder when listed, a file by now: a file's rights (fewer, never more), as
+                // the crate gives under best effort; under `enforce` the crate refused instead.
                 Err(e) if o.dir && e.raw_os_error() == Some(nix::libc::EINVAL) => {
                     super::landlock_raw::add_path_rule(fd.as_fd(), o.fd.as_fd(), bits(file))
                 }
