@@ -9,8 +9,10 @@
 #                  start-up, probe, plan — no jail)
 #   reasonix       `reasonix sandbox exec -- true` (the same, jailed: mount and PID namespaces,
 #                  Landlock, seccomp, cgroups)
-#   reasonix-user  the same run by `nobody` (as root, with setpriv): the namespaces are made in a
-#                  user namespace, and no cgroup can be made
+#   bare-user      /bin/true run by `nobody` (as root, with env and setpriv: what they cost)
+#   bwrap-user     bwrap's run by `nobody` the same way: its namespaces made in a user namespace
+#   reasonix-user  `reasonix sandbox exec -- true` by `nobody` the same way, with a HOME it can
+#                  write: the namespaces are made in a user namespace, and no cgroup can be made
 #   reasonix-ro    `reasonix sandbox exec --read-only -- true` (issue 25: a call admitted as
 #                  read-only; the default policy's protected paths looked for and covered)
 #   reasonix-obs   `reasonix sandbox exec --observe -- true` (a writer: on an overlay, its upper
@@ -67,11 +69,17 @@ if [ -n "${JAIL_ALONE:-}" ]; then
 fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     # A workspace of its own: the rows run as root make the workspace's lease folder, which
-    # `nobody` could not then lock in.
-    mkdir "$WS/ws-user" && chmod 755 "$WS" && chown 65534:65534 "$WS/ws-user"
-    reasonix_user=(env HOME="$WS" setpriv --reuid=65534 --regid=65534 --clear-groups --
-        "$REASONIX" sandbox exec --workspace "$WS/ws-user" -- /bin/true)
-    ROWS+=(reasonix-user)
+    # `nobody` could not then lock in. A HOME of its own too, which `nobody` can write: without
+    # one, no probe's answer can be kept, and each run tries every layer afresh (about 1.4 ms
+    # more here), which times the probe rather than the jail.
+    mkdir "$WS/ws-user" "$WS/home-user" && chmod 755 "$WS"
+    chown 65534:65534 "$WS/ws-user" "$WS/home-user"
+    as_nobody=(env HOME="$WS/home-user" setpriv --reuid=65534 --regid=65534 --clear-groups --)
+    reasonix_user=("${as_nobody[@]}" "$REASONIX" sandbox exec --workspace "$WS/ws-user" -- /bin/true)
+    # /bin/true and bubblewrap run the same way (the first is what env and setpriv cost).
+    bare_user=("${as_nobody[@]}" /bin/true)
+    bwrap_user=("${as_nobody[@]}" "${bwrap[@]}")
+    ROWS+=(bare-user bwrap-user reasonix-user)
 fi
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; N=$N in turns"
