@@ -864,6 +864,55 @@ fn the_probes_answer_is_kept_for_the_next_process_which_runs_with_every_layer_on
     forged(&|v| v["answers"][0]["base"]["landlock_abi"] = 99.into());
 }
 
+/// Where the state folder cannot be written (as root: a HOME of another user's, as with `sudo
+/// -E`), the probe's answer is kept in the user's own folder in the temporary folder instead,
+/// and the next process takes it from there, rather than every process trying each part again;
+/// that HOME is left as it was.
+#[test]
+fn the_probes_answer_is_kept_in_the_temporary_folder_when_home_cannot_be_written() {
+    if lacks_full_backend() || lacks_namespaces() {
+        return;
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if skip_unless(root, "root, to give HOME to another user") {
+        return;
+    }
+    let w = World::new();
+    let ws = w.ws.to_str().unwrap().to_owned();
+    let theirs = w.outside.join("theirs");
+    let tmp = w.outside.join("tmp");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let env = [
+        ("RUST_LOG", "reasonix=debug"),
+        ("HOME", theirs.to_str().unwrap()),
+        ("TMPDIR", tmp.to_str().unwrap()),
+    ];
+    let exec = || {
+        w.run_env(
+            &["sandbox", "exec", "--workspace", &ws, "--", "true"],
+            "",
+            &env,
+        )
+    };
+    let (code, _, stderr) = exec();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("each part is tried"), "{stderr}");
+    let kept = tmp.join("reasonix-0/probe.json");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(!theirs.join(".local").exists(), "their HOME is left alone");
+    let (code, _, stderr) = exec();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the answer kept for this machine is taken")
+            && !stderr.contains("each part is tried"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn sandbox_exec_covers_what_the_policy_protects_from_reading_in_every_shape() {
     let w = World::new();

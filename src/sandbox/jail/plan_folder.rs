@@ -187,8 +187,9 @@ impl PlanFolder {
     }
 }
 
-/// `reasonix-<uid>` in `base`, made if missing, when it is this user's alone.
-fn own_folder(base: &Path) -> Option<PathBuf> {
+/// `reasonix-<uid>` in `base`, made if missing, when it is this user's alone (also where the
+/// probe's answer is kept when the state folder cannot be written: `probe/kept.rs`).
+pub(in crate::sandbox::jail) fn own_folder(base: &Path) -> Option<PathBuf> {
     let uid = nix::unistd::geteuid().as_raw();
     let dir = base.join(format!("reasonix-{uid}"));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {

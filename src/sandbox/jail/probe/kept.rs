@@ -21,9 +21,11 @@
 //!   wrong costs a run that does not start, never a part claimed and not applied. A jailed run
 //!   that fails to start forgets the answer ([`forget`]), so the next process tries again.
 //! - **In the user's state folder, beside the trust store** (where the CLI says: a library user
-//!   that does not call [`keep_answers_in`] keeps nothing): written whole (a temporary file
-//!   renamed), readable by its owner only, and ignored unless this user owns it and no one else
-//!   may write it. What is read is held to the same rule as what is written: an answer that
+//!   that does not call [`keep_answers_in`] keeps nothing), or, where that folder cannot be
+//!   written (a service account's HOME often cannot), in the user's own folder in the temporary
+//!   folder, where plans' folders are made (`reasonix-<uid>`, taken only when this user owns it
+//!   and no one else may enter it): written whole (a temporary file renamed), readable by its
+//!   owner only, and ignored unless this user owns it and no one else may write it. What is read is held to the same rule as what is written: an answer that
 //!   differs from the machine's word in any part is not taken (so a forged one cannot, say,
 //!   name a plain folder as the cgroups' parent, where a run's "cgroup" would limit nothing).
 //!
@@ -39,6 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::Capabilities;
+use crate::sandbox::jail::plan_folder::own_folder;
 
 /// The file's name in the state folder.
 const FILE: &str = "probe.json";
@@ -168,13 +171,31 @@ fn path() -> Option<PathBuf> {
     FOLDER.get().map(|dir| dir.join(FILE))
 }
 
+/// Where the answer is kept when [`path`] cannot be written: the user's own folder in the
+/// temporary folder (`reasonix-<uid>`, this user's alone), for a process that keeps answers.
+/// Without it, a user whose HOME cannot be written tried every part in every process (about
+/// 0.7 ms of each `sandbox exec`: `docs/speed.md`).
+fn fallback() -> Option<PathBuf> {
+    FOLDER.get()?;
+    own_folder(&std::env::temp_dir()).map(|dir| dir.join(FILE))
+}
+
 /// The answer kept for `machine` (every part but the network namespace, and that one if a
 /// process tried it), if there is one that may be taken.
 pub(super) fn load(machine: &Machine) -> Option<(Capabilities, Option<bool>)> {
     if afresh() {
         return None;
     }
-    load_from(&path()?, machine)
+    load_either(&path()?, fallback, machine)
+}
+
+/// The answer kept at `path`, else at `fallback`'s.
+fn load_either(
+    path: &Path,
+    fallback: impl FnOnce() -> Option<PathBuf>,
+    machine: &Machine,
+) -> Option<(Capabilities, Option<bool>)> {
+    load_from(path, machine).or_else(|| load_from(&fallback()?, machine))
 }
 
 fn load_from(path: &Path, machine: &Machine) -> Option<(Capabilities, Option<bool>)> {
@@ -207,8 +228,24 @@ fn read(path: &Path) -> Option<KeptFile> {
 /// would ([`agrees`]); a failure to write it only means the next process tries again.
 pub(super) fn store(machine: &Machine, base: &Capabilities, net: Option<bool>) {
     if let Some(path) = path() {
-        let _ = store_at(&path, machine, base, net);
+        store_either(&path, fallback, machine, base, net);
     }
+}
+
+/// Keeps the answer at `path`, or at `fallback`'s where `path` cannot be written; whether it was
+/// kept at all.
+fn store_either(
+    path: &Path,
+    fallback: impl FnOnce() -> Option<PathBuf>,
+    machine: &Machine,
+    base: &Capabilities,
+    net: Option<bool>,
+) -> bool {
+    if !agrees(&machine.expected, base, net) {
+        return false;
+    }
+    matches!(store_at(path, machine, base, net), Ok(true))
+        || fallback().is_some_and(|other| matches!(store_at(&other, machine, base, net), Ok(true)))
 }
 
 fn store_at(
@@ -267,7 +304,7 @@ fn agrees(expected: &Capabilities, base: &Capabilities, net: Option<bool>) -> bo
 
 /// Forgets the kept answers: a jailed run failed to start, so the next process tries each part.
 pub(in crate::sandbox::jail) fn forget() {
-    if let Some(path) = path() {
+    for path in [path(), fallback()].into_iter().flatten() {
         let _ = std::fs::remove_file(path);
     }
 }
@@ -342,6 +379,61 @@ mod tests {
         let path = theirs.join(".local/state/reasonix/probe.json");
         assert!(!store_at(&path, &m, &base(), None).unwrap());
         assert!(!theirs.join(".local").exists());
+    }
+
+    /// Where the state folder cannot be written (here its place is a file; as root, also a
+    /// folder of another user's), the answer is kept in the user's own folder in the temporary
+    /// folder, and taken from there; a folder there that is not this user's alone is not used.
+    #[test]
+    fn an_answer_the_state_folder_cannot_take_is_kept_in_the_users_own_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let own = || own_folder(&tmp).map(|d| d.join(FILE));
+        let m = here();
+        let blocked = dir.path().join("not-a-folder");
+        std::fs::write(&blocked, "").unwrap();
+        let mut unwritable = vec![blocked.join("reasonix/probe.json")];
+        if nix::unistd::getuid().is_root() {
+            let theirs = dir.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            unwritable.push(theirs.join(".local/state/reasonix/probe.json"));
+        }
+        for state in &unwritable {
+            let kept = own().unwrap();
+            let _ = std::fs::remove_file(&kept);
+            assert!(
+                store_either(state, own, &m, &base(), None),
+                "{}",
+                state.display()
+            );
+            assert!(!state.exists());
+            assert_eq!(
+                std::fs::metadata(&kept).unwrap().mode() & 0o777,
+                0o600,
+                "readable by its owner only"
+            );
+            assert_eq!(load_either(state, own, &m), Some((base(), None)));
+        }
+        // A state folder that can be written takes it, and is read first.
+        let state = dir.path().join("state/probe.json");
+        assert!(store_either(&state, own, &m, &base(), Some(true)));
+        assert_eq!(load_either(&state, own, &m), Some((base(), Some(true))));
+        // An answer that disagrees with the machine's word is kept in neither.
+        let failed = Capabilities {
+            namespaces: false,
+            ..base()
+        };
+        std::fs::remove_file(own().unwrap()).unwrap();
+        assert!(!store_either(&unwritable[0], own, &m, &failed, None));
+        assert!(!own().unwrap().exists());
+        // A folder in the temporary folder that others may enter is not the user's own.
+        use std::os::unix::fs::PermissionsExt;
+        let shared = own().unwrap().parent().unwrap().to_path_buf();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!store_either(&unwritable[0], own, &m, &base(), None));
+        assert!(!shared.join(FILE).exists());
     }
 
     /// Two builds (or a container and its host) used in turns keep an answer each; the fifth
