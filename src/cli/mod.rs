@@ -183,6 +183,11 @@ impl From<PostureArg> for Posture {
 
 /// Runs the command line.
 pub fn main() -> ExitCode {
+    // The jail probe's answer is kept beside the trust store, for the next process (issue 30);
+    // `--version`, which says what the jail enforces here, takes it too.
+    if let Ok(state) = reasonix::settings::trust::state_folder() {
+        reasonix::sandbox::jail::keep_answers_in(state);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
@@ -194,10 +199,6 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     logs(cli.verbose, cli.quiet);
-    // The jail probe's answer is kept beside the trust store, for the next process (issue 30).
-    if let Ok(state) = reasonix::settings::trust::state_folder() {
-        reasonix::sandbox::jail::keep_answers_in(state);
-    }
     let result = match cli.command {
         Command::Check(Deferred(args)) => check::run(args),
         Command::Run(Deferred(args)) => run::run(args),

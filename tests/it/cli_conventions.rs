@@ -112,6 +112,22 @@ fn version_names_the_commit_the_profile_and_what_the_jail_enforces_here() {
     assert_eq!(String::from_utf8(short.stdout).unwrap(), text);
 }
 
+/// `--version` says what the jail enforces from the probe's answer kept for the next process,
+/// as every other command does, rather than trying each part in every call (about 1 ms).
+#[test]
+fn version_keeps_the_probes_answer_for_the_next_process() {
+    let w = World::new();
+    let kept = w.home.join(".local/state/reasonix/probe.json");
+    assert!(!kept.exists());
+    let (code, stdout, stderr) = w.run(&["--version"], "");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("jail here: "), "{stdout}");
+    assert!(kept.exists(), "no answer kept by --version");
+    let (code, again, stderr) = w.run(&["--version"], "");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(again, stdout, "the kept answer says the same");
+}
+
 /// The unwinder is linked in (`build.rs`, issue 30): the executable does not load
 /// `libgcc_s.so.1` at start (its constructor asks the CPU for its features, a trapped `cpuid`
 /// on a virtual machine), and a panic still unwinds to the hook's exit 2
