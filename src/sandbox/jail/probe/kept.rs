@@ -25,7 +25,8 @@
 //!   written (a service account's HOME often cannot), in the user's own folder in the temporary
 //!   folder, where plans' folders are made (`reasonix-<uid>`, taken only when this user owns it
 //!   and no one else may enter it): written whole (a temporary file renamed), readable by its
-//!   owner only, and ignored unless this user owns it and no one else may write it. What is read is held to the same rule as what is written: an answer that
+//!   owner only, and ignored unless this user owns it and no one else may write it. What is
+//!   read is held to the same rule as what is written: an answer that
 //!   differs from the machine's word in any part is not taken (so a forged one cannot, say,
 //!   name a plain folder as the cgroups' parent, where a run's "cgroup" would limit nothing).
 //!
