@@ -70,8 +70,8 @@ fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     # A workspace of its own: the rows run as root make the workspace's lease folder, which
     # `nobody` could not then lock in. A HOME of its own too, which `nobody` can write: without
-    # one, no probe's answer can be kept, and each run tries every layer afresh (about 1.4 ms
-    # more here), which times the probe rather than the jail.
+    # one, no probe's answer was kept, and each run tried every layer afresh (about 0.7 ms
+    # more here, docs/speed.md), which timed the probe rather than the jail.
     mkdir "$WS/ws-user" "$WS/home-user" && chmod 755 "$WS"
     chown 65534:65534 "$WS/ws-user" "$WS/home-user"
     as_nobody=(env HOME="$WS/home-user" setpriv --reuid=65534 --regid=65534 --clear-groups --)

@@ -26,9 +26,9 @@
 //!   folder, where plans' folders are made (`reasonix-<uid>`, taken only when this user owns it
 //!   and no one else may enter it): written whole (a temporary file renamed), readable by its
 //!   owner only, and ignored unless this user owns it and no one else may write it. What is
-//!   read is held to the same rule as what is written: an answer that
-//!   differs from the machine's word in any part is not taken (so a forged one cannot, say,
-//!   name a plain folder as the cgroups' parent, where a run's "cgroup" would limit nothing).
+//!   read is held to the same rule as what is written: an answer that differs from the
+//!   machine's word in any part is not taken (so a forged one cannot, say, name a plain folder
+//!   as the cgroups' parent, where a run's "cgroup" would limit nothing).
 //!
 //! `reasonix sandbox probe` always tries every part (and keeps what it finds); so does any
 //! process with `REASONIX_PROBE=fresh` in its environment.
